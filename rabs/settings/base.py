@@ -1,0 +1,183 @@
+"""Settings for every environment, driven by environment variables (see ``.env.example``).
+
+With no ``DATABASE_URL`` / ``REDIS_URL`` the embedded PostgreSQL + pgvector and Redis under
+``var/`` are started (or reused) on import; see :mod:`rabs.embedded`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+
+from rabs.redis_urls import redis_urls
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+# A fixed development key is only acceptable because production must set DJANGO_SECRET_KEY
+# (rabs.settings.production refuses to start without it).
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="dev-insecure-rabs-brainframe-key-change-me")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+# --- Services: real servers when configured, embedded ones otherwise ----------------------------
+_database_url = env.str("DATABASE_URL", default="")
+_redis_url = env.str("REDIS_URL", default="")
+if not _database_url or not _redis_url:
+    from rabs.embedded import ensure_services
+
+    _embedded = ensure_services()
+    _database_url = _database_url or _embedded.database_url
+    _redis_url = _redis_url or _embedded.redis_url
+
+_db = environ.Env.db_url_config(_database_url)
+_db["ENGINE"] = "django.db.backends.postgresql"
+# psycopg's pool, not CONN_MAX_AGE: under daphne persistent connections piled up until
+# PostgreSQL refused new ones, the pool did not.
+_db["CONN_MAX_AGE"] = 0
+_db.setdefault("OPTIONS", {})
+if env.bool("DATABASE_POOL", default=True):
+    _db["OPTIONS"]["pool"] = {
+        "min_size": env.int("DATABASE_POOL_MIN", default=1),
+        "max_size": env.int("DATABASE_POOL_MAX", default=10),
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
+    }
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS = redis_urls(_redis_url)
+
+# --- Applications ------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "channels",
+    "simple_history",
+    "brainframe",
+    "broker",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",
+]
+
+ROOT_URLCONF = "rabs.urls"
+ASGI_APPLICATION = "rabs.asgi.application"
+WSGI_APPLICATION = "rabs.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-au"
+# Store UTC, show Brisbane time (AEST, no daylight saving): "nightly 02:00 AEST" means 02:00 here.
+TIME_ZONE = env.str("TIME_ZONE", default="Australia/Brisbane")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "var" / "static")
+STATICFILES_DIRS = [BASE_DIR / "static"]
+MEDIA_URL = "/media/"
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "var" / "media")
+
+# --- Cache, channels, Celery: all on the one Redis ----------------------------------------------
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS.cache,
+        "KEY_PREFIX": "rabs",
+    }
+}
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS.channels], "prefix": "rabs:channels"},
+    }
+}
+CELERY_BROKER_URL = REDIS.celery
+CELERY_RESULT_BACKEND = REDIS.celery
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- API ---------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "RABS Brainframe Tools Broker API",
+    "DESCRIPTION": "The only way an agent acts on the business: tools, tool calls, tasks.",
+    "VERSION": "1.0.0",
+    # Served by the app itself (drf-spectacular-sidecar): the docs work offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Brainframe --------------------------------------------------------------------------------
+# Key that encrypts agent signing secrets at rest. Defaults to one derived from SECRET_KEY.
+RABS_SECRET_ENCRYPTION_KEY = env.str("RABS_SECRET_ENCRYPTION_KEY", default="")
+# Minutes before a pending approval expires, unless the tool sets its own.
+RABS_APPROVAL_TIMEOUT_MINUTES = env.int("RABS_APPROVAL_TIMEOUT_MINUTES", default=30)
+# File where `manage.py ensure_admin` keeps the generated admin login for `make run` to print.
+RABS_ADMIN_CREDENTIALS_FILE = env.path(
+    "RABS_ADMIN_CREDENTIALS_FILE", default=BASE_DIR / "var" / "admin-credentials.json"
+)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}
