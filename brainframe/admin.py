@@ -1,0 +1,497 @@
+"""The Django admin is the tools registry and the audit reader (seed 000 §7, roadmap phase 1).
+
+Admin classes translate and delegate: validation lives in ``brainframe.schemas``, changes that
+carry rules in ``brainframe.services``. Audit tables are read-only here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+from simple_history.admin import SimpleHistoryAdmin
+
+from brainframe.choices import ExecutionMode, default_execution_mode, default_monitoring_ceiling
+from brainframe.models import (
+    Agent,
+    AgentCredential,
+    AgentNote,
+    AgentTask,
+    ApprovalRequest,
+    ContextBucketDefinition,
+    ContextBucketEntry,
+    Deliverable,
+    MonitoringLevelChange,
+    OriginRegistry,
+    PrimeDirective,
+    ReasonEdge,
+    ReasonLog,
+    Tool,
+    ToolCall,
+    ValidationPolicy,
+)
+from brainframe.schemas import handler_config_errors, json_schema_errors, vpol_rules_errors
+from brainframe.services.policies import validation_policy_save
+from brainframe.services.tools import tool_set_enabled, tool_set_execution_mode
+
+
+def _pretty_json(value: Any) -> str:
+    return format_html("<pre style='white-space:pre-wrap'>{}</pre>", json.dumps(value, indent=2))
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """For append-only audit tables: view and search, never add, change or delete."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+# --- Tools registry ---------------------------------------------------------------------------
+
+
+class ToolAdminForm(forms.ModelForm):
+    class Meta:
+        model = Tool
+        fields = "__all__"
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for field, require_object in (("input_schema", True), ("output_schema", False)):
+            if field in cleaned:
+                for problem in json_schema_errors(cleaned[field], require_object=require_object):
+                    self.add_error(field, problem)
+        if "handler_type" in cleaned and "handler_config" in cleaned:
+            for problem in handler_config_errors(cleaned["handler_type"], cleaned["handler_config"]):
+                self.add_error("handler_config", problem)
+        return cleaned
+
+
+class LevelChangeInline(admin.TabularInline):
+    model = MonitoringLevelChange
+    fk_name = "tool"
+    extra = 0
+    can_delete = False
+    fields = ("created_at", "from_level", "to_level", "rule", "reason", "changed_by")
+    readonly_fields = fields
+    ordering = ("-created_at",)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Tool)
+class ToolAdmin(SimpleHistoryAdmin):
+    form = ToolAdminForm
+    list_display = (
+        "tool_id",
+        "category",
+        "risk_level",
+        "execution_mode",
+        "validation_mode",
+        "monitoring_level",
+        "alignment_score_90d",
+        "data_class",
+        "is_enabled",
+    )
+    list_filter = (
+        "category",
+        "risk_level",
+        "execution_mode",
+        "validation_mode",
+        "monitoring_level",
+        "data_class",
+        "handler_type",
+        "context_bucket",
+    )
+    search_fields = ("tool_id", "description")
+    readonly_fields = ("alignment_score_90d", "created_at", "updated_at")
+    inlines = [LevelChangeInline]
+    actions = ["disable_tools", "enable_tools", "set_mode_auto", "set_mode_review"]
+    fieldsets = (
+        (None, {"fields": ("tool_id", "description", "category", "context_bucket")}),
+        ("Access", {"fields": ("agent_access", "role_requirements")}),
+        (
+            "Risk and oversight",
+            {
+                "fields": (
+                    "risk_level",
+                    "execution_mode",
+                    "validation_mode",
+                    "data_class",
+                    "external_channel",
+                    "monitoring_level",
+                    "monitoring_ceiling",
+                    "alignment_score_90d",
+                    "approval_timeout_minutes",
+                )
+            },
+        ),
+        ("Handler", {"fields": ("handler_type", "handler_config")}),
+        ("Schemas", {"fields": ("input_schema", "output_schema")}),
+        ("Record", {"fields": ("created_at", "updated_at")}),
+    )
+
+    @admin.display(boolean=True, description="enabled", ordering="execution_mode")
+    def is_enabled(self, obj: Tool) -> bool:
+        return obj.enabled
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        initial = super().get_changeform_initial_data(request)
+        risk = initial.get("risk_level")
+        if risk:
+            initial.setdefault("execution_mode", default_execution_mode(risk))
+            initial.setdefault("monitoring_ceiling", default_monitoring_ceiling(risk))
+        return initial
+
+    @admin.action(description="Disable selected tools")
+    def disable_tools(self, request: HttpRequest, queryset: QuerySet[Tool]) -> None:
+        count = tool_set_enabled(tools=queryset, enabled=False)
+        self.message_user(request, f"Disabled {count} tool(s).", messages.SUCCESS)
+
+    @admin.action(description="Enable selected tools (default mode for their risk)")
+    def enable_tools(self, request: HttpRequest, queryset: QuerySet[Tool]) -> None:
+        count = tool_set_enabled(tools=queryset, enabled=True)
+        self.message_user(request, f"Enabled {count} tool(s).", messages.SUCCESS)
+
+    @admin.action(description="Set execution mode: auto")
+    def set_mode_auto(self, request: HttpRequest, queryset: QuerySet[Tool]) -> None:
+        count = tool_set_execution_mode(tools=queryset, mode=ExecutionMode.AUTO)
+        self.message_user(request, f"{count} tool(s) now run automatically.", messages.SUCCESS)
+
+    @admin.action(description="Set execution mode: review")
+    def set_mode_review(self, request: HttpRequest, queryset: QuerySet[Tool]) -> None:
+        count = tool_set_execution_mode(tools=queryset, mode=ExecutionMode.REVIEW)
+        self.message_user(request, f"{count} tool(s) now go to review.", messages.SUCCESS)
+
+
+class ValidationPolicyForm(forms.ModelForm):
+    class Meta:
+        model = ValidationPolicy
+        fields = "__all__"
+
+    def clean_rules(self) -> Any:
+        rules = self.cleaned_data["rules"]
+        problems = vpol_rules_errors(rules)
+        if problems:
+            raise forms.ValidationError(problems)
+        return rules
+
+
+@admin.register(ValidationPolicy)
+class ValidationPolicyAdmin(SimpleHistoryAdmin):
+    form = ValidationPolicyForm
+    list_display = ("name", "enforcement_mode", "context_bucket", "priority", "version", "active")
+    list_filter = ("enforcement_mode", "context_bucket", "active")
+    search_fields = ("name", "description", "tool_patterns")
+    readonly_fields = ("id", "version", "created_at", "updated_at")
+
+    def save_model(
+        self, request: HttpRequest, obj: ValidationPolicy, form: forms.ModelForm, change: bool
+    ) -> None:
+        validation_policy_save(policy=obj, is_new=not change)
+
+
+@admin.register(PrimeDirective)
+class PrimeDirectiveAdmin(SimpleHistoryAdmin):
+    list_display = ("code", "priority", "active", "short_scope")
+    list_filter = ("active",)
+    search_fields = ("code", "scope", "rule_text")
+    readonly_fields = ("created_at", "updated_at")
+
+    @admin.display(description="scope")
+    def short_scope(self, obj: PrimeDirective) -> str:
+        return obj.scope[:100]
+
+
+@admin.register(ContextBucketDefinition)
+class ContextBucketDefinitionAdmin(admin.ModelAdmin):
+    """The 20 buckets are fixed; staff tune the bucket checker's keywords and exemplars."""
+
+    list_display = ("number", "bucket", "scope", "keyword_count")
+    search_fields = ("bucket", "scope", "keywords")
+    readonly_fields = ("bucket", "number", "scope")
+    ordering = ("number",)
+
+    @admin.display(description="keywords")
+    def keyword_count(self, obj: ContextBucketDefinition) -> int:
+        return len(obj.keywords)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+# --- Agents -----------------------------------------------------------------------------------
+
+
+class AgentNoteInline(admin.TabularInline):
+    model = AgentNote
+    extra = 0
+    fields = ("note_type", "content", "priority", "active")
+
+
+class AgentCredentialInline(admin.TabularInline):
+    model = AgentCredential
+    extra = 0
+    can_delete = False
+    fields = ("fingerprint", "created_at", "revoked_at")
+    readonly_fields = fields
+    verbose_name_plural = "signing keys (issue with: manage.py agent_key <agent_id>)"
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = (
+        "agent_id",
+        "name",
+        "type",
+        "role",
+        "status",
+        "monitoring_level",
+        "alignment_score_90d",
+        "last_heartbeat_at",
+    )
+    list_filter = ("type", "status", "monitoring_level")
+    search_fields = ("agent_id", "name", "role")
+    readonly_fields = (
+        "alignment_score_90d",
+        "last_heartbeat_at",
+        "uptime_seconds",
+        "created_at",
+        "updated_at",
+    )
+    inlines = [AgentNoteInline, AgentCredentialInline]
+
+
+@admin.register(AgentNote)
+class AgentNoteAdmin(admin.ModelAdmin):
+    list_display = ("agent", "note_type", "short_content", "priority", "active", "updated_at")
+    list_filter = ("note_type", "active", "agent")
+    search_fields = ("content", "agent__agent_id")
+    list_select_related = ("agent",)
+    autocomplete_fields = ("agent",)
+    readonly_fields = ("created_by", "created_at", "updated_at")
+
+    @admin.display(description="content")
+    def short_content(self, obj: AgentNote) -> str:
+        return obj.content[:80]
+
+    def save_model(
+        self, request: HttpRequest, obj: AgentNote, form: forms.ModelForm, change: bool
+    ) -> None:
+        if not change and request.user.is_authenticated:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(AgentCredential)
+class AgentCredentialAdmin(ReadOnlyAdmin):
+    list_display = ("agent", "fingerprint", "created_at", "revoked_at")
+    list_filter = ("agent",)
+    search_fields = ("agent__agent_id", "fingerprint")
+    list_select_related = ("agent",)
+    exclude = ("secret_encrypted",)
+
+
+# --- Work -------------------------------------------------------------------------------------
+
+
+@admin.register(AgentTask)
+class AgentTaskAdmin(admin.ModelAdmin):
+    list_display = ("title", "agent", "status", "priority", "progress", "created_at", "completed_at")
+    list_filter = ("status", "agent")
+    search_fields = ("title", "task_id")
+    list_select_related = ("agent",)
+    autocomplete_fields = ("agent", "on_behalf_of")
+    raw_id_fields = ("o_tag",)
+    readonly_fields = ("task_id", "created_at", "started_at", "completed_at", "updated_at")
+
+
+@admin.register(ApprovalRequest)
+class ApprovalRequestAdmin(admin.ModelAdmin):
+    """Reviewers decide on the board; the admin shows the queue and its history."""
+
+    list_display = (
+        "tool",
+        "agent",
+        "kind",
+        "status",
+        "risk_level",
+        "confidence",
+        "reviewer_group",
+        "timeout_at",
+        "decided_by",
+    )
+    list_filter = ("status", "kind", "risk_level", "reviewer_group", "agent")
+    search_fields = ("tool__tool_id", "reason", "summary")
+    list_select_related = ("tool", "agent", "decided_by")
+    show_full_result_count = False
+    readonly_fields = (
+        "id",
+        "tool",
+        "agent",
+        "tool_call",
+        "task",
+        "r_tag",
+        "vpol",
+        "vpol_version",
+        "kind",
+        "pretty_arguments",
+        "arguments_hash",
+        "reason",
+        "summary",
+        "risk_level",
+        "confidence",
+        "tags",
+        "status",
+        "reviewer_group",
+        "timeout_at",
+        "created_at",
+        "decided_at",
+        "decided_by",
+        "decision_reason",
+        "modified_arguments",
+        "escalation_count",
+    )
+    exclude = ("arguments",)
+
+    @admin.display(description="arguments")
+    def pretty_arguments(self, obj: ApprovalRequest) -> str:
+        return _pretty_json(obj.arguments)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # created only by the broker
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Deliverable)
+class DeliverableAdmin(admin.ModelAdmin):
+    list_display = ("filename", "agent", "task", "content_type", "size_bytes", "created_at")
+    list_filter = ("agent", "content_type")
+    search_fields = ("filename", "sha256")
+    list_select_related = ("agent", "task")
+    readonly_fields = ("id", "size_bytes", "sha256", "created_at")
+    raw_id_fields = ("task",)
+
+
+# --- Memory -----------------------------------------------------------------------------------
+
+
+@admin.register(ContextBucketEntry)
+class ContextBucketEntryAdmin(admin.ModelAdmin):
+    list_display = (
+        "bucket",
+        "entity",
+        "pattern_type",
+        "short_observation",
+        "severity",
+        "frequency",
+        "decay",
+        "current_score",
+        "has_embedding",
+    )
+    list_filter = ("bucket", "pattern_type", "severity")
+    search_fields = ("entity", "observation", "pattern_type")
+    list_select_related = ("source_agent",)
+    show_full_result_count = False
+    exclude = ("vector",)
+    readonly_fields = ("current_score", "embedding_model", "created_at", "last_reinforced_at")
+
+    @admin.display(description="observation")
+    def short_observation(self, obj: ContextBucketEntry) -> str:
+        return obj.observation[:80]
+
+    @admin.display(boolean=True, description="embedded")
+    def has_embedding(self, obj: ContextBucketEntry) -> bool:
+        return obj.vector is not None
+
+
+# --- Audit (append-only, read-only) -----------------------------------------------------------
+
+
+@admin.register(OriginRegistry)
+class OriginRegistryAdmin(ReadOnlyAdmin):
+    list_display = ("id", "origin_type", "source_ref", "bucket", "registered_by", "timestamp")
+    list_filter = ("origin_type", "bucket")
+    search_fields = ("id", "source_ref")
+    list_select_related = ("registered_by",)
+    show_full_result_count = False
+
+
+class ReasonEdgeInline(admin.TabularInline):
+    model = ReasonEdge
+    extra = 0
+    can_delete = False
+    fields = ("entity_type", "entity_id", "relationship", "created_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ReasonLog)
+class ReasonLogAdmin(ReadOnlyAdmin):
+    list_display = ("id", "agent", "tool", "short_thought", "o_tag", "vpol", "created_at")
+    list_filter = ("agent",)
+    search_fields = ("id", "thought", "chain_id")
+    list_select_related = ("agent", "tool", "vpol")
+    show_full_result_count = False
+    exclude = ("vector",)
+    inlines = [ReasonEdgeInline]
+
+    @admin.display(description="thought")
+    def short_thought(self, obj: ReasonLog) -> str:
+        return obj.thought[:80]
+
+
+@admin.register(ReasonEdge)
+class ReasonEdgeAdmin(ReadOnlyAdmin):
+    list_display = ("reason", "relationship", "entity_type", "entity_id", "created_at")
+    list_filter = ("relationship", "entity_type")
+    search_fields = ("entity_id", "entity_type")
+    show_full_result_count = False
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(ReadOnlyAdmin):
+    list_display = (
+        "timestamp",
+        "agent",
+        "requested_tool_id",
+        "decision",
+        "decision_code",
+        "outcome",
+        "duration_ms",
+        "alignment_rating",
+    )
+    list_filter = ("decision", "outcome", "agent")
+    search_fields = ("id", "requested_tool_id", "decision_code")
+    list_select_related = ("agent",)
+    show_full_result_count = False
+    date_hierarchy = "timestamp"
+
+
+@admin.register(MonitoringLevelChange)
+class MonitoringLevelChangeAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "tool", "agent", "from_level", "to_level", "rule", "changed_by")
+    list_filter = ("rule", "to_level")
+    search_fields = ("tool__tool_id", "agent__agent_id", "reason")
+    list_select_related = ("tool", "agent", "changed_by")

@@ -1,0 +1,1 @@
+"""Governance services: business rules as plain functions with keyword-only arguments."""

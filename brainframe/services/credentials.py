@@ -1,0 +1,63 @@
+"""Agent signing secrets: issue/rotate, and read back for signature checks.
+
+The broker verifies HMAC signatures, which needs the secret itself, so secrets are encrypted at
+rest (Fernet) rather than hashed. The plain secret leaves this module only once, when issued.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from functools import lru_cache
+
+from cryptography.fernet import Fernet, InvalidToken
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from brainframe.models import Agent, AgentCredential
+
+
+@lru_cache(maxsize=4)
+def _fernet(key_material: str) -> Fernet:
+    # Any string works as configuration; derive a proper 32-byte Fernet key from it.
+    digest = hashlib.sha256(b"rabs-agent-secrets:" + key_material.encode()).digest()
+    return Fernet(base64.urlsafe_b64encode(digest))
+
+
+def _cipher() -> Fernet:
+    return _fernet(settings.RABS_SECRET_ENCRYPTION_KEY or settings.SECRET_KEY)
+
+
+def agent_credential_issue(*, agent: Agent) -> str:
+    """Create a new signing secret for ``agent``, revoking any previous one. Returns it once."""
+    secret = secrets.token_hex(32)
+    with transaction.atomic():
+        # Lock the agent row so two rotations at once cannot both leave an active key.
+        Agent.objects.select_for_update().get(pk=agent.pk)
+        AgentCredential.objects.filter(agent=agent, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        AgentCredential.objects.create(
+            agent=agent,
+            secret_encrypted=_cipher().encrypt(secret.encode()).decode(),
+            fingerprint=hashlib.sha256(secret.encode()).hexdigest()[:12],
+        )
+    return secret
+
+
+def agent_secret_get(*, agent_id: str) -> bytes | None:
+    """The active signing secret of an agent, or None if it has none (or it cannot be read)."""
+    credential = (
+        AgentCredential.objects.filter(agent_id=agent_id, revoked_at__isnull=True)
+        .only("secret_encrypted")
+        .first()
+    )
+    if credential is None:
+        return None
+    try:
+        return _cipher().decrypt(credential.secret_encrypted.encode())
+    except InvalidToken:
+        # Encrypted under another key (RABS_SECRET_ENCRYPTION_KEY changed): fail closed.
+        return None

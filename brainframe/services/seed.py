@@ -1,0 +1,117 @@
+"""Demo data loader behind ``manage.py seed_brainframe``.
+
+Idempotent: rows are created when missing and never overwritten, so running it twice gives the
+same rows and a staff member's later edits (a disabled tool, a reworded note) survive a re-seed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.db import transaction
+
+from brainframe import demo_data
+from brainframe.choices import (
+    BUCKET_SCOPES,
+    ContextBucket,
+    default_execution_mode,
+    default_monitoring_ceiling,
+)
+from brainframe.models import (
+    Agent,
+    AgentNote,
+    AgentTask,
+    ContextBucketDefinition,
+    ContextBucketEntry,
+    PrimeDirective,
+    Tool,
+    ValidationPolicy,
+)
+
+# Stable ids for demo tasks, so a re-seed finds the rows it made.
+_TASK_NAMESPACE = uuid.UUID("9a4c4f0e-2f7b-4d3c-9a51-5b8e0d1c7f21")
+
+
+def seed_brainframe() -> Counter[str]:
+    """Create whatever demo rows are missing. Returns how many of each kind were created."""
+    created: Counter[str] = Counter()
+    with transaction.atomic():
+        for name in [*demo_data.REVIEWER_GROUPS, *demo_data.ROLES]:
+            created["groups"] += Group.objects.get_or_create(name=name)[1]
+
+        for number, bucket in enumerate(ContextBucket.values, start=1):
+            _, was_created = ContextBucketDefinition.objects.get_or_create(
+                bucket=bucket, defaults={"number": number, "scope": BUCKET_SCOPES[bucket]}
+            )
+            created["buckets"] += was_created
+
+        for directive in demo_data.PRIME_DIRECTIVES:
+            code = directive["code"]
+            defaults = {k: v for k, v in directive.items() if k != "code"}
+            created["directives"] += PrimeDirective.objects.get_or_create(
+                code=code, defaults=defaults
+            )[1]
+
+        for agent in demo_data.AGENTS:
+            defaults = {k: v for k, v in agent.items() if k != "agent_id"}
+            created["agents"] += Agent.objects.get_or_create(
+                agent_id=agent["agent_id"], defaults=defaults
+            )[1]
+
+        for tool in demo_data.TOOLS:
+            created["tools"] += Tool.objects.get_or_create(
+                tool_id=tool["tool_id"], defaults=_tool_defaults(tool)
+            )[1]
+
+        for policy in demo_data.VALIDATION_POLICIES:
+            defaults = {k: v for k, v in policy.items() if k != "name"}
+            created["validation_policies"] += ValidationPolicy.objects.get_or_create(
+                name=policy["name"], defaults=defaults
+            )[1]
+
+        for note in demo_data.NOTES:
+            created["notes"] += AgentNote.objects.get_or_create(
+                agent_id=note["agent_id"],
+                content=note["content"],
+                defaults={
+                    "priority": note["priority"],
+                    "note_type": note.get("note_type", AgentNote.NoteType.STANDING_INSTRUCTION),
+                },
+            )[1]
+
+        for agent_id, title, status, priority, payload in demo_data.TASKS:
+            created["tasks"] += AgentTask.objects.get_or_create(
+                task_id=uuid.uuid5(_TASK_NAMESPACE, f"{agent_id}:{title}"),
+                defaults={
+                    "agent_id": agent_id,
+                    "title": title,
+                    "status": status,
+                    "priority": priority,
+                    "payload": payload,
+                },
+            )[1]
+
+        for bucket, entity, pattern, text, severity, repeatable, frequency in demo_data.OBSERVATIONS:
+            created["observations"] += ContextBucketEntry.objects.get_or_create(
+                bucket=bucket,
+                entity=entity,
+                pattern_type=pattern,
+                defaults={
+                    "observation": text,
+                    "severity": severity,
+                    "repeatable": repeatable,
+                    "frequency": frequency,
+                    "current_score": severity * frequency * repeatable,
+                },
+            )[1]
+    return created
+
+
+def _tool_defaults(tool: dict[str, Any]) -> dict[str, Any]:
+    values = {k: v for k, v in tool.items() if k != "tool_id"}
+    values["execution_mode"] = values["execution_mode"] or default_execution_mode(tool["risk_level"])
+    values["monitoring_ceiling"] = default_monitoring_ceiling(tool["risk_level"])
+    return values
