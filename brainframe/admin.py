@@ -72,7 +72,9 @@ class ToolAdminForm(forms.ModelForm):
                 for problem in json_schema_errors(cleaned[field], require_object=require_object):
                     self.add_error(field, problem)
         if "handler_type" in cleaned and "handler_config" in cleaned:
-            for problem in handler_config_errors(cleaned["handler_type"], cleaned["handler_config"]):
+            for problem in handler_config_errors(
+                cleaned["handler_type"], cleaned["handler_config"]
+            ):
                 self.add_error("handler_config", problem)
         return cleaned
 
@@ -314,7 +316,15 @@ class AgentCredentialAdmin(ReadOnlyAdmin):
 
 @admin.register(AgentTask)
 class AgentTaskAdmin(admin.ModelAdmin):
-    list_display = ("title", "agent", "status", "priority", "progress", "created_at", "completed_at")
+    list_display = (
+        "title",
+        "agent",
+        "status",
+        "priority",
+        "progress",
+        "created_at",
+        "completed_at",
+    )
     list_filter = ("status", "agent")
     search_fields = ("title", "task_id")
     list_select_related = ("agent",)

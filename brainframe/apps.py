@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 class BrainframeConfig(AppConfig):
-    """The brainframe schema: agents, tools, policies, audit, memory, and the governance services."""
+    """The brainframe schema (agents, tools, policies, audit, memory) and governance services."""
 
     name = "brainframe"
     verbose_name = "Brainframe"

@@ -32,7 +32,9 @@ class ContextBucket(models.TextChoices):
 
 #: The scope of each bucket, verbatim from seed 000 §5, in the seed's order (1–20).
 BUCKET_SCOPES: dict[str, str] = {
-    ContextBucket.BILLING_FINANCE: "Invoicing, payments, NDIS claims, Xero sync, financial reporting",
+    ContextBucket.BILLING_FINANCE: (
+        "Invoicing, payments, NDIS claims, Xero sync, financial reporting"
+    ),
     ContextBucket.PROGRAMS_SERVICES: "Program definitions, service types, capacity, enrolments",
     ContextBucket.COMMS_STAFF: "Internal staff communications, announcements, memos",
     ContextBucket.COMMS_PARTICIPANT_CARER: "Participant and carer messaging, check-ins, updates",

@@ -128,11 +128,24 @@ _CONDITION: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 # "arguments.amount", "agent.agent_id", "tool.risk_level", "context.hour"
-                "field": {"type": "string", "pattern": r"^(arguments|agent|tool|context)(\.[A-Za-z0-9_]+)*$"},
+                "field": {
+                    "type": "string",
+                    "pattern": r"^(arguments|agent|tool|context)(\.[A-Za-z0-9_]+)*$",
+                },
                 "op": {
                     "enum": [
-                        "eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in",
-                        "contains", "matches", "exists", "missing",
+                        "eq",
+                        "ne",
+                        "gt",
+                        "gte",
+                        "lt",
+                        "lte",
+                        "in",
+                        "not_in",
+                        "contains",
+                        "matches",
+                        "exists",
+                        "missing",
                     ]
                 },
                 "value": {},

@@ -108,6 +108,16 @@ def _start_postgres(root: Path) -> str:
     import pgserver
 
     pgdata = _pgdata(root)
+    existing = pgdata / "PG_VERSION"
+    bundled = Path(pgserver.__file__).parent / "pginstall/share/postgresql/postgres.bki"
+    if existing.exists() and bundled.exists():
+        have = existing.read_text().strip()
+        ships = bundled.read_text(errors="replace")[:40].split()[2]  # "# PostgreSQL 16"
+        if have != ships:
+            raise EmbeddedServiceError(
+                f"{pgdata} holds a PostgreSQL {have} cluster but the embedded server is "
+                f"PostgreSQL {ships}; move it away (or `make clean` to start afresh)"
+            )
     # cleanup_mode=None: the lease file, not pgserver's own handle list, decides when to stop.
     server = pgserver.get_server(pgdata, cleanup_mode=None)
     database = os.environ.get("RABS_EMBEDDED_DB_NAME", "rabs")
@@ -193,16 +203,25 @@ def _start_redis(root: Path) -> str:
         subprocess.run(
             [
                 _redis_executable(),
-                "--port", "0",
-                "--unixsocket", str(sock),
-                "--unixsocketperm", "700",
-                "--dir", str(directory),
-                "--pidfile", str(directory / "redis.pid"),
-                "--logfile", str(directory / "redis.log"),
-                "--daemonize", "yes",
+                "--port",
+                "0",
+                "--unixsocket",
+                str(sock),
+                "--unixsocketperm",
+                "700",
+                "--dir",
+                str(directory),
+                "--pidfile",
+                str(directory / "redis.pid"),
+                "--logfile",
+                str(directory / "redis.log"),
+                "--daemonize",
+                "yes",
                 # Queued Celery messages survive a restart of the embedded server.
-                "--appendonly", "yes",
-                "--save", "",
+                "--appendonly",
+                "yes",
+                "--save",
+                "",
             ],
             check=True,
             stdout=subprocess.DEVNULL,

@@ -39,9 +39,7 @@ class Agent(models.Model):
     monitoring_level = models.PositiveSmallIntegerField(
         choices=MonitoringLevel.choices, default=MonitoringLevel.REVIEW_ALL
     )
-    alignment_score_90d = models.DecimalField(
-        max_digits=5, decimal_places=4, null=True, blank=True
-    )
+    alignment_score_90d = models.DecimalField(max_digits=5, decimal_places=4, null=True, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     uptime_seconds = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -76,7 +74,9 @@ class AgentCredential(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="credentials")
     secret_encrypted = models.TextField(editable=False)
     fingerprint = models.CharField(
-        max_length=16, editable=False, help_text="First hex digits of sha256(secret), to recognise it."
+        max_length=16,
+        editable=False,
+        help_text="First hex digits of sha256(secret), to recognise it.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

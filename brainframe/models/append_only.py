@@ -35,7 +35,9 @@ class AppendOnlyQuerySet(models.QuerySet):
         raise AppendOnlyError(f"{self.model._meta.db_table} is append-only: rows cannot be deleted")
 
     # bulk_update goes through update(); keep the message pointing at the real rule.
-    def bulk_update(self, objs: Iterable[models.Model], fields: Iterable[str], **kwargs: Any) -> int:
+    def bulk_update(
+        self, objs: Iterable[models.Model], fields: Iterable[str], **kwargs: Any
+    ) -> int:
         forbidden = set(fields) - set(self.model.APPEND_ONLY_MUTABLE)
         if forbidden:
             raise AppendOnlyError(

@@ -229,15 +229,26 @@ class ToolCall(AppendOnlyModel):
         related_name="tool_calls",
     )
     r_tag = models.ForeignKey(
-        ReasonLog, on_delete=models.PROTECT, null=True, blank=True, related_name="tool_calls",
+        ReasonLog,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="tool_calls",
         db_column="r_tag",
     )
     o_tag = models.ForeignKey(
-        OriginRegistry, on_delete=models.PROTECT, null=True, blank=True,
-        related_name="tool_calls", db_column="o_tag",
+        OriginRegistry,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="tool_calls",
+        db_column="o_tag",
     )
     vpol = models.ForeignKey(
-        ValidationPolicy, on_delete=models.PROTECT, null=True, blank=True,
+        ValidationPolicy,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
         related_name="tool_calls",
     )
     input = models.JSONField(default=dict, blank=True, help_text="Arguments as received.")

@@ -69,9 +69,7 @@ class Tool(models.Model):
         default=MonitoringLevel.AUTONOMOUS,
         help_text="Highest level this tool may graduate to (critical tools default to 2).",
     )
-    alignment_score_90d = models.DecimalField(
-        max_digits=5, decimal_places=4, null=True, blank=True
-    )
+    alignment_score_90d = models.DecimalField(max_digits=5, decimal_places=4, null=True, blank=True)
     validation_mode = models.CharField(
         max_length=10, choices=ValidationMode.choices, default=ValidationMode.INTERCEPT
     )
@@ -139,9 +137,7 @@ class ValidationPolicy(models.Model):
     name = models.SlugField(max_length=80, unique=True, help_text="e.g. scheduling_write")
     description = models.TextField(blank=True)
     rules = models.JSONField(default=list, blank=True)
-    context_bucket = models.CharField(
-        max_length=32, choices=ContextBucket.choices, blank=True
-    )
+    context_bucket = models.CharField(max_length=32, choices=ContextBucket.choices, blank=True)
     tool_patterns = ArrayField(
         models.CharField(max_length=120),
         default=list,
@@ -185,11 +181,11 @@ class PrimeDirective(models.Model):
     )
     priority = models.PositiveSmallIntegerField(help_text="Higher is evaluated first (0–100).")
     scope = models.TextField(help_text="What the directive covers, as shown to agents.")
-    rule_text = models.TextField(
-        help_text="The rule as injected into every agent's system prompt."
-    )
+    rule_text = models.TextField(help_text="The rule as injected into every agent's system prompt.")
     predicates = models.JSONField(
-        default=list, blank=True, help_text="Block predicates the broker evaluates (decision filter)."
+        default=list,
+        blank=True,
+        help_text="Block predicates the broker evaluates (decision filter).",
     )
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -225,11 +221,15 @@ class ContextBucketDefinition(models.Model):
     number = models.PositiveSmallIntegerField(unique=True)
     scope = models.TextField()
     keywords = ArrayField(
-        models.CharField(max_length=60), default=list, blank=True,
+        models.CharField(max_length=60),
+        default=list,
+        blank=True,
         help_text="Keyword rules for the bucket checker (lower case).",
     )
     exemplars = ArrayField(
-        models.TextField(), default=list, blank=True,
+        models.TextField(),
+        default=list,
+        blank=True,
         help_text="Example texts that belong in this bucket.",
     )
 

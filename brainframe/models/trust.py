@@ -35,7 +35,10 @@ class MonitoringLevelChange(models.Model):
     reason = models.TextField()
     evidence = models.JSONField(default=dict, blank=True)
     changed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
         related_name="+",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -52,8 +55,9 @@ class MonitoringLevelChange(models.Model):
                 name="%(app_label)s_%(class)s_tool_xor_agent",
             ),
             models.CheckConstraint(
-                condition=models.Q(from_level__gte=0, from_level__lte=4, to_level__gte=0,
-                                   to_level__lte=4),
+                condition=models.Q(
+                    from_level__gte=0, from_level__lte=4, to_level__gte=0, to_level__lte=4
+                ),
                 name="%(app_label)s_%(class)s_levels_0_4",
             ),
         ]

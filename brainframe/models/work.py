@@ -44,8 +44,12 @@ class AgentTask(models.Model):
         help_text="The person the task runs for; tools' role requirements are checked on them.",
     )
     o_tag = models.ForeignKey(
-        OriginRegistry, on_delete=models.PROTECT, null=True, blank=True,
-        related_name="tasks", db_column="o_tag",
+        OriginRegistry,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="tasks",
+        db_column="o_tag",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -111,11 +115,18 @@ class ApprovalRequest(models.Model):
         AgentTask, on_delete=models.PROTECT, null=True, blank=True, related_name="approvals"
     )
     r_tag = models.ForeignKey(
-        ReasonLog, on_delete=models.PROTECT, null=True, blank=True, related_name="approvals",
+        ReasonLog,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="approvals",
         db_column="r_tag",
     )
     vpol = models.ForeignKey(
-        ValidationPolicy, on_delete=models.PROTECT, null=True, blank=True,
+        ValidationPolicy,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
         related_name="approvals",
     )
     vpol_version = models.PositiveIntegerField(null=True, blank=True)

@@ -94,7 +94,15 @@ def seed_brainframe() -> Counter[str]:
                 },
             )[1]
 
-        for bucket, entity, pattern, text, severity, repeatable, frequency in demo_data.OBSERVATIONS:
+        for (
+            bucket,
+            entity,
+            pattern,
+            text,
+            severity,
+            repeatable,
+            frequency,
+        ) in demo_data.OBSERVATIONS:
             created["observations"] += ContextBucketEntry.objects.get_or_create(
                 bucket=bucket,
                 entity=entity,
@@ -112,6 +120,8 @@ def seed_brainframe() -> Counter[str]:
 
 def _tool_defaults(tool: dict[str, Any]) -> dict[str, Any]:
     values = {k: v for k, v in tool.items() if k != "tool_id"}
-    values["execution_mode"] = values["execution_mode"] or default_execution_mode(tool["risk_level"])
+    values["execution_mode"] = values["execution_mode"] or default_execution_mode(
+        tool["risk_level"]
+    )
     values["monitoring_ceiling"] = default_monitoring_ceiling(tool["risk_level"])
     return values

@@ -1,0 +1,39 @@
+# Quick start: `make run` serves the app, `make test` runs the suite. Nothing else is needed.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test lint typecheck stop status clean
+
+$(STAMP): requirements/base.txt requirements/dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
+	touch $@
+
+install: $(STAMP)
+
+run: install
+	$(PY) -m rabs.devstack
+
+# pytest exits 5 when it collected no tests; that is not a failure of the suite.
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy .
+
+# Stop embedded servers left behind by a killed process.
+stop: install
+	$(PY) -m rabs.embedded stop
+
+status: install
+	$(PY) -m rabs.embedded status
+
+clean: stop
+	rm -rf var

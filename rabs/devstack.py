@@ -1,0 +1,111 @@
+"""``make run``: the whole stack in one terminal until Ctrl-C.
+
+Takes a lease on the embedded services (unless DATABASE_URL / REDIS_URL are set), migrates,
+loads the demo data, makes sure an admin exists and prints its login, then runs daphne, a Celery
+worker and Celery beat. Ctrl-C (or any of them dying) stops everything this started.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rabs.embedded import ensure_services
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
+    env.setdefault("DJANGO_DEBUG", "true")
+    if not env.get("DATABASE_URL") or not env.get("REDIS_URL"):
+        urls = ensure_services()  # held until this process exits; children reuse the servers
+        env.setdefault("DATABASE_URL", urls.database_url)
+        env.setdefault("REDIS_URL", urls.redis_url)
+    return env
+
+
+def _manage(env: dict[str, str], *args: str) -> None:
+    subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, check=True)
+
+
+def main() -> int:
+    env = _environment()
+    _manage(env, "migrate", "--no-input")
+    _manage(env, "seed_brainframe")
+    _manage(env, "ensure_admin")
+
+    host = env.get("RABS_HOST", "127.0.0.1")
+    port = env.get("RABS_PORT", "8000")
+    bin_dir = Path(sys.executable).parent
+    var = BASE_DIR / "var"
+    var.mkdir(exist_ok=True)
+    commands = {
+        "web": [str(bin_dir / "daphne"), "-b", host, "-p", port, "rabs.asgi:application"],
+        "worker": [
+            str(bin_dir / "celery"),
+            "-A",
+            "rabs",
+            "worker",
+            "-l",
+            "info",
+            "--concurrency",
+            env.get("RABS_WORKER_CONCURRENCY", "2"),
+        ],
+        "beat": [
+            str(bin_dir / "celery"),
+            "-A",
+            "rabs",
+            "beat",
+            "-l",
+            "info",
+            "-s",
+            str(var / "celerybeat-schedule"),
+        ],
+    }
+    children: dict[str, subprocess.Popen[bytes]] = {}
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    for name, argv in commands.items():
+        # Own process group: the terminal's Ctrl-C reaches only us, and we stop them in order.
+        children[name] = subprocess.Popen(argv, cwd=BASE_DIR, env=env, start_new_session=True)
+    print(
+        f"\nRABS Brainframe is up: http://{host}:{port}/admin/  (Ctrl-C stops everything)\n",
+        flush=True,
+    )
+
+    exit_code = 0
+    while not stopping:
+        for name, child in children.items():
+            if child.poll() is not None:
+                print(f"{name} exited with {child.returncode}; stopping the stack", flush=True)
+                exit_code = 1
+                stopping = True
+        time.sleep(0.5)
+
+    for child in children.values():
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for child in children.values():
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+    print("Stopped web, worker and beat.", flush=True)
+    return exit_code  # the embedded servers stop as this process releases its lease
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
