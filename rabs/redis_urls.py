@@ -7,7 +7,7 @@ redis-py (cache, channels) takes ``unix:///path`` for a socket; kombu (Celery) w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 
 @dataclass(frozen=True)
@@ -20,8 +20,9 @@ class RedisURLs:
 def redis_urls(url: str) -> RedisURLs:
     parts = urlsplit(url)
     if parts.scheme in ("unix", "redis+socket"):
-        redis_py = urlunsplit(("unix", "", parts.path, parts.query, ""))
-        kombu = urlunsplit(("redis+socket", "", parts.path, parts.query, ""))
+        query = f"?{parts.query}" if parts.query else ""
+        redis_py = f"unix://{parts.path}{query}"
+        kombu = f"redis+socket://{parts.path}{query}"
         return RedisURLs(cache=redis_py, channels=redis_py, celery=kombu)
     if parts.scheme not in ("redis", "rediss"):
         raise ValueError(f"REDIS_URL must be redis://, rediss:// or unix://, not {url!r}")

@@ -36,10 +36,12 @@ if not _database_url or not _redis_url:
 
 _db = environ.Env.db_url_config(_database_url)
 _db["ENGINE"] = "django.db.backends.postgresql"
+_db.setdefault("OPTIONS", {})
+if "host" in _db["OPTIONS"]:  # a unix-socket URL (…?host=/path) names its socket dir here
+    _db["HOST"] = _db["OPTIONS"].pop("host")
 # psycopg's pool, not CONN_MAX_AGE: under daphne persistent connections piled up until
 # PostgreSQL refused new ones, the pool did not.
 _db["CONN_MAX_AGE"] = 0
-_db.setdefault("OPTIONS", {})
 if env.bool("DATABASE_POOL", default=True):
     _db["OPTIONS"]["pool"] = {
         "min_size": env.int("DATABASE_POOL_MIN", default=1),
@@ -120,6 +122,7 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "var" / "static")
 STATICFILES_DIRS = [BASE_DIR / "static"]
+Path(STATIC_ROOT).mkdir(parents=True, exist_ok=True)  # whitenoise expects it to exist
 # The app serves its own static files (admin, htmx, API docs): no CDN, works offline.
 WHITENOISE_USE_FINDERS = True
 MEDIA_URL = "/media/"

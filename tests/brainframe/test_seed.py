@@ -1,0 +1,103 @@
+"""`manage.py seed_brainframe` loads realistic demo data and is idempotent."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.apps import apps
+from django.core.management import call_command
+
+from brainframe.choices import BUCKET_SCOPES, ContextBucket
+from brainframe.models import (
+    Agent,
+    AgentNote,
+    AgentTask,
+    ContextBucketDefinition,
+    PrimeDirective,
+    Tool,
+    ValidationPolicy,
+)
+from brainframe.schemas import handler_config_errors, json_schema_errors, vpol_rules_errors
+
+pytestmark = pytest.mark.django_db
+
+
+def _snapshot() -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every brainframe table (history included), as plain values."""
+    snapshot = {}
+    for model in apps.get_app_config("brainframe").get_models():
+        fields = [
+            f.attname
+            for f in model._meta.concrete_fields
+            if f.attname not in ("history_date", "created_at", "updated_at")
+        ]
+        snapshot[model._meta.db_table] = sorted(
+            model._default_manager.values_list(*fields), key=repr
+        )
+    return snapshot
+
+
+def test_running_twice_gives_the_same_rows() -> None:
+    first = StringIO()
+    call_command("seed_brainframe", stdout=first)
+    assert "Created" in first.getvalue()
+    before = _snapshot()
+    second = StringIO()
+    call_command("seed_brainframe", stdout=second)
+    assert "nothing to add" in second.getvalue()
+    assert _snapshot() == before
+
+
+def test_reseeding_keeps_staff_changes(seeded: None) -> None:
+    tool = Tool.objects.get(tool_id="comms.email.send")
+    tool.execution_mode = "disabled"
+    tool.save()
+    call_command("seed_brainframe", stdout=StringIO())
+    assert Tool.objects.get(tool_id="comms.email.send").execution_mode == "disabled"
+
+
+def test_buckets_directives_and_agents(seeded: None) -> None:
+    definitions = list(ContextBucketDefinition.objects.order_by("number"))
+    assert [d.bucket for d in definitions] == list(ContextBucket.values)
+    assert definitions[0].number == 1 and definitions[-1].number == 20
+    assert all(d.scope == BUCKET_SCOPES[d.bucket] for d in definitions)
+
+    assert dict(PrimeDirective.objects.values_list("code", "priority")) == {
+        "PRIVACY_NO_PII": 100,
+        "SAFETY_FIRST": 100,
+        "NDIS_COMPLIANCE": 95,
+    }
+    agents = {a.agent_id: a for a in Agent.objects.all()}
+    assert agents["henry"].type == Agent.Type.SANDBOXED and agents["henry"].role == "operations"
+    assert agents["reggie"].type == Agent.Type.SANDBOXED and agents["reggie"].role == "reception"
+    assert Agent.objects.filter(type=Agent.Type.NATIVE).count() == 1
+
+
+def test_tools_cover_the_six_categories_with_the_seed_defaults(seeded: None) -> None:
+    tools = list(Tool.objects.all())
+    assert len(tools) >= 20
+    assert {t.category for t in tools} == set(Tool.Category.values)
+    for tool in tools:
+        if tool.execution_mode == "disabled":
+            continue
+        expected = "auto" if tool.risk_level == "read" else "review"
+        assert tool.execution_mode == expected, tool.tool_id
+        assert json_schema_errors(tool.input_schema, require_object=True) == [], tool.tool_id
+        assert json_schema_errors(tool.output_schema, require_object=False) == [], tool.tool_id
+        assert handler_config_errors(tool.handler_type, tool.handler_config) == [], tool.tool_id
+    assert Tool.objects.get(tool_id="finance.billing.adjust").monitoring_ceiling == 2
+
+
+def test_policies_notes_and_tasks(seeded: None) -> None:
+    assert ValidationPolicy.objects.count() >= 3
+    for policy in ValidationPolicy.objects.all():
+        assert vpol_rules_errors(policy.rules) == [], policy.name
+    henry_notes = set(AgentNote.objects.filter(agent_id="henry").values_list("content", flat=True))
+    assert {
+        "Always CC manager on emails",
+        "Use formal tone for external",
+        "Flag any NDIS budget > 80%",
+    } <= henry_notes
+    columns = set(AgentTask.objects.filter(agent_id="henry").values_list("status", flat=True))
+    assert columns == {"todo", "in_progress", "review", "done"}
