@@ -36,14 +36,14 @@ class AppendOnlyQuerySet(models.QuerySet):
 
     # bulk_update goes through update(); keep the message pointing at the real rule.
     def bulk_update(
-        self, objs: Iterable[models.Model], fields: Iterable[str], **kwargs: Any
+        self, objs: Iterable[models.Model], fields: Iterable[str], batch_size: int | None = None
     ) -> int:
         forbidden = set(fields) - set(self.model.APPEND_ONLY_MUTABLE)
         if forbidden:
             raise AppendOnlyError(
                 f"{self.model._meta.db_table} is append-only: cannot update {sorted(forbidden)}"
             )
-        return super().bulk_update(objs, fields, **kwargs)
+        return super().bulk_update(objs, fields, batch_size=batch_size)
 
 
 class AppendOnlyModel(models.Model):

@@ -49,5 +49,5 @@ def test_secret_unreadable_under_another_key_fails_closed(settings: object) -> N
 
 def test_unknown_agent_is_a_clear_error() -> None:
     f.AgentFactory(agent_id="henry")
-    with pytest.raises(CommandError, match="unknown agent 'nobody'.*henry"):
+    with pytest.raises(CommandError, match=r"unknown agent 'nobody'.*henry"):
         call_command("agent_key", "nobody", stdout=StringIO())

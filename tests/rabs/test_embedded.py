@@ -68,7 +68,8 @@ def _status(var: Path) -> dict[str, Any]:
         [
             sys.executable,
             "-c",
-            "import json; from rabs.embedded import status, var_dir; print(json.dumps(status(var_dir())))",
+            "import json; from rabs.embedded import status, var_dir; "
+            "print(json.dumps(status(var_dir())))",
         ],
         cwd=ROOT,
         env=_env(var),
