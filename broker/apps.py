@@ -8,3 +8,6 @@ class BrokerConfig(AppConfig):
 
     name = "broker"
     verbose_name = "Tools Broker"
+
+    def ready(self) -> None:
+        from .api import schema  # noqa: F401  (registers the RABS-HMAC OpenAPI extension)

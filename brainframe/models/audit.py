@@ -9,6 +9,7 @@ import uuid
 from typing import ClassVar
 
 from django.db import models
+from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from brainframe.choices import ContextBucket
@@ -209,6 +210,7 @@ class ToolCall(AppendOnlyModel):
         "duration_ms",
         "executed_at",
         "executed_arguments",
+        "outcome_hash",
         "alignment_rating",
         "alignment_reasons",
     )
@@ -255,6 +257,9 @@ class ToolCall(AppendOnlyModel):
     decision = models.CharField(max_length=24, choices=Decision.choices)
     decision_code = models.CharField(max_length=80, blank=True)
     decision_detail = models.TextField(blank=True)
+    decision_errors = models.JSONField(
+        default=list, blank=True, help_text="[{path, message}] for invalid arguments."
+    )
     threat_assessment = models.JSONField(default=dict, blank=True)
     idempotency_key = models.CharField(max_length=200, blank=True)
     request_hash = models.CharField(max_length=64, blank=True)
@@ -272,7 +277,10 @@ class ToolCall(AppendOnlyModel):
     seq = models.PositiveBigIntegerField()
     prev_hash = models.CharField(max_length=64)
     row_hash = models.CharField(max_length=64)
-    timestamp = models.DateTimeField(auto_now_add=True)
+    # Covers row_hash and the outcome columns once they are written (verify_audit checks both).
+    outcome_hash = models.CharField(max_length=64, blank=True)
+    # Set by the writer (not auto_now_add) because the hash covers it.
+    timestamp = models.DateTimeField(default=timezone.now)
 
     class Meta:
         db_table = "tool_calls"

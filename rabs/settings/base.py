@@ -159,6 +159,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "broker.api.exceptions.api_exception_handler",
+    "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "RABS Brainframe Tools Broker API",
@@ -168,6 +174,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"ContextBucketEnum": "brainframe.choices.ContextBucket"},
 }
 
 # --- Brainframe --------------------------------------------------------------------------------
@@ -175,6 +182,34 @@ SPECTACULAR_SETTINGS = {
 RABS_SECRET_ENCRYPTION_KEY = env.str("RABS_SECRET_ENCRYPTION_KEY", default="")
 # Minutes before a pending approval expires, unless the tool sets its own.
 RABS_APPROVAL_TIMEOUT_MINUTES = env.int("RABS_APPROVAL_TIMEOUT_MINUTES", default=30)
+# Agent request signing: how far a request's timestamp may be from the server's clock.
+RABS_SIGNATURE_WINDOW_SECONDS = env.int("RABS_SIGNATURE_WINDOW_SECONDS", default=300)
+# Largest request body the agent API reads (deliverables have their own limit).
+RABS_MAX_BODY_BYTES = env.int("RABS_MAX_BODY_BYTES", default=256 * 1024)
+RABS_DELIVERABLE_MAX_BYTES = env.int("RABS_DELIVERABLE_MAX_BYTES", default=10 * 1024 * 1024)
+# Accepted deliverable file types: extension → content type stored.
+RABS_DELIVERABLE_TYPES = {
+    "pdf": "application/pdf",
+    "csv": "text/csv",
+    "txt": "text/plain",
+    "md": "text/markdown",
+    "json": "application/json",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "png": "image/png",
+    "jpg": "image/jpeg",
+}
+DATA_UPLOAD_MAX_MEMORY_SIZE = RABS_DELIVERABLE_MAX_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# The gate's sampling rates: share of level-1 calls held for approval before execution, and
+# share of level-3 calls that get a spot-check item after execution.
+RABS_PRE_EXEC_SAMPLE_RATE = env.float("RABS_PRE_EXEC_SAMPLE_RATE", default=0.25)
+RABS_SPOT_CHECK_RATE = env.float("RABS_SPOT_CHECK_RATE", default=0.10)
+# Handlers: default timeout, the directory script handlers are confined to, and an optional
+# separate (least-privilege) database role for sql handlers.
+RABS_HANDLER_TIMEOUT_SECONDS = env.float("RABS_HANDLER_TIMEOUT_SECONDS", default=10.0)
+RABS_SCRIPT_ROOT = env.path("RABS_SCRIPT_ROOT", default=BASE_DIR / "var" / "scripts")
+RABS_SQL_HANDLER_DATABASE_URL = env.str("RABS_SQL_HANDLER_DATABASE_URL", default="")
 # File where `manage.py ensure_admin` keeps the generated admin login for `make run` to print.
 RABS_ADMIN_CREDENTIALS_FILE = env.path(
     "RABS_ADMIN_CREDENTIALS_FILE", default=BASE_DIR / "var" / "admin-credentials.json"

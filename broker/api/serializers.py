@@ -1,0 +1,156 @@
+"""Request and response shapes of the agent API (also the OpenAPI schema's source)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from brainframe.choices import ContextBucket
+from brainframe.models import AgentTask, OriginRegistry, Tool
+
+
+def _no_nul(value: Any, path: str = "") -> None:
+    """PostgreSQL text cannot hold NUL; refuse it up front with the path where it is."""
+    if isinstance(value, str) and "\x00" in value:
+        raise serializers.ValidationError(f"NUL characters are not allowed (at {path or '/'})")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(key, f"{path}/{key}")
+            _no_nul(item, f"{path}/{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _no_nul(item, f"{path}/{index}")
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, naming them."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class OriginSerializer(StrictSerializer):
+    origin_type = serializers.ChoiceField(choices=OriginRegistry.OriginType.choices)
+    source_ref = serializers.CharField(max_length=500)
+    metadata = serializers.DictField(required=False, default=dict)
+
+    def validate_metadata(self, value: dict[str, Any]) -> dict[str, Any]:
+        _no_nul(value)
+        return value
+
+
+class ToolCallRequestSerializer(StrictSerializer):
+    tool_id = serializers.CharField(max_length=200)
+    arguments = serializers.DictField(default=dict)
+    reason = serializers.CharField(max_length=4000, help_text="Why: becomes the call's R-Tag.")
+    confidence = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1)
+    task_id = serializers.UUIDField(required=False, allow_null=True)
+    parent_r_tag = serializers.UUIDField(
+        required=False, allow_null=True, help_text="R-Tag of the decision this call follows from."
+    )
+    origin = OriginSerializer(required=False, allow_null=True)
+
+    def validate_arguments(self, value: dict[str, Any]) -> dict[str, Any]:
+        _no_nul(value)
+        return value
+
+
+class ToolCallAnswerSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=["executed", "pending_approval", "denied", "invalid", "rejected", "expired"]
+    )
+    call_id = serializers.UUIDField()
+    r_tag = serializers.UUIDField(allow_null=True)
+    o_tag = serializers.UUIDField(allow_null=True)
+    vpol = serializers.UUIDField(allow_null=True)
+    result = serializers.JSONField(required=False)
+    outcome = serializers.CharField(required=False)
+    approval_id = serializers.UUIDField(required=False)
+    expires_at = serializers.DateTimeField(required=False)
+    code = serializers.CharField(required=False)
+    detail = serializers.CharField(required=False)
+    errors = serializers.ListField(child=serializers.DictField(), required=False)
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    detail = serializers.CharField()
+    field = serializers.CharField(required=False)
+    errors = serializers.ListField(child=serializers.DictField(), required=False)
+
+
+class ToolSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Tool
+        fields = [
+            "tool_id",
+            "description",
+            "category",
+            "risk_level",
+            "execution_mode",
+            "validation_mode",
+            "context_bucket",
+            "data_class",
+            "input_schema",
+            "output_schema",
+        ]
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AgentTask
+        fields = [
+            "task_id",
+            "title",
+            "status",
+            "priority",
+            "payload",
+            "result",
+            "failure_reason",
+            "progress",
+            "o_tag",
+            "created_at",
+            "started_at",
+            "completed_at",
+        ]
+
+
+class TaskProgressSerializer(StrictSerializer):
+    progress = serializers.IntegerField(min_value=0, max_value=100)
+    note = serializers.CharField(max_length=2000, required=False, default="")
+
+
+class TaskCompleteSerializer(StrictSerializer):
+    result = serializers.JSONField()
+
+    def validate_result(self, value: Any) -> Any:
+        _no_nul(value)
+        return value
+
+
+class TaskFailSerializer(StrictSerializer):
+    reason = serializers.CharField(max_length=4000)
+
+
+class HeartbeatSerializer(StrictSerializer):
+    status = serializers.ChoiceField(choices=["active", "idle", "error"])
+    uptime_seconds = serializers.IntegerField(min_value=0, max_value=10**10)
+
+
+class ObservationSerializer(StrictSerializer):
+    bucket = serializers.ChoiceField(choices=ContextBucket.choices)
+    entity = serializers.CharField(max_length=200)
+    pattern_type = serializers.RegexField(r"^[a-z][a-z0-9_]{0,59}$")
+    observation = serializers.CharField(max_length=4000)
+    severity = serializers.IntegerField(min_value=1, max_value=5, default=1)
+    repeatable = serializers.FloatField(min_value=0.5, max_value=1.5, default=1.0)
+
+
+class DeliverableUploadSerializer(StrictSerializer):
+    file = serializers.FileField()
+    task_id = serializers.UUIDField(required=False, allow_null=True)

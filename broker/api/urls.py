@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from . import views
+
+app_name = "broker"
+
+urlpatterns = [
+    path("tools/", views.ToolsView.as_view(), name="tools"),
+    path("tool-calls/", views.ToolCallsView.as_view(), name="tool-calls"),
+    path("tool-calls/<uuid:call_id>/", views.ToolCallDetailView.as_view(), name="tool-call"),
+    path("tasks/", views.TasksView.as_view(), name="tasks"),
+    path("tasks/<uuid:task_id>/claim/", views.TaskClaimView.as_view(), name="task-claim"),
+    path("tasks/<uuid:task_id>/progress/", views.TaskProgressView.as_view(), name="task-progress"),
+    path("tasks/<uuid:task_id>/complete/", views.TaskCompleteView.as_view(), name="task-complete"),
+    path("tasks/<uuid:task_id>/fail/", views.TaskFailView.as_view(), name="task-fail"),
+    path("deliverables/", views.DeliverablesView.as_view(), name="deliverables"),
+    path("heartbeat/", views.HeartbeatView.as_view(), name="heartbeat"),
+    path("context/", views.ContextView.as_view(), name="context"),
+    path("observations/", views.ObservationsView.as_view(), name="observations"),
+]

@@ -1,0 +1,280 @@
+"""The agent API (``/api/v1/``). Views translate HTTP to service calls and back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers as drf_serializers
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from brainframe.choices import ExecutionMode
+from brainframe.models import Agent, AgentTask, Tool, ToolCall
+from brainframe.services import tasks as task_services
+from brainframe.services.context import agent_context
+from brainframe.services.deliverables import deliverable_store
+from brainframe.services.memory import observation_record
+
+from ..errors import BrokerRefusal
+from ..pipeline.context import CallRequest
+from ..services.calls import call_answer, tool_call_submit
+from . import serializers as s
+from .authentication import AgentSignatureAuthentication
+
+
+class AgentAPIView(APIView):
+    """Base for agent endpoints: RABS-HMAC signed requests only."""
+
+    authentication_classes = [AgentSignatureAuthentication]
+    permission_classes = [IsAuthenticated]
+    max_body_bytes = settings.RABS_MAX_BODY_BYTES
+
+    def agent(self, request: Request) -> Agent:
+        agent = request.auth
+        assert isinstance(agent, Agent)
+        return agent
+
+    def valid(self, serializer_class: type[drf_serializers.Serializer], data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise BrokerRefusal(400, "invalid_request", "the body must be a JSON object")
+        serializer = serializer_class(data=data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    def own_task(self, request: Request, task_id: Any) -> AgentTask:
+        task = AgentTask.objects.filter(pk=task_id, agent=self.agent(request)).first()
+        if task is None:
+            raise BrokerRefusal(404, "unknown_task", "no such task in your inbox", field="task_id")
+        return task
+
+
+class ToolsView(AgentAPIView):
+    @extend_schema(responses=s.ToolSerializer(many=True), summary="Tools this agent may call")
+    def get(self, request: Request) -> Response:
+        tools = Tool.objects.filter(agent_access__contains=[self.agent(request).agent_id]).exclude(
+            execution_mode=ExecutionMode.DISABLED
+        )
+        return Response(s.ToolSerializer(tools.order_by("tool_id"), many=True).data)
+
+
+class ToolCallsView(AgentAPIView):
+    @extend_schema(
+        request=s.ToolCallRequestSerializer,
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+        responses={
+            200: s.ToolCallAnswerSerializer,
+            202: s.ToolCallAnswerSerializer,
+            400: s.ToolCallAnswerSerializer,
+            403: s.ToolCallAnswerSerializer,
+            404: s.ToolCallAnswerSerializer,
+            409: s.ErrorSerializer,
+            503: s.ErrorSerializer,
+        },
+        summary="Ask the broker to call a tool",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.valid(s.ToolCallRequestSerializer, request.data)
+        key = request.headers.get("Idempotency-Key", "")
+        if len(key) > 200:
+            raise BrokerRefusal(
+                400,
+                "invalid_request",
+                "Idempotency-Key is at most 200 characters",
+                field="Idempotency-Key",
+            )
+        origin = data.get("origin")
+        call_request = CallRequest(
+            tool_id=data["tool_id"],
+            arguments=data["arguments"],
+            reason=data["reason"],
+            confidence=data.get("confidence"),
+            task_id=data.get("task_id"),
+            parent_r_tag=data.get("parent_r_tag"),
+            origin=dict(origin) if origin else None,
+            idempotency_key=key,
+            request_hash=hashlib.sha256(
+                json.dumps(request.data, sort_keys=True, default=str).encode()
+            ).hexdigest(),
+        )
+        answer = tool_call_submit(agent=self.agent(request), request=call_request)
+        return Response(answer.body, status=answer.status)
+
+
+class ToolCallDetailView(AgentAPIView):
+    @extend_schema(responses=s.ToolCallAnswerSerializer, summary="Status and result of a call")
+    def get(self, request: Request, call_id: str) -> Response:
+        call = ToolCall.objects.filter(pk=call_id, agent=self.agent(request)).first()
+        if call is None:
+            raise BrokerRefusal(404, "unknown_call", "no such call of yours")
+        answer = call_answer(call)
+        return Response(answer.body, status=200)
+
+
+class TasksView(AgentAPIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("status", str, enum=AgentTask.Status.values)],
+        responses=s.TaskSerializer(many=True),
+        summary="Your inbox",
+    )
+    def get(self, request: Request) -> Response:
+        status = request.query_params.get("status")
+        if status and status not in AgentTask.Status.values:
+            raise BrokerRefusal(
+                400,
+                "invalid_request",
+                f"status must be one of {AgentTask.Status.values}",
+                field="status",
+            )
+        tasks = task_services.task_list(agent=self.agent(request), status=status)[:200]
+        return Response(s.TaskSerializer(tasks, many=True).data)
+
+
+class TaskActionView(AgentAPIView):
+    action: str = ""
+
+    @extend_schema(
+        request=None,
+        responses={200: s.TaskSerializer, 404: s.ErrorSerializer, 409: s.ErrorSerializer},
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        task = self.own_task(request, task_id)
+        agent = self.agent(request)
+        if self.action == "claim":
+            task = task_services.task_claim(agent=agent, task_id=task.pk)
+        elif self.action == "progress":
+            data = self.valid(s.TaskProgressSerializer, request.data)
+            task = task_services.task_progress(agent=agent, task_id=task.pk, **data)
+        elif self.action == "complete":
+            data = self.valid(s.TaskCompleteSerializer, request.data)
+            task = task_services.task_complete(agent=agent, task_id=task.pk, result=data["result"])
+        else:
+            data = self.valid(s.TaskFailSerializer, request.data)
+            task = task_services.task_fail(agent=agent, task_id=task.pk, reason=data["reason"])
+        return Response(s.TaskSerializer(task).data)
+
+
+class TaskClaimView(TaskActionView):
+    action = "claim"
+
+
+class TaskProgressView(TaskActionView):
+    action = "progress"
+
+    @extend_schema(request=s.TaskProgressSerializer, responses=s.TaskSerializer)
+    def post(self, request: Request, task_id: str) -> Response:
+        return super().post(request, task_id)
+
+
+class TaskCompleteView(TaskActionView):
+    action = "complete"
+
+    @extend_schema(request=s.TaskCompleteSerializer, responses=s.TaskSerializer)
+    def post(self, request: Request, task_id: str) -> Response:
+        return super().post(request, task_id)
+
+
+class TaskFailView(TaskActionView):
+    action = "fail"
+
+    @extend_schema(request=s.TaskFailSerializer, responses=s.TaskSerializer)
+    def post(self, request: Request, task_id: str) -> Response:
+        return super().post(request, task_id)
+
+
+class DeliverablesView(AgentAPIView):
+    max_body_bytes = settings.RABS_DELIVERABLE_MAX_BYTES + 64 * 1024  # the multipart envelope
+
+    @extend_schema(
+        request={"multipart/form-data": s.DeliverableUploadSerializer},
+        responses={201: None, 413: s.ErrorSerializer, 415: s.ErrorSerializer},
+        summary="Upload a file to your outbox",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.valid(
+            s.DeliverableUploadSerializer,
+            {**request.data.dict()} if hasattr(request.data, "dict") else request.data,
+        )
+        task = self.own_task(request, data["task_id"]) if data.get("task_id") else None
+        item = deliverable_store(agent=self.agent(request), task=task, upload=data["file"])
+        return Response(
+            {
+                "deliverable_id": str(item.id),
+                "filename": item.filename,
+                "size_bytes": item.size_bytes,
+                "sha256": item.sha256,
+            },
+            status=201,
+        )
+
+
+class HeartbeatView(AgentAPIView):
+    @extend_schema(request=s.HeartbeatSerializer, responses={200: None})
+    def post(self, request: Request) -> Response:
+        data = self.valid(s.HeartbeatSerializer, request.data)
+        agent = self.agent(request)
+        now = timezone.now()
+        # A paused agent cannot get here (authentication refuses it), so this cannot unpause.
+        Agent.objects.filter(pk=agent.pk).exclude(status=Agent.Status.PAUSED).update(
+            status=data["status"], uptime_seconds=data["uptime_seconds"], last_heartbeat_at=now
+        )
+        from ..events import publish
+
+        publish(
+            "heartbeat",
+            {
+                "agent_id": agent.agent_id,
+                "status": data["status"],
+                "uptime_seconds": data["uptime_seconds"],
+                "at": now.isoformat(),
+            },
+        )
+        return Response({"status": data["status"], "received_at": now.isoformat()})
+
+
+class ContextView(AgentAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("task_id", str),
+            OpenApiParameter("bucket", str),
+            OpenApiParameter("limit", int),
+        ],
+        responses={200: None},
+        summary="Standing notes, directives preamble and relevant observations",
+    )
+    def get(self, request: Request) -> Response:
+        task_id = request.query_params.get("task_id")
+        task = self.own_task(request, task_id) if task_id else None
+        try:
+            limit = min(50, max(1, int(request.query_params.get("limit", 10))))
+        except ValueError:
+            raise BrokerRefusal(
+                400, "invalid_request", "limit must be a number", field="limit"
+            ) from None
+        bucket = request.query_params.get("bucket") or None
+        return Response(
+            agent_context(agent=self.agent(request), task=task, bucket=bucket, limit=limit)
+        )
+
+
+class ObservationsView(AgentAPIView):
+    @extend_schema(request=s.ObservationSerializer, responses={201: None, 200: None})
+    def post(self, request: Request) -> Response:
+        data = self.valid(s.ObservationSerializer, request.data)
+        entry, created = observation_record(agent=self.agent(request), **data)
+        return Response(
+            {
+                "id": str(entry.id),
+                "created": created,
+                "frequency": entry.frequency,
+                "decay": entry.decay,
+                "current_score": entry.current_score,
+            },
+            status=201 if created else 200,
+        )

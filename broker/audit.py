@@ -1,0 +1,327 @@
+"""The tamper-evident audit: every decision becomes rows in reason_log, origin_registry,
+reason_edges and tool_calls, written in one transaction before anything executes.
+
+``tool_calls`` rows are hash-chained per agent. ``row_hash`` is sha256 over the canonical JSON of
+the row's recorded content (``HASHED_FIELDS``, which include ``seq`` and ``prev_hash``), so
+editing, deleting or reordering any row breaks the chain from that row on. When the execution
+outcome is written (once), ``outcome_hash`` = sha256(row_hash + canonical outcome) seals it too.
+Writers for one agent are serialised by a row lock on the agent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from brainframe.models import (
+    Agent,
+    ApprovalRequest,
+    OriginRegistry,
+    ReasonEdge,
+    ReasonLog,
+    ToolCall,
+)
+
+from .pipeline.context import CallContext, Outcome, Verdict
+
+GENESIS_HASH = "0" * 64
+
+HASHED_FIELDS = (
+    "id",
+    "agent_id",
+    "requested_tool_id",
+    "tool_id",
+    "task_id",
+    "r_tag_id",
+    "o_tag_id",
+    "vpol_id",
+    "input",
+    "decision",
+    "decision_code",
+    "decision_detail",
+    "decision_errors",
+    "threat_assessment",
+    "idempotency_key",
+    "request_hash",
+    "seq",
+    "prev_hash",
+    "timestamp",
+)
+OUTCOME_FIELDS = ("outcome", "output", "error", "duration_ms", "executed_at", "executed_arguments")
+
+_DECISIONS = {
+    Outcome.EXECUTE: ToolCall.Decision.EXECUTED,
+    Outcome.EXECUTE_POST_REVIEW: ToolCall.Decision.EXECUTED_POST_REVIEW,
+    Outcome.PENDING: ToolCall.Decision.PENDING_APPROVAL,
+    Outcome.DENY: ToolCall.Decision.DENIED,
+    Outcome.INVALID: ToolCall.Decision.INVALID,
+    Outcome.UNKNOWN_TOOL: ToolCall.Decision.INVALID,
+}
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default
+    ).encode()
+
+
+def _json_default(value: Any) -> str:
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat())
+    return str(value)
+
+
+def compute_row_hash(values: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json({k: values[k] for k in HASHED_FIELDS})).hexdigest()
+
+
+def compute_outcome_hash(row_hash: str, values: dict[str, Any]) -> str:
+    payload = row_hash.encode() + canonical_json({k: values[k] for k in OUTCOME_FIELDS})
+    return hashlib.sha256(payload).hexdigest()
+
+
+def arguments_hash(arguments: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(arguments)).hexdigest()
+
+
+@dataclass(frozen=True)
+class Recorded:
+    call: ToolCall
+    reason: ReasonLog
+    approval: ApprovalRequest | None
+
+
+def _entity_edges(ctx: CallContext) -> list[tuple[str, str, str]]:
+    """(entity_type, entity_id, relationship) for what this decision touched."""
+    tool = ctx.tool
+    touched = "read" if tool is None or tool.risk_level == "read" else "updated"
+    edges: list[tuple[str, str, str]] = []
+    if tool is not None:
+        edges.append(("tool", tool.tool_id, "referenced"))
+    if ctx.task is not None:
+        edges.append(("agent_task", str(ctx.task.task_id), "referenced"))
+    for key, value in ctx.request.arguments.items():
+        # participant_id, staff_id, shift_id… name the business entities a call acts on.
+        if key.endswith("_id") and isinstance(value, str | int) and str(value):
+            edges.append((key[:-3], str(value)[:120], touched))
+        elif key.endswith("_ids") and isinstance(value, list):
+            edges.extend(
+                (key[:-4], str(v)[:120], touched) for v in value[:50] if isinstance(v, str | int)
+            )
+    return edges
+
+
+def _summary(ctx: CallContext) -> str:
+    tool = ctx.tool
+    assert tool is not None
+    shown = []
+    for key, value in list(ctx.request.arguments.items())[:8]:
+        text = json.dumps(value, ensure_ascii=False)
+        shown.append(f"{key}={text if len(text) <= 60 else text[:57] + '…'}")
+    what = tool.description.rstrip(".") or tool.tool_id
+    given = ", ".join(shown) or "no arguments"
+    return f"{ctx.agent.name} will run {tool.tool_id} ({what}) with {given}."
+
+
+def record_decision(ctx: CallContext, verdict: Verdict) -> Recorded:
+    """Write the decision's audit rows atomically. Raises DatabaseError if the audit is down."""
+    req = ctx.request
+    now = timezone.now()
+    with transaction.atomic():
+        # Serialise this agent's chain: the next seq and prev_hash are read under the lock.
+        Agent.objects.select_for_update().filter(pk=ctx.agent.pk).values_list("pk").get()
+
+        if ctx.parent is not None:
+            o_tag_id = ctx.parent.o_tag_id
+            chain_id = ctx.parent.chain_id
+            vpol_id, vpol_version = ctx.parent.vpol_id, ctx.parent.vpol_version
+        else:
+            if req.origin is not None:
+                origin = OriginRegistry.objects.create(
+                    origin_type=req.origin["origin_type"],
+                    source_ref=req.origin["source_ref"],
+                    metadata=req.origin.get("metadata") or {},
+                    registered_by=ctx.agent,
+                )
+                o_tag_id = origin.id
+            elif ctx.task is not None and ctx.task.o_tag_id is not None:
+                o_tag_id = ctx.task.o_tag_id
+            else:
+                origin = OriginRegistry.objects.create(
+                    origin_type=OriginRegistry.OriginType.AGENT,
+                    source_ref=f"agent:{ctx.agent.agent_id}"
+                    + (f":task:{ctx.task.task_id}" if ctx.task else ""),
+                    metadata={"note": "no origin given: the agent's own initiative"},
+                    registered_by=ctx.agent,
+                )
+                o_tag_id = origin.id
+            chain_id = None
+            vpol_id = ctx.vpol.id if ctx.vpol else None
+            vpol_version = ctx.vpol.version if ctx.vpol else None
+
+        reason_id = uuid.uuid4()
+        reason = ReasonLog.objects.create(
+            id=reason_id,
+            parent=ctx.parent,
+            o_tag_id=o_tag_id,
+            vpol_id=vpol_id,
+            vpol_version=vpol_version,
+            chain_id=chain_id or reason_id,
+            agent=ctx.agent,
+            tool=ctx.tool,
+            thought=req.reason,
+            confidence=req.confidence,
+            risk=ctx.threat.get("risk"),
+        )
+        ReasonEdge.objects.bulk_create(
+            [
+                ReasonEdge(reason=reason, entity_type=t, entity_id=i, relationship=r)
+                for t, i, r in dict.fromkeys(_entity_edges(ctx))
+            ],
+            ignore_conflicts=True,
+        )
+
+        last = (
+            ToolCall.objects.filter(agent=ctx.agent)
+            .order_by("-seq")
+            .values_list("seq", "row_hash")
+            .first()
+        )
+        seq, prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
+        findings = [{"source": f.source, "detail": f.detail} for f in ctx.findings]
+        call = ToolCall(
+            id=ctx.call_id,
+            agent=ctx.agent,
+            tool=ctx.tool,
+            requested_tool_id=req.tool_id[:200],
+            task=ctx.task,
+            r_tag=reason,
+            o_tag_id=o_tag_id,
+            vpol_id=vpol_id,
+            input=req.arguments,
+            decision=_DECISIONS[verdict.outcome],
+            decision_code=verdict.code[:80],
+            decision_detail=verdict.detail,
+            decision_errors=list(verdict.errors),
+            threat_assessment={**ctx.threat, "findings": findings} if findings else ctx.threat,
+            idempotency_key=req.idempotency_key,
+            request_hash=req.request_hash,
+            outcome=ToolCall.Outcome.PENDING if verdict.executes else ToolCall.Outcome.NOT_RUN,
+            seq=seq,
+            prev_hash=prev_hash,
+            timestamp=now,
+        )
+        call.row_hash = compute_row_hash({f: getattr(call, f) for f in HASHED_FIELDS})
+        call.save(force_insert=True)
+
+        approval = None
+        if verdict.approval_kind:
+            approval = _create_approval(ctx, verdict, call, reason, now)
+    return Recorded(call=call, reason=reason, approval=approval)
+
+
+def _create_approval(
+    ctx: CallContext, verdict: Verdict, call: ToolCall, reason: ReasonLog, now: Any
+) -> ApprovalRequest:
+    tool = ctx.tool
+    assert tool is not None
+    minutes = tool.approval_timeout_minutes or settings.RABS_APPROVAL_TIMEOUT_MINUTES
+    senior = verdict.reviewer_group == ApprovalRequest.ReviewerGroup.SENIOR
+    tags = [tool.context_bucket, f"risk:{tool.risk_level}", f"decision:{verdict.code}"]
+    tags += [f.source for f in ctx.findings]
+    return ApprovalRequest.objects.create(
+        tool=tool,
+        agent=ctx.agent,
+        tool_call=call,
+        task=ctx.task,
+        r_tag=reason,
+        vpol_id=reason.vpol_id,
+        vpol_version=reason.vpol_version,
+        kind=verdict.approval_kind,
+        arguments=ctx.request.arguments,
+        arguments_hash=arguments_hash(ctx.request.arguments),
+        reason=ctx.request.reason,
+        summary=_summary(ctx),
+        risk_level=tool.risk_level,
+        confidence=ctx.request.confidence,
+        tags=tags[:20],
+        # Strict findings start with the senior group: "escalated" from the outset.
+        status=ApprovalRequest.Status.ESCALATED if senior else ApprovalRequest.Status.PENDING,
+        reviewer_group=verdict.reviewer_group,
+        timeout_at=now + timedelta(minutes=minutes),
+    )
+
+
+def record_outcome(
+    call: ToolCall,
+    *,
+    outcome: str,
+    output: Any,
+    error: str,
+    duration_ms: int,
+    executed_arguments: dict[str, Any] | None = None,
+) -> bool:
+    """Write a call's execution result, once. Returns False if it was already written."""
+    values = {
+        "outcome": outcome,
+        "output": output,
+        "error": error[:5000],
+        "duration_ms": duration_ms,
+        "executed_at": timezone.now(),
+        "executed_arguments": executed_arguments,
+    }
+    values["outcome_hash"] = compute_outcome_hash(call.row_hash, values)
+    written = ToolCall.objects.filter(pk=call.pk, outcome=ToolCall.Outcome.PENDING).update(**values)
+    if written:
+        for key, value in values.items():
+            setattr(call, key, value)
+    return bool(written)
+
+
+@dataclass(frozen=True)
+class ChainBreak:
+    agent_id: str
+    call_id: uuid.UUID
+    seq: int
+    problem: str
+
+    def __str__(self) -> str:
+        return (
+            f"tool_calls row {self.call_id} (agent {self.agent_id}, seq {self.seq}): {self.problem}"
+        )
+
+
+def verify_chain(agent_id: str, *, chunk_size: int = 5000) -> ChainBreak | None:
+    """The first row of ``agent_id``'s chain that does not match, or None if it is intact."""
+    expected_seq, prev_hash = 1, GENESIS_HASH
+    columns = (*HASHED_FIELDS, "row_hash", "outcome_hash", *OUTCOME_FIELDS)
+    rows: Iterator[dict[str, Any]] = (
+        ToolCall.objects.filter(agent_id=agent_id)
+        .order_by("seq")
+        .values(*columns)
+        .iterator(chunk_size=chunk_size)
+    )
+    for row in rows:
+        where = (agent_id, row["id"], row["seq"])
+        if row["seq"] != expected_seq:
+            return ChainBreak(*where, f"expected seq {expected_seq} (a row is missing)")
+        if row["prev_hash"] != prev_hash:
+            return ChainBreak(*where, "prev_hash does not match the previous row")
+        if compute_row_hash(row) != row["row_hash"]:
+            return ChainBreak(*where, "content does not match its hash (row edited)")
+        if row["outcome_hash"]:
+            if compute_outcome_hash(row["row_hash"], row) != row["outcome_hash"]:
+                return ChainBreak(*where, "outcome does not match its hash (outcome edited)")
+        elif row["outcome"] not in (ToolCall.Outcome.PENDING, ToolCall.Outcome.NOT_RUN):
+            return ChainBreak(*where, "outcome written without its hash")
+        expected_seq, prev_hash = expected_seq + 1, row["row_hash"]
+    return None

@@ -1,0 +1,102 @@
+"""The call context every stage reads, and the verdicts stages return."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from brainframe.models import Agent, AgentTask, ReasonLog, Tool, ValidationPolicy
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """A tool call as the agent sent it, after the request's shape was checked."""
+
+    tool_id: str
+    arguments: dict[str, Any]
+    reason: str
+    confidence: float | None = None
+    task_id: uuid.UUID | None = None
+    parent_r_tag: uuid.UUID | None = None
+    origin: dict[str, Any] | None = None
+    idempotency_key: str = ""
+    request_hash: str = ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something a stage noticed that does not deny by itself (a V-Pol review rule, a flag)."""
+
+    source: str  # "vpol:<rule id>", "threat", "directive:<CODE>"
+    detail: str
+
+
+class Outcome:
+    EXECUTE = "execute"
+    PENDING = "pending_approval"
+    EXECUTE_POST_REVIEW = "execute_post_review"
+    DENY = "deny"
+    INVALID = "invalid"
+    UNKNOWN_TOOL = "unknown_tool"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str
+    code: str = ""
+    detail: str = ""
+    errors: tuple[dict[str, str], ...] = ()
+    reviewer_group: str = "reviewers"
+    approval_kind: str = ""  # pre_execution / post_execution / spot_check
+
+    @property
+    def executes(self) -> bool:
+        return self.outcome in (Outcome.EXECUTE, Outcome.EXECUTE_POST_REVIEW)
+
+
+@dataclass
+class CallContext:
+    call_id: uuid.UUID
+    agent: Agent
+    request: CallRequest
+    tool: Tool | None = None
+    task: AgentTask | None = None
+    parent: ReasonLog | None = None
+    vpol: ValidationPolicy | None = None
+    policies: list[ValidationPolicy] = field(default_factory=list)
+    directives: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)
+    requester_roles: frozenset[str] = frozenset()
+    local_hour: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    threat: dict[str, Any] = field(default_factory=dict)
+    verdict: Verdict | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """What V-Pol rules and directive predicates can refer to."""
+        tool = self.tool
+        return {
+            "arguments": self.request.arguments,
+            "agent": {
+                "agent_id": self.agent.agent_id,
+                "type": self.agent.type,
+                "monitoring_level": self.agent.monitoring_level,
+            },
+            "tool": {}
+            if tool is None
+            else {
+                "tool_id": tool.tool_id,
+                "category": tool.category,
+                "risk_level": tool.risk_level,
+                "data_class": tool.data_class,
+                "context_bucket": tool.context_bucket,
+                "external_channel": tool.external_channel,
+            },
+            "context": {
+                "hour": self.local_hour,
+                "knock_on": self.parent is not None,
+                "task_id": str(self.task.task_id) if self.task else None,
+                "reason": self.request.reason,
+                "confidence": self.request.confidence,
+            },
+        }

@@ -1,0 +1,160 @@
+"""The pipeline's stages, in order. Each passes (None) or returns a Verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema.exceptions import ValidationError
+
+from brainframe.choices import ExecutionMode
+
+from . import threat
+from .conditions import first_match
+from .context import CallContext, Finding, Outcome, Verdict
+from .gate import gate_decide
+
+Stage = Callable[[CallContext], Verdict | None]
+
+
+def resolve_tool(ctx: CallContext) -> Verdict | None:
+    if ctx.tool is None:
+        return Verdict(
+            Outcome.UNKNOWN_TOOL, "unknown_tool", f"no tool {ctx.request.tool_id!r} in the registry"
+        )
+    if ctx.tool.execution_mode == ExecutionMode.DISABLED:
+        return Verdict(Outcome.DENY, "tool_disabled", f"{ctx.tool.tool_id} is disabled")
+    return None
+
+
+def check_allowlist(ctx: CallContext) -> Verdict | None:
+    tool = ctx.tool
+    assert tool is not None
+    if ctx.agent.agent_id not in tool.agent_access:
+        return Verdict(
+            Outcome.DENY,
+            "not_allowed",
+            f"{ctx.agent.agent_id} is not in {tool.tool_id}'s agent_access",
+        )
+    required = set(tool.role_requirements)
+    if required and not required & ctx.requester_roles:
+        who = (
+            "the task's requester holds none of them"
+            if ctx.task and ctx.task.on_behalf_of_id
+            else "the call has no task run on behalf of a person"
+        )
+        return Verdict(
+            Outcome.DENY,
+            "role_required",
+            f"{tool.tool_id} needs one of the roles {sorted(required)}; {who}",
+        )
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _validator(tool_id: str, version: str, schema_json: str) -> Draft202012Validator:
+    import json
+
+    return Draft202012Validator(json.loads(schema_json), format_checker=FormatChecker())
+
+
+def _error_path(error: ValidationError) -> str:
+    parts = [str(part) for part in error.absolute_path]
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [name for name in error.validator_value if name not in error.instance]
+        if missing:
+            parts.append(str(missing[0]))
+    return "/" + "/".join(parts)
+
+
+def validate_arguments(ctx: CallContext) -> Verdict | None:
+    import json
+
+    tool = ctx.tool
+    assert tool is not None
+    validator = _validator(
+        tool.tool_id, tool.updated_at.isoformat(), json.dumps(tool.input_schema, sort_keys=True)
+    )
+    errors = sorted(validator.iter_errors(ctx.request.arguments), key=_error_path)
+    if not errors:
+        return None
+    return Verdict(
+        Outcome.INVALID,
+        "invalid_arguments",
+        f"{len(errors)} argument error(s) against {tool.tool_id}'s input schema",
+        errors=tuple({"path": _error_path(e), "message": e.message} for e in errors[:50]),
+    )
+
+
+def assess_threat(ctx: CallContext) -> Verdict | None:
+    ctx.threat = threat.assess(ctx)
+    action = ctx.threat.get("action")
+    if action == "block":
+        patterns = ", ".join(ctx.threat.get("patterns", [])) or "threat patterns"
+        return Verdict(Outcome.DENY, "threat_blocked", f"blocked: {patterns}")
+    if action == "flag":
+        ctx.findings.append(Finding("threat", f"risk {ctx.threat.get('risk')}"))
+    return None
+
+
+def check_directives(ctx: CallContext) -> Verdict | None:
+    facts = ctx.facts()
+    for code, predicates in ctx.directives:
+        rule = first_match(predicates, facts)
+        if rule is None:
+            continue
+        reason = rule.get("reason") or f"violates {code}"
+        if rule["action"] == "deny":
+            return Verdict(Outcome.DENY, f"directive:{code}", reason)
+        ctx.findings.append(Finding(f"directive:{code}", reason))
+    return None
+
+
+def evaluate_vpol(ctx: CallContext) -> Verdict | None:
+    if ctx.vpol is None:
+        return None
+    rule = first_match(ctx.vpol.rules, ctx.facts())
+    if rule is None or rule["action"] == "allow":
+        return None
+    reason = rule.get("reason") or f"rule {rule['id']}"
+    if rule["action"] == "deny":
+        return Verdict(Outcome.DENY, f"policy:{ctx.vpol.name}", reason)
+    ctx.findings.append(Finding(f"vpol:{rule['id']}", reason))
+    return None
+
+
+def gate(ctx: CallContext) -> Verdict:
+    from django.conf import settings
+
+    assert ctx.tool is not None
+    return gate_decide(
+        tool=ctx.tool,
+        agent_level=ctx.agent.monitoring_level,
+        policy_mode=ctx.vpol.enforcement_mode if ctx.vpol else None,
+        findings=ctx.findings,
+        call_id=ctx.call_id,
+        pre_exec_sample_rate=settings.RABS_PRE_EXEC_SAMPLE_RATE,
+        spot_check_rate=settings.RABS_SPOT_CHECK_RATE,
+    )
+
+
+STAGES: tuple[Stage, ...] = (
+    resolve_tool,
+    check_allowlist,
+    validate_arguments,
+    assess_threat,
+    check_directives,
+    evaluate_vpol,
+)
+
+
+def decide(ctx: CallContext) -> Verdict:
+    """Run the stages in order; the first verdict wins, otherwise the gate decides."""
+    for stage in STAGES:
+        verdict = stage(ctx)
+        if verdict is not None:
+            ctx.verdict = verdict
+            return verdict
+    ctx.verdict = gate(ctx)
+    return ctx.verdict

@@ -1,0 +1,214 @@
+"""Submitting a tool call: prepare → decide → audit → execute → publish.
+
+The only path by which an agent's request becomes an action. Failures of the audit store fail
+closed: nothing executes unless the decision is recorded first.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import DatabaseError, IntegrityError
+from django.utils import timezone
+
+from brainframe.models import (
+    Agent,
+    AgentTask,
+    ApprovalRequest,
+    PrimeDirective,
+    ReasonLog,
+    Tool,
+    ToolCall,
+    ValidationPolicy,
+)
+
+from ..audit import record_decision, record_outcome
+from ..errors import BrokerRefusal
+from ..events import publish_tool_call
+from ..handlers import run_handler
+from ..pipeline.context import CallContext, CallRequest
+from ..pipeline.stages import decide
+
+log = logging.getLogger(__name__)
+
+
+def governing_policy(tool: Tool, policies: list[ValidationPolicy]) -> ValidationPolicy | None:
+    """The V-Pol that governs a new chain starting with ``tool``: the highest-priority active
+    policy whose tool patterns match it, else one scoped to the tool's context bucket."""
+    by_pattern = [
+        p
+        for p in policies
+        if any(fnmatch.fnmatchcase(tool.tool_id, pat) for pat in p.tool_patterns)
+    ]
+    candidates = by_pattern or [
+        p for p in policies if not p.tool_patterns and p.context_bucket == tool.context_bucket
+    ]
+    return max(candidates, key=lambda p: (p.priority, p.name), default=None)
+
+
+def prepare(*, agent: Agent, request: CallRequest) -> CallContext:
+    """Load everything the stages read. Raises BrokerRefusal for references that do not resolve."""
+    ctx = CallContext(call_id=uuid.uuid4(), agent=agent, request=request)
+    ctx.tool = Tool.objects.filter(pk=request.tool_id).first()
+    if request.task_id is not None:
+        ctx.task = (
+            AgentTask.objects.select_related("on_behalf_of")
+            .filter(pk=request.task_id, agent=agent)
+            .first()
+        )
+        if ctx.task is None:
+            raise BrokerRefusal(404, "unknown_task", "no such task in your inbox", field="task_id")
+        requester = ctx.task.on_behalf_of
+        if requester is not None:
+            ctx.requester_roles = frozenset(requester.groups.values_list("name", flat=True))
+    if request.parent_r_tag is not None:
+        if request.origin is not None:
+            raise BrokerRefusal(
+                400,
+                "chain_is_inherited",
+                "a knock-on call inherits its origin and policy from parent_r_tag; omit origin",
+                field="origin",
+            )
+        ctx.parent = (
+            ReasonLog.objects.select_related("vpol")
+            .filter(pk=request.parent_r_tag, agent=agent)
+            .first()
+        )
+        if ctx.parent is None:
+            raise BrokerRefusal(
+                404, "unknown_parent_r_tag", "no such R-Tag of yours", field="parent_r_tag"
+            )
+        ctx.vpol = ctx.parent.vpol
+    elif ctx.tool is not None:
+        ctx.vpol = governing_policy(ctx.tool, list(ValidationPolicy.objects.filter(active=True)))
+    ctx.directives = [
+        (code, predicates)
+        for code, predicates in PrimeDirective.objects.filter(active=True)
+        .exclude(predicates=[])
+        .values_list("code", "predicates")
+    ]
+    ctx.local_hour = timezone.localtime().hour
+    return ctx
+
+
+@dataclass(frozen=True)
+class CallAnswer:
+    status: int
+    body: dict[str, Any]
+
+
+def tool_call_submit(*, agent: Agent, request: CallRequest) -> CallAnswer:
+    if request.idempotency_key:
+        replay = _idempotent_replay(agent, request)
+        if replay is not None:
+            return replay
+    ctx = prepare(agent=agent, request=request)
+    verdict = decide(ctx)
+    try:
+        recorded = record_decision(ctx, verdict)
+    except IntegrityError:
+        # Another request with the same Idempotency-Key won the race: answer as it did.
+        replay = _idempotent_replay(agent, request) if request.idempotency_key else None
+        if replay is None:
+            raise
+        return replay
+    except DatabaseError as exc:
+        log.exception("audit write failed; refusing the call")
+        raise BrokerRefusal(
+            503, "audit_unavailable", "the audit could not be written; nothing was executed"
+        ) from exc
+    call = recorded.call
+    publish_tool_call(call)
+    if verdict.executes:
+        assert ctx.tool is not None
+        tool_call_execute(call=call, tool=ctx.tool, arguments=request.arguments)
+    return call_answer(call)
+
+
+def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> None:
+    """Run the handler and record the outcome (once)."""
+    result = run_handler(tool=tool, arguments=arguments, call_id=call.id)
+    try:
+        record_outcome(
+            call,
+            outcome=result.outcome,
+            output=result.output,
+            error=result.error,
+            duration_ms=result.duration_ms,
+        )
+    except DatabaseError:
+        log.exception("could not record the outcome of call %s", call.id)
+        call.outcome, call.output, call.error = result.outcome, result.output, result.error
+        call.duration_ms = result.duration_ms
+    publish_tool_call(call)
+
+
+def _idempotent_replay(agent: Agent, request: CallRequest) -> CallAnswer | None:
+    first = ToolCall.objects.filter(agent=agent, idempotency_key=request.idempotency_key).first()
+    if first is None:
+        return None
+    if first.request_hash != request.request_hash:
+        raise BrokerRefusal(
+            409,
+            "idempotency_conflict",
+            "this Idempotency-Key was used with a different request",
+            field="Idempotency-Key",
+        )
+    answer = call_answer(first)
+    answer.body["replayed"] = True
+    return answer
+
+
+def _tags(call: ToolCall) -> dict[str, Any]:
+    return {
+        "call_id": str(call.id),
+        "r_tag": str(call.r_tag_id) if call.r_tag_id else None,
+        "o_tag": str(call.o_tag_id) if call.o_tag_id else None,
+        "vpol": str(call.vpol_id) if call.vpol_id else None,
+    }
+
+
+def call_answer(call: ToolCall) -> CallAnswer:
+    """The answer for a call, from its audit row (fresh, replayed or polled)."""
+    body = _tags(call)
+    decision = call.decision
+    approval = ApprovalRequest.objects.filter(tool_call=call).first()
+    if decision in (ToolCall.Decision.EXECUTED, ToolCall.Decision.EXECUTED_POST_REVIEW):
+        body.update(
+            status="executed",
+            result=call.output,
+            outcome=call.outcome,
+            duration_ms=call.duration_ms,
+        )
+        if call.error:
+            body["error"] = call.error
+        if approval is not None:
+            body["review"] = {"approval_id": str(approval.id), "kind": approval.kind}
+        return CallAnswer(200, body)
+    if decision == ToolCall.Decision.PENDING_APPROVAL:
+        assert approval is not None
+        body.update(
+            status="pending_approval",
+            approval_id=str(approval.id),
+            approval_status=approval.status,
+            expires_at=approval.timeout_at.isoformat(),
+        )
+        if approval.status == ApprovalRequest.Status.REJECTED:
+            body.update(status="rejected", rejection_reason=approval.decision_reason)
+        elif approval.status == ApprovalRequest.Status.EXPIRED:
+            body.update(status="expired")
+        elif call.outcome not in (ToolCall.Outcome.NOT_RUN, ToolCall.Outcome.PENDING):
+            body.update(status="executed", result=call.output, outcome=call.outcome)
+        return CallAnswer(202, body)
+    if decision == ToolCall.Decision.DENIED:
+        body.update(status="denied", code=call.decision_code, detail=call.decision_detail)
+        return CallAnswer(403, body)
+    body.update(status="invalid", code=call.decision_code, detail=call.decision_detail)
+    if call.decision_code == "unknown_tool":
+        return CallAnswer(404, body)
+    body["errors"] = call.decision_errors
+    return CallAnswer(400, body)
