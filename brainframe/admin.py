@@ -7,12 +7,15 @@ carry rules in ``brainframe.services``. Audit tables are read-only here.
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
@@ -36,6 +39,7 @@ from brainframe.models import (
     ValidationPolicy,
 )
 from brainframe.schemas import handler_config_errors, json_schema_errors, vpol_rules_errors
+from brainframe.selectors import flatten, origin_chain
 from brainframe.services.policies import validation_policy_save
 from brainframe.services.tools import tool_set_enabled, tool_set_execution_mode
 
@@ -439,11 +443,44 @@ class ContextBucketEntryAdmin(admin.ModelAdmin):
 
 @admin.register(OriginRegistry)
 class OriginRegistryAdmin(ReadOnlyAdmin):
-    list_display = ("id", "origin_type", "source_ref", "bucket", "registered_by", "timestamp")
+    list_display = (
+        "id",
+        "origin_type",
+        "source_ref",
+        "bucket",
+        "registered_by",
+        "timestamp",
+        "chain_link",
+    )
     list_filter = ("origin_type", "bucket")
     search_fields = ("id", "source_ref")
     list_select_related = ("registered_by",)
     show_full_result_count = False
+    readonly_fields = ("chain_link",)
+
+    @admin.display(description="chain")
+    def chain_link(self, obj: OriginRegistry) -> str:
+        url = reverse("admin:brainframe_originregistry_chain", args=[obj.pk])
+        return format_html('<a href="{}">everything from this origin →</a>', url)
+
+    def get_urls(self) -> list[URLPattern]:
+        chain = path(
+            "<uuid:o_tag>/chain/",
+            self.admin_site.admin_view(self.chain_view),
+            name="brainframe_originregistry_chain",
+        )
+        return [chain, *super().get_urls()]
+
+    def chain_view(self, request: HttpRequest, o_tag: uuid.UUID) -> HttpResponse:
+        origin, roots = origin_chain(o_tag=o_tag)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Chain of {origin.get_origin_type_display()} {origin.source_ref[:60]}",
+            "origin": origin,
+            "nodes": flatten(roots),
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/brainframe/origin_chain.html", context)
 
 
 class ReasonEdgeInline(admin.TabularInline):
@@ -482,6 +519,15 @@ class ReasonEdgeAdmin(ReadOnlyAdmin):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(ReadOnlyAdmin):
+    readonly_fields = ("chain_link",)
+
+    @admin.display(description="chain")
+    def chain_link(self, obj: ToolCall) -> str:
+        if obj.o_tag_id is None:
+            return "—"
+        url = reverse("admin:brainframe_originregistry_chain", args=[obj.o_tag_id])
+        return format_html('<a href="{}">origin and every decision in its chain →</a>', url)
+
     list_display = (
         "timestamp",
         "agent",

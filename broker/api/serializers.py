@@ -23,6 +23,24 @@ def _no_nul(value: Any, path: str = "") -> None:
             _no_nul(item, f"{path}/{index}")
 
 
+class StrictCharField(serializers.CharField):
+    """A string, and only a string: no coercion of numbers."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID written as a string (DRF would also take an integer)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not know, naming them."""
 
@@ -45,12 +63,12 @@ class OriginSerializer(StrictSerializer):
 
 
 class ToolCallRequestSerializer(StrictSerializer):
-    tool_id = serializers.CharField(max_length=200)
+    tool_id = StrictCharField(max_length=200)
     arguments = serializers.DictField(default=dict)
-    reason = serializers.CharField(max_length=4000, help_text="Why: becomes the call's R-Tag.")
+    reason = StrictCharField(max_length=4000, help_text="Why: becomes the call's R-Tag.")
     confidence = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1)
-    task_id = serializers.UUIDField(required=False, allow_null=True)
-    parent_r_tag = serializers.UUIDField(
+    task_id = StrictUUIDField(required=False, allow_null=True)
+    parent_r_tag = StrictUUIDField(
         required=False, allow_null=True, help_text="R-Tag of the decision this call follows from."
     )
     origin = OriginSerializer(required=False, allow_null=True)
@@ -153,4 +171,4 @@ class ObservationSerializer(StrictSerializer):
 
 class DeliverableUploadSerializer(StrictSerializer):
     file = serializers.FileField()
-    task_id = serializers.UUIDField(required=False, allow_null=True)
+    task_id = serializers.UUIDField(required=False, allow_null=True)  # multipart: always text

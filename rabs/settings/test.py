@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
+
 from .base import *  # noqa: F403
-from .base import DATABASES
+from .base import CACHES, CHANNEL_LAYERS, DATABASES
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # Each test process gets its own pool; keep it small so parallel workers stay under max_connections.
 DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": 4, "timeout": 10.0}
+
+# Same Redis, but a namespace of this test run's own: nonces and cache entries from other runs
+# (or from a `make run` sharing the embedded server) cannot leak in.
+_RUN = uuid.uuid4().hex[:12]
+CACHES["default"]["KEY_PREFIX"] = f"rabs-test-{_RUN}"
+CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN}:channels"

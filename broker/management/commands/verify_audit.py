@@ -1,0 +1,41 @@
+"""Check every agent's tool_calls hash chain; exit non-zero naming the first row that breaks."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from brainframe.models import ToolCall
+from broker.audit import verify_chain
+
+
+class Command(BaseCommand):
+    help = "Verify the tamper-evident audit: every tool_calls chain, row by row."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--agent", help="verify only this agent's chain")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        agents = (
+            [options["agent"]]
+            if options["agent"]
+            else list(ToolCall.objects.values_list("agent_id", flat=True).distinct().order_by())
+        )
+        started = time.monotonic()
+        broken = []
+        for agent_id in agents:
+            problem = verify_chain(agent_id)
+            if problem is not None:
+                broken.append(problem)
+                self.stderr.write(str(problem))
+        rows = ToolCall.objects.filter(agent_id__in=agents).count()
+        elapsed = time.monotonic() - started
+        if broken:
+            raise CommandError(f"audit verification FAILED: {len(broken)} broken chain(s)")
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"audit intact: {len(agents)} chain(s), {rows} row(s) verified in {elapsed:.2f}s"
+            )
+        )
