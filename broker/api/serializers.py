@@ -92,14 +92,18 @@ class ToolCallAnswerSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(required=False)
     code = serializers.CharField(required=False)
     detail = serializers.CharField(required=False)
-    errors = serializers.ListField(child=serializers.DictField(), required=False)
+    errors = serializers.ListField(  # type: ignore[assignment]
+        child=serializers.DictField(), required=False
+    )
 
 
 class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField()
     detail = serializers.CharField()
     field = serializers.CharField(required=False)
-    errors = serializers.ListField(child=serializers.DictField(), required=False)
+    errors = serializers.ListField(  # type: ignore[assignment]
+        child=serializers.DictField(), required=False
+    )
 
 
 class ToolSerializer(serializers.ModelSerializer):

@@ -39,7 +39,7 @@ def _timeout(tool: Tool) -> float:
 def run_handler(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID) -> HandlerResult:
     from . import api, function, script, sql
 
-    runners = {
+    runners: dict[str, Any] = {
         Tool.HandlerType.FUNCTION: function.run,
         Tool.HandlerType.SQL: sql.run,
         Tool.HandlerType.API: api.run,

@@ -10,7 +10,7 @@ too: absent is not evidence).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -101,7 +101,7 @@ def holds(condition: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
 
 
 def first_match(
-    rules: list[Mapping[str, Any]], facts: Mapping[str, Any]
+    rules: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]
 ) -> Mapping[str, Any] | None:
     """The first rule whose ``when`` holds, in order, or None."""
     for rule in rules:

@@ -29,7 +29,11 @@ from brainframe.models import ApprovalRequest, Tool
 
 from .context import Finding, Outcome, Verdict
 
-_STRICTNESS = {ValidationMode.MONITOR: 0, ValidationMode.INTERCEPT: 1, ValidationMode.STRICT: 2}
+_STRICTNESS: dict[str, int] = {
+    ValidationMode.MONITOR: 0,
+    ValidationMode.INTERCEPT: 1,
+    ValidationMode.STRICT: 2,
+}
 REVIEWERS = ApprovalRequest.ReviewerGroup.REVIEWERS
 SENIOR = ApprovalRequest.ReviewerGroup.SENIOR
 PRE, POST, SPOT = (

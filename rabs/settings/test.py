@@ -16,4 +16,4 @@ DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": 4, "timeou
 # (or from a `make run` sharing the embedded server) cannot leak in.
 _RUN = uuid.uuid4().hex[:12]
 CACHES["default"]["KEY_PREFIX"] = f"rabs-test-{_RUN}"
-CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN}:channels"
+CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN}:channels"  # type: ignore[index]

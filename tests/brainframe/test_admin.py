@@ -251,3 +251,24 @@ def test_bucket_definitions_are_fixed(admin_client: Client, seeded: None) -> Non
     assert admin_client.get(_url(ContextBucketDefinition, "add")).status_code == 403
     approval = ApprovalRequest.objects.first()
     assert approval is None  # the seed creates no approvals; the broker does
+
+
+def test_origin_chain_view_shows_every_decision(admin_client: Client, populated: None) -> None:
+    from brainframe.models import ReasonLog, ToolCall
+
+    call = ToolCall.objects.first()
+    knock_on = f.ReasonLogFactory(
+        agent=call.agent,
+        o_tag=call.o_tag,
+        parent=call.r_tag,
+        chain_id=call.r_tag.chain_id,
+        thought="knock-on: notify staff",
+    )
+    url = reverse("admin:brainframe_originregistry_chain", args=[call.o_tag_id])
+    page = admin_client.get(url).content.decode()
+    assert call.r_tag.thought in page and knock_on.thought in page
+    assert page.index(call.r_tag.thought) < page.index(knock_on.thought)
+    assert "↳" in page and call.requested_tool_id in page
+    detail = admin_client.get(_url(ToolCall, "change", call.pk)).content.decode()
+    assert url in detail
+    assert ReasonLog.objects.filter(o_tag=call.o_tag).count() == 2

@@ -87,6 +87,10 @@ def test_database_trigger_refuses_raw_sql_rewrites(
 
 
 def test_migration_freezes_the_same_columns_the_models_allow() -> None:
-    migration = importlib.import_module("brainframe.migrations.0002_append_only_triggers")
+    first = importlib.import_module("brainframe.migrations.0002_append_only_triggers")
+    latest = {**first.AUDIT_TABLES}
+    latest["tool_calls"] = importlib.import_module(
+        "brainframe.migrations.0003_tool_call_outcome_hash"
+    ).TOOL_CALLS_MUTABLE
     for model in (ToolCall, ReasonLog, OriginRegistry):
-        assert set(migration.AUDIT_TABLES[model._meta.db_table]) == set(model.APPEND_ONLY_MUTABLE)
+        assert set(latest[model._meta.db_table]) == set(model.APPEND_ONLY_MUTABLE)
