@@ -31,6 +31,7 @@ from ..errors import BrokerRefusal
 from ..events import publish_tool_call
 from ..handlers import run_handler
 from ..pipeline.context import CallContext, CallRequest
+from ..pipeline.outbound import prepare_outbound
 from ..pipeline.stages import decide
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,8 @@ def tool_call_submit(*, agent: Agent, request: CallRequest) -> CallAnswer:
 
 def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> None:
     """Run the handler and record the outcome (once)."""
-    result = run_handler(tool=tool, arguments=arguments, call_id=call.id)
+    outbound = prepare_outbound(tool=tool, arguments=arguments)
+    result = run_handler(tool=tool, arguments=outbound.arguments, call_id=call.id)
     try:
         record_outcome(
             call,
@@ -139,6 +141,8 @@ def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) 
             output=result.output,
             error=result.error,
             duration_ms=result.duration_ms,
+            # What actually left, when the outbound filter changed it (the input stays as sent).
+            executed_arguments=outbound.arguments if outbound.arguments != arguments else None,
         )
     except DatabaseError:
         log.exception("could not record the outcome of call %s", call.id)
