@@ -12,6 +12,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers  # noqa: F401  (admin.helpers below)
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -25,6 +26,7 @@ from brainframe.models import (
     AgentCredential,
     AgentNote,
     AgentTask,
+    AlignmentSnapshot,
     ApprovalRequest,
     ContextBucketDefinition,
     ContextBucketEntry,
@@ -94,6 +96,10 @@ class LevelChangeInline(admin.TabularInline):
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class AgentLevelChangeInline(LevelChangeInline):
+    fk_name = "agent"
 
 
 @admin.register(Tool)
@@ -282,7 +288,7 @@ class AgentAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
     )
-    inlines = [AgentNoteInline, AgentCredentialInline]
+    inlines = [AgentNoteInline, AgentCredentialInline, AgentLevelChangeInline]
 
 
 @admin.register(AgentNote)
@@ -385,9 +391,63 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     )
     exclude = ("arguments",)
 
+    actions = ["approve_selected", "reject_selected", "escalate_selected"]
+
     @admin.display(description="arguments")
     def pretty_arguments(self, obj: ApprovalRequest) -> str:
         return _pretty_json(obj.arguments)
+
+    def _decide_all(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[ApprovalRequest],
+        action: str,
+        reason: str = "",
+    ) -> None:
+        from broker.services.approvals import ApprovalError, approval_decide
+
+        done, refused = 0, []
+        for approval_id in queryset.values_list("pk", flat=True):
+            try:
+                approval_decide(
+                    approval_id=approval_id,
+                    reviewer=request.user,  # type: ignore[arg-type]
+                    action=action,
+                    reason=reason,
+                )
+                done += 1
+            except ApprovalError as exc:
+                refused.append(f"{str(approval_id)[:8]}: {exc.detail}")
+        if done:
+            self.message_user(request, f"{action.title()}d {done} approval(s).", messages.SUCCESS)
+        for problem in refused:
+            self.message_user(request, f"Not {action}d — {problem}", messages.WARNING)
+
+    @admin.action(description="Approve selected (runs each call once)")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[ApprovalRequest]) -> None:
+        self._decide_all(request, queryset, "approve", "approved in the admin")
+
+    @admin.action(description="Escalate selected to senior reviewers")
+    def escalate_selected(self, request: HttpRequest, queryset: QuerySet[ApprovalRequest]) -> None:
+        self._decide_all(request, queryset, "escalate", "escalated in the admin")
+
+    @admin.action(description="Reject selected (asks for the reason)")
+    def reject_selected(
+        self, request: HttpRequest, queryset: QuerySet[ApprovalRequest]
+    ) -> TemplateResponse | None:
+        reason = request.POST.get("rejection_reason", "").strip()
+        if request.POST.get("confirm") and reason:
+            self._decide_all(request, queryset, "reject", reason)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Reject approvals",
+            "approvals": queryset,
+            "opts": self.model._meta,
+            "missing_reason": bool(request.POST.get("confirm")),
+            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/brainframe/approval_reject.html", context)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # created only by the broker
@@ -543,6 +603,25 @@ class ToolCallAdmin(ReadOnlyAdmin):
     list_select_related = ("agent",)
     show_full_result_count = False
     date_hierarchy = "timestamp"
+
+
+@admin.register(AlignmentSnapshot)
+class AlignmentSnapshotAdmin(ReadOnlyAdmin):
+    list_display = (
+        "date",
+        "tool",
+        "agent",
+        "score",
+        "level",
+        "volume_30d",
+        "misalignments_30d",
+        "high_priority_30d",
+    )
+    list_filter = ("level", "agent")
+    search_fields = ("tool__tool_id", "agent__agent_id")
+    list_select_related = ("tool", "agent")
+    date_hierarchy = "date"
+    show_full_result_count = False
 
 
 @admin.register(MonitoringLevelChange)

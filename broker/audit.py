@@ -287,6 +287,24 @@ def record_outcome(
     return bool(written)
 
 
+def record_cancelled(call: ToolCall, reason: str) -> bool:
+    """A call that will never run (rejected, expired): seal that as its outcome, once."""
+    values = {
+        "outcome": ToolCall.Outcome.CANCELLED,
+        "output": None,
+        "error": reason[:5000],
+        "duration_ms": None,
+        "executed_at": None,
+        "executed_arguments": None,
+    }
+    values["outcome_hash"] = compute_outcome_hash(call.row_hash, values)
+    written = ToolCall.objects.filter(pk=call.pk, outcome=ToolCall.Outcome.NOT_RUN).update(**values)
+    if written:
+        for key, value in values.items():
+            setattr(call, key, value)
+    return bool(written)
+
+
 @dataclass(frozen=True)
 class ChainBreak:
     agent_id: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.schedules import crontab
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
 
@@ -12,5 +13,20 @@ app = Celery("rabs")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-# Scheduled jobs are added by the issues that own them (approval expiry, decay, alignment).
-app.conf.beat_schedule = {}
+# The beat schedule, in the project's time zone (Australia/Brisbane). Every job is idempotent for
+# its date, so a late or doubled run changes nothing; `expires` drops a run that waited too long.
+app.conf.beat_schedule = {
+    "expire-approvals": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 60.0,
+        "args": ("expire_approvals",),
+        "options": {"expires": 55},
+    },
+    "alignment-nightly": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        # After the 02:00 decay.
+        "schedule": crontab(hour=2, minute=30),
+        "args": ("alignment",),
+        "options": {"expires": 6 * 3600},
+    },
+}

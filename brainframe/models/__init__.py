@@ -7,7 +7,7 @@ from .append_only import AppendOnlyError, AppendOnlyModel
 from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
 from .memory import ContextBucketEntry
 from .registry import ContextBucketDefinition, PrimeDirective, Tool, ValidationPolicy
-from .trust import MonitoringLevelChange
+from .trust import AlignmentSnapshot, MonitoringLevelChange
 from .work import AgentTask, ApprovalRequest, Deliverable
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "AgentCredential",
     "AgentNote",
     "AgentTask",
+    "AlignmentSnapshot",
     "AppendOnlyError",
     "AppendOnlyModel",
     "ApprovalRequest",

@@ -69,3 +69,55 @@ class MonitoringLevelChange(models.Model):
     def __str__(self) -> str:
         subject = self.tool_id or self.agent_id
         return f"{subject}: {self.from_level} → {self.to_level} ({self.rule})"
+
+
+class AlignmentSnapshot(models.Model):
+    """A tool's or an agent's alignment on one (Brisbane) day, written by the nightly job.
+
+    "Held the threshold for 30 consecutive days" is a count over these rows.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    tool = models.ForeignKey(
+        Tool, on_delete=models.CASCADE, null=True, blank=True, related_name="snapshots"
+    )
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, null=True, blank=True, related_name="snapshots"
+    )
+    date = models.DateField()
+    score = models.FloatField(null=True, blank=True, help_text="alignment_score_90d that day")
+    level = models.PositiveSmallIntegerField(choices=MonitoringLevel.choices)
+    volume_30d = models.PositiveIntegerField(default=0, help_text="Rated calls, last 30 days.")
+    misalignments_30d = models.PositiveIntegerField(default=0)
+    high_priority_30d = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        db_table = "alignment_snapshots"
+        ordering = ["-date"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(tool__isnull=False, agent__isnull=True)
+                    | models.Q(tool__isnull=True, agent__isnull=False)
+                ),
+                name="%(app_label)s_%(class)s_tool_xor_agent",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(score__gte=0, score__lte=1),
+                name="%(app_label)s_%(class)s_score_0_1",
+            ),
+            # Graduation: one row per subject and day (the job upserts it).
+            models.UniqueConstraint(
+                fields=["tool", "date"],
+                condition=models.Q(tool__isnull=False),
+                name="%(app_label)s_%(class)s_tool_day",
+            ),
+            models.UniqueConstraint(
+                fields=["agent", "date"],
+                condition=models.Q(agent__isnull=False),
+                name="%(app_label)s_%(class)s_agent_day",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_id or self.agent_id} {self.date}: {self.score}"

@@ -12,6 +12,7 @@ from brainframe.services.deliverables import DeliverableRejected
 from brainframe.services.tasks import TaskTransitionError
 
 from ..errors import BrokerRefusal
+from ..services.approvals import ApprovalError
 
 _CODES = {
     exceptions.ParseError: "malformed_json",
@@ -44,6 +45,11 @@ def _flatten(detail: Any, path: str = "") -> list[dict[str, str]]:
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, BrokerRefusal):
         return Response(exc.body(), status=exc.status)
+    if isinstance(exc, ApprovalError):
+        body: dict[str, Any] = {"code": exc.code, "detail": exc.detail}
+        if exc.errors:
+            body["errors"] = exc.errors
+        return Response(body, status=exc.status)
     if isinstance(exc, DeliverableRejected):
         return Response(
             {"code": exc.code, "detail": exc.detail, "field": "file"}, status=exc.status

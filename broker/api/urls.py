@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import review, views
 
 app_name = "broker"
 
@@ -19,4 +19,19 @@ urlpatterns = [
     path("heartbeat/", views.HeartbeatView.as_view(), name="heartbeat"),
     path("context/", views.ContextView.as_view(), name="context"),
     path("observations/", views.ObservationsView.as_view(), name="observations"),
+    # Reviewers (session auth)
+    path("review/approvals/", review.ApprovalListView.as_view(), name="review-approvals"),
+    path(
+        "review/approvals/<uuid:approval_id>/",
+        review.ApprovalDetailView.as_view(),
+        name="review-approval",
+    ),
+    *[
+        path(
+            f"review/approvals/<uuid:approval_id>/{action}/",
+            review.decision_view(action).as_view(),
+            name=f"review-{action}",
+        )
+        for action in ("approve", "reject", "modify", "escalate")
+    ],
 ]

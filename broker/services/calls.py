@@ -124,6 +124,8 @@ def tool_call_submit(*, agent: Agent, request: CallRequest) -> CallAnswer:
         ) from exc
     call = recorded.call
     publish_tool_call(call)
+    if recorded.approval is not None:
+        _notify_new_approval(recorded.approval)
     if verdict.executes:
         assert ctx.tool is not None
         tool_call_execute(call=call, tool=ctx.tool, arguments=request.arguments)
@@ -149,6 +151,19 @@ def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) 
         call.outcome, call.output, call.error = result.outcome, result.output, result.error
         call.duration_ms = result.duration_ms
     publish_tool_call(call)
+
+
+def _notify_new_approval(approval: ApprovalRequest) -> None:
+    from ..events import publish
+    from ..tasks import notify_approval
+    from .approvals import approval_payload
+
+    publish("approval_created", approval_payload(approval))
+    if approval.kind == ApprovalRequest.Kind.PRE_EXECUTION:
+        try:
+            notify_approval.delay(str(approval.pk), "created")
+        except Exception:
+            log.warning("could not enqueue the notification for %s", approval.pk, exc_info=True)
 
 
 def _idempotent_replay(agent: Agent, request: CallRequest) -> CallAnswer | None:

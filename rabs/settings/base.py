@@ -210,6 +210,21 @@ RABS_SPOT_CHECK_RATE = env.float("RABS_SPOT_CHECK_RATE", default=0.10)
 RABS_HANDLER_TIMEOUT_SECONDS = env.float("RABS_HANDLER_TIMEOUT_SECONDS", default=10.0)
 RABS_SCRIPT_ROOT = env.path("RABS_SCRIPT_ROOT", default=BASE_DIR / "var" / "scripts")
 RABS_SQL_HANDLER_DATABASE_URL = env.str("RABS_SQL_HANDLER_DATABASE_URL", default="")
+# Graduation needs at least this many rated calls in the 30-day window (no promotion on a
+# handful of lucky calls).
+RABS_GRADUATION_MIN_VOLUME = env.int("RABS_GRADUATION_MIN_VOLUME", default=20)
+# Notifications about approvals: sender address, the base URL used in links, and an optional
+# webhook (JSON POST, signed with the secret) called on new, escalated and expired items.
+RABS_NOTIFY_FROM_EMAIL = env.str("RABS_NOTIFY_FROM_EMAIL", default="brainframe@rabs.local")
+RABS_PUBLIC_URL = env.str("RABS_PUBLIC_URL", default="http://127.0.0.1:8000")
+RABS_APPROVAL_WEBHOOK_URL = env.str("RABS_APPROVAL_WEBHOOK_URL", default="")
+RABS_APPROVAL_WEBHOOK_SECRET = env.str("RABS_APPROVAL_WEBHOOK_SECRET", default="")
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
 # File where `manage.py ensure_admin` keeps the generated admin login for `make run` to print.
 RABS_ADMIN_CREDENTIALS_FILE = env.path(
     "RABS_ADMIN_CREDENTIALS_FILE", default=BASE_DIR / "var" / "admin-credentials.json"

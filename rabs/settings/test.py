@@ -17,3 +17,7 @@ DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": 4, "timeou
 _RUN = uuid.uuid4().hex[:12]
 CACHES["default"]["KEY_PREFIX"] = f"rabs-test-{_RUN}"
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN}:channels"  # type: ignore[index]
+
+# Celery tasks run in-process in tests (the Celery worker itself is exercised by its own tests).
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True

@@ -33,6 +33,11 @@ def populated(seeded: None) -> None:
     MonitoringLevelChange.objects.create(
         tool=tool, from_level=0, to_level=1, rule="graduation", reason="30 days at 0.72"
     )
+    from datetime import date
+
+    from brainframe.models import AlignmentSnapshot
+
+    AlignmentSnapshot.objects.create(tool=tool, date=date(2026, 3, 1), score=0.91, level=1)
     from brainframe.models import AgentCredential, Deliverable, ReasonEdge
 
     ReasonEdge.objects.create(

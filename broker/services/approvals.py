@@ -1,0 +1,356 @@
+"""The approval queue's decisions: approve, reject, modify, escalate, expire (seed 000 §13).
+
+An approval is bound to the exact tool, arguments and policy version it was created for.
+Deciding locks the row, so two reviewers (or a double click) cannot both decide; executing an
+approved call is claimed with a conditional UPDATE on the call's outcome, so it runs at most once
+however often the job is retried, and the recovery sweep makes sure it runs at least once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import transaction
+from django.utils import timezone
+
+from brainframe.choices import ExecutionMode
+from brainframe.models import ApprovalRequest, OriginRegistry, ToolCall, ValidationPolicy
+
+from ..audit import arguments_hash, record_cancelled, record_outcome
+from ..events import publish
+from ..handlers import run_handler
+from ..pipeline.context import CallContext, CallRequest
+from ..pipeline.outbound import prepare_outbound
+from ..pipeline.stages import check_directives, evaluate_vpol, validate_arguments
+
+log = logging.getLogger(__name__)
+
+Status = ApprovalRequest.Status
+Kind = ApprovalRequest.Kind
+OPEN = (Status.PENDING, Status.ESCALATED)
+REVIEWER_GROUPS = (ApprovalRequest.ReviewerGroup.REVIEWERS, ApprovalRequest.ReviewerGroup.SENIOR)
+
+
+class ApprovalError(Exception):
+    """A decision that cannot be made; ``code`` is machine-readable."""
+
+    def __init__(
+        self,
+        code: str,
+        detail: str,
+        *,
+        status: int = 409,
+        errors: list[dict[str, str]] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.code, self.detail, self.status, self.errors = code, detail, status, errors or []
+
+
+def reviewer_groups(user: AbstractBaseUser | AnonymousUser) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    return set(user.groups.filter(name__in=REVIEWER_GROUPS).values_list("name", flat=True))
+
+
+def can_decide(user: AbstractBaseUser | AnonymousUser, approval: ApprovalRequest) -> bool:
+    groups = reviewer_groups(user)
+    if approval.reviewer_group == ApprovalRequest.ReviewerGroup.SENIOR:
+        return ApprovalRequest.ReviewerGroup.SENIOR in groups
+    return bool(groups)
+
+
+def chain_originator_ids(approval: ApprovalRequest) -> set[int]:
+    """Users who set this chain in motion: the person the task runs for, and the staff member
+    named on a manual origin. They may never approve their own chain."""
+    ids: set[int] = set()
+    if approval.task_id and approval.task and approval.task.on_behalf_of_id:
+        ids.add(approval.task.on_behalf_of_id)
+    if approval.r_tag_id:
+        origin = OriginRegistry.objects.filter(reasons__id=approval.r_tag_id).first()
+        user_id = (origin.metadata or {}).get("user_id") if origin else None
+        if isinstance(user_id, int):
+            ids.add(user_id)
+    return ids
+
+
+@dataclass(frozen=True)
+class Decided:
+    approval: ApprovalRequest
+    enqueued_execution: bool
+
+
+def _lock_open(approval_id: Any, user: AbstractBaseUser) -> ApprovalRequest:
+    approval = (
+        ApprovalRequest.objects.select_for_update()
+        .select_related("tool", "agent", "task", "tool_call")
+        .get(pk=approval_id)
+    )
+    if approval.status not in OPEN:
+        who = approval.decided_by.get_username() if approval.decided_by else "the system"
+        raise ApprovalError("already_decided", f"already {approval.status} by {who}", status=409)
+    if not can_decide(user, approval):
+        group = approval.get_reviewer_group_display()
+        raise ApprovalError("not_a_reviewer", f"only {group} may decide this", status=403)
+    if user.pk in chain_originator_ids(approval):
+        raise ApprovalError(
+            "own_chain", "you started this chain; another reviewer must decide", status=403
+        )
+    return approval
+
+
+def _check_binding(approval: ApprovalRequest) -> None:
+    """The call is still the one that was reviewed: same arguments, tool live, same policy."""
+    if arguments_hash(approval.arguments) != approval.arguments_hash:
+        raise ApprovalError("arguments_changed", "the stored arguments no longer match their hash")
+    if approval.tool.execution_mode == ExecutionMode.DISABLED:
+        raise ApprovalError("tool_disabled", f"{approval.tool_id} was disabled since")
+    if approval.vpol_id is not None:
+        version = (
+            ValidationPolicy.objects.filter(pk=approval.vpol_id)
+            .values_list("version", flat=True)
+            .first()
+        )
+        if version != approval.vpol_version:
+            raise ApprovalError(
+                "policy_changed",
+                f"the governing policy changed (v{approval.vpol_version} → v{version}); reject "
+                "it and let the agent resubmit under the current policy",
+            )
+
+
+def _recheck_arguments(approval: ApprovalRequest, arguments: dict[str, Any]) -> None:
+    """Edited arguments go through the schema, directives and V-Pol again before they can run."""
+    ctx = CallContext(
+        call_id=approval.tool_call_id or approval.id,
+        agent=approval.agent,
+        request=CallRequest(tool_id=approval.tool_id, arguments=arguments, reason=approval.reason),
+        tool=approval.tool,
+        task=approval.task,
+        vpol=approval.vpol,
+    )
+    from brainframe.models import PrimeDirective
+
+    ctx.directives = list(
+        PrimeDirective.objects.filter(active=True)
+        .exclude(predicates=[])
+        .values_list("code", "predicates")
+    )
+    for stage in (validate_arguments, check_directives, evaluate_vpol):
+        verdict = stage(ctx)
+        if verdict is not None:
+            raise ApprovalError(
+                verdict.code, verdict.detail, status=400, errors=list(verdict.errors)
+            )
+
+
+def approval_decide(
+    *,
+    approval_id: Any,
+    reviewer: AbstractBaseUser,
+    action: str,
+    reason: str = "",
+    arguments: dict[str, Any] | None = None,
+) -> Decided:
+    """Decide an open approval. ``action``: approve, reject, modify or escalate."""
+    if action not in ("approve", "reject", "modify", "escalate"):
+        raise ApprovalError("unknown_action", f"unknown action {action!r}", status=400)
+    if action == "reject" and not reason.strip():
+        raise ApprovalError(
+            "reason_required", "a rejection needs a reason the agent will see", status=400
+        )
+    now = timezone.now()
+    with transaction.atomic():
+        approval = _lock_open(approval_id, reviewer)
+        pre_execution = approval.kind == Kind.PRE_EXECUTION
+        if action == "modify":
+            if not pre_execution:
+                raise ApprovalError(
+                    "not_modifiable", "the call already ran; approve or reject", status=400
+                )
+            if not isinstance(arguments, dict):
+                raise ApprovalError(
+                    "invalid_arguments", "modify needs the edited arguments", status=400
+                )
+            _recheck_arguments(approval, arguments)
+        if action in ("approve", "modify") and pre_execution:
+            _check_binding(approval)
+
+        if action == "escalate":
+            if approval.reviewer_group == ApprovalRequest.ReviewerGroup.SENIOR:
+                raise ApprovalError("already_at_top", "already with the senior reviewers")
+            minutes = (
+                approval.tool.approval_timeout_minutes or settings.RABS_APPROVAL_TIMEOUT_MINUTES
+            )
+            approval.status = Status.ESCALATED
+            approval.reviewer_group = ApprovalRequest.ReviewerGroup.SENIOR
+            approval.escalation_count += 1
+            approval.timeout_at = now + timedelta(minutes=minutes)
+            approval.decision_reason = reason
+            approval.save(
+                update_fields=[
+                    "status",
+                    "reviewer_group",
+                    "escalation_count",
+                    "timeout_at",
+                    "decision_reason",
+                ]
+            )
+            event = "approval_escalated"
+        else:
+            approval.status = {
+                "approve": Status.APPROVED,
+                "reject": Status.REJECTED,
+                "modify": Status.MODIFIED,
+            }[action]
+            approval.decided_by = reviewer  # type: ignore[assignment]
+            approval.decided_at = now
+            approval.decision_reason = reason
+            approval.modified_arguments = arguments if action == "modify" else None
+            approval.save(
+                update_fields=[
+                    "status",
+                    "decided_by",
+                    "decided_at",
+                    "decision_reason",
+                    "modified_arguments",
+                ]
+            )
+            event = "approval_decided"
+            if action == "reject" and pre_execution and approval.tool_call is not None:
+                record_cancelled(approval.tool_call, f"rejected: {reason}")
+
+        runs = action in ("approve", "modify") and pre_execution
+        if runs:
+            transaction.on_commit(lambda: _enqueue_execution(approval.pk))
+        transaction.on_commit(lambda: _after_decision(approval.pk, event))
+    return Decided(approval=approval, enqueued_execution=runs)
+
+
+def _enqueue_execution(approval_id: Any) -> None:
+    from ..tasks import execute_approved_call
+
+    try:
+        execute_approved_call.delay(str(approval_id))
+    except Exception:  # the broker is down: the recovery sweep will enqueue it again
+        log.warning("could not enqueue execution of approval %s", approval_id, exc_info=True)
+
+
+def _after_decision(approval_id: Any, event: str) -> None:
+    from brainframe.services.alignment import alignment_signal
+
+    approval = ApprovalRequest.objects.select_related("decided_by").get(pk=approval_id)
+    publish(event, approval_payload(approval))
+    alignment_signal(call_id=approval.tool_call_id)
+    if event == "approval_escalated":
+        from ..tasks import notify_approval
+
+        _safe_delay(notify_approval, str(approval_id), "escalated")
+
+
+def _safe_delay(task: Any, *args: Any) -> None:
+    try:
+        task.delay(*args)
+    except Exception:
+        log.warning("could not enqueue %s%s", task.name, args, exc_info=True)
+
+
+def approval_payload(approval: ApprovalRequest) -> dict[str, Any]:
+    return {
+        "approval_id": str(approval.id),
+        "call_id": str(approval.tool_call_id) if approval.tool_call_id else None,
+        "agent_id": approval.agent_id,
+        "tool_id": approval.tool_id,
+        "status": approval.status,
+        "kind": approval.kind,
+        "decided_by": approval.decided_by.get_username() if approval.decided_by else None,
+        "timeout_at": approval.timeout_at.isoformat(),
+    }
+
+
+def approved_call_execute(*, approval_id: Any) -> str:
+    """Run an approved (or modified) call exactly once. Safe to call again and again.
+
+    Returns what happened: ``executed``, ``already_claimed``, or ``not_approved``.
+    """
+    approval = ApprovalRequest.objects.select_related("tool", "tool_call").get(pk=approval_id)
+    if approval.status not in (Status.APPROVED, Status.MODIFIED) or approval.tool_call is None:
+        return "not_approved"
+    call = approval.tool_call
+    # The claim: only one caller moves the outcome from not_run to pending.
+    claimed = ToolCall.objects.filter(pk=call.pk, outcome=ToolCall.Outcome.NOT_RUN).update(
+        outcome=ToolCall.Outcome.PENDING
+    )
+    if not claimed:
+        return "already_claimed"
+    call.outcome = ToolCall.Outcome.PENDING
+    arguments = approval.modified_arguments if approval.status == Status.MODIFIED else None
+    final_arguments = arguments if arguments is not None else approval.arguments
+    outbound = prepare_outbound(tool=approval.tool, arguments=final_arguments)
+    result = run_handler(tool=approval.tool, arguments=outbound.arguments, call_id=call.id)
+    executed = outbound.arguments if outbound.arguments != call.input else None
+    record_outcome(
+        call,
+        outcome=result.outcome,
+        output=result.output,
+        error=result.error,
+        duration_ms=result.duration_ms,
+        executed_arguments=executed,
+    )
+    from ..events import publish_tool_call
+
+    publish_tool_call(call)
+    from brainframe.services.alignment import alignment_signal
+
+    alignment_signal(call_id=call.pk)
+    return "executed"
+
+
+def approvals_expire(*, now: Any = None) -> list[str]:
+    """Mark overdue open approvals expired (one statement); cancel their calls; notify."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        expired = list(
+            ApprovalRequest.objects.select_for_update(skip_locked=True)
+            .filter(status__in=OPEN, timeout_at__lte=now)
+            .values_list("id", flat=True)
+        )
+        if not expired:
+            return []
+        ApprovalRequest.objects.filter(pk__in=expired).update(status=Status.EXPIRED, decided_at=now)
+        for approval in ApprovalRequest.objects.filter(
+            pk__in=expired, kind=Kind.PRE_EXECUTION
+        ).select_related("tool_call"):
+            if approval.tool_call is not None:
+                record_cancelled(approval.tool_call, "expired without a decision")
+    ids = [str(i) for i in expired]
+
+    def notify() -> None:
+        from ..tasks import notify_approval
+
+        for approval in ApprovalRequest.objects.filter(pk__in=expired):
+            publish("approval_expired", approval_payload(approval))
+            _safe_delay(notify_approval, str(approval.pk), "expired")
+
+    transaction.on_commit(notify)
+    return ids
+
+
+def approvals_recover(*, now: Any = None, grace: timedelta = timedelta(minutes=1)) -> list[str]:
+    """Approved calls whose execution never started (a lost job, a crashed worker before the
+    claim): enqueue them again. The claim makes this safe to run any number of times."""
+    now = now or timezone.now()
+    stuck = ApprovalRequest.objects.filter(
+        status__in=(Status.APPROVED, Status.MODIFIED),
+        kind=Kind.PRE_EXECUTION,
+        decided_at__lte=now - grace,
+        tool_call__outcome=ToolCall.Outcome.NOT_RUN,
+    ).values_list("id", flat=True)
+    ids = [str(i) for i in stuck]
+    for approval_id in ids:
+        _enqueue_execution(approval_id)
+    return ids
