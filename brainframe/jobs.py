@@ -6,7 +6,7 @@ Each takes the (Brisbane) date it runs for, is idempotent for that date, and is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -31,7 +31,7 @@ JOBS: dict[str, Callable[[date], Any]] = {
 
 
 def yesterday() -> date:
-    return timezone.localdate() - timezone.timedelta(days=1)
+    return timezone.localdate() - timedelta(days=1)
 
 
 def job_run(*, name: str, day: date | None = None) -> Any:

@@ -1,15 +1,18 @@
 """Events for the live board, published on the Channels layer (Redis).
 
-Publishing is best effort: a board that misses an event catches up on its next load, while a
-tool call must never fail because a notification could not be sent.
+Publishing is best effort and off the caller's path: events go to one long-lived event loop in a
+background thread, which keeps its Redis connections open, so a tool call neither waits for nor
+fails because of a notification. A board that misses an event catches up on its next load.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
+from concurrent.futures import Future
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from brainframe.models import ToolCall
@@ -17,21 +20,44 @@ from brainframe.models import ToolCall
 log = logging.getLogger(__name__)
 BOARD_GROUP = "board"
 
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
 
-def publish(event: str, payload: dict[str, Any]) -> None:
+
+def _publisher_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="board-events", daemon=True).start()
+            _loop = loop
+        return _loop
+
+
+def _log_failure(future: Future[Any]) -> None:
+    exc = future.exception()
+    if exc is not None:
+        log.warning("could not publish a board event: %s", exc)
+
+
+def publish(event: str, payload: dict[str, Any]) -> Future[Any] | None:
+    """Queue ``event`` for every open board. Returns the pending send (tests may wait on it)."""
     layer = get_channel_layer()
     if layer is None:
-        return
+        return None
+    message = {"type": "board.event", "event": event, "payload": payload}
     try:
-        async_to_sync(layer.group_send)(
-            BOARD_GROUP, {"type": "board.event", "event": event, "payload": payload}
+        future = asyncio.run_coroutine_threadsafe(
+            layer.group_send(BOARD_GROUP, message), _publisher_loop()
         )
-    except Exception:
-        log.warning("could not publish %s", event, exc_info=True)
+    except RuntimeError:  # interpreter shutting down
+        return None
+    future.add_done_callback(_log_failure)
+    return future
 
 
-def publish_tool_call(call: ToolCall) -> None:
-    publish(
+def publish_tool_call(call: ToolCall) -> Future[Any] | None:
+    return publish(
         "tool_call",
         {
             "call_id": str(call.id),

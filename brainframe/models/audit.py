@@ -304,6 +304,12 @@ class ToolCall(AppendOnlyModel):
             models.Index(fields=["tool", "timestamp"], name="tool_calls_tool_time_idx"),
             # The action log and an agent's own call history, newest first.
             models.Index(fields=["agent", "-timestamp"], name="tool_calls_agent_time_idx"),
+            # Alignment scoring: calls not yet rated (a small, moving set).
+            models.Index(
+                fields=["timestamp"],
+                name="tool_calls_unrated_idx",
+                condition=models.Q(alignment_reasons=[]),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -11,7 +11,7 @@ other denials, invalid arguments, unknown tool        excluded  not a business a
 pre-execution approval expired                        excluded  not the agent's fault
 pre-execution approval rejected                       0.0
 output failed the tool's output_schema                0.3
-handler failed or timed out                           ≤ 0.5
+handler failed or timed out                           0.4
 post-execution review rejected (reviewer flag)        0.2
 approval modified                                     0.5       intent right, details wrong
 otherwise (approved, or ran without review)           1.0
@@ -49,7 +49,7 @@ _FINAL = "('succeeded', 'failed', 'timed_out', 'cancelled')"
 
 # One statement rates every finished, unrated call (optionally one call). Unrated means no
 # reasons yet: an excluded call gets reasons and a NULL rating, so it is not looked at again.
-_RATE_SQL = f"""
+_RATE_SQL_TEMPLATE = f"""
 WITH candidates AS (
     SELECT c.id, c.decision, c.decision_code, c.outcome, c.error,
            a.status AS a_status, a.kind AS a_kind
@@ -57,7 +57,7 @@ WITH candidates AS (
       LEFT JOIN approval_queue a ON a.tool_call_id = c.id
      WHERE c.alignment_reasons = '[]'::jsonb
        AND c.timestamp < %(as_of)s
-       AND (%(call_id)s::uuid IS NULL OR c.id = %(call_id)s::uuid)
+       {{only_call}}
        AND (
             c.decision IN ('denied', 'invalid')
          OR (a.kind = 'pre_execution' AND a.status IN ('rejected', 'expired'))
@@ -74,7 +74,7 @@ WITH candidates AS (
             WHEN a_kind = 'pre_execution' AND a_status = 'rejected' THEN 0.0
             WHEN outcome = 'failed' AND error LIKE 'output_schema:%%' THEN 0.3
             WHEN outcome IN ('failed', 'timed_out') THEN
-                LEAST(0.5, CASE WHEN a_status = 'rejected' THEN 0.2 ELSE 1.0 END)
+                CASE WHEN a_status = 'rejected' THEN 0.2 ELSE 0.4 END
             WHEN a_status = 'rejected' THEN 0.2
             WHEN a_status = 'modified' THEN 0.5
             ELSE 1.0
@@ -108,6 +108,10 @@ UPDATE tool_calls t
  WHERE t.id = rated.id
 RETURNING t.id, t.tool_id, t.agent_id, t.alignment_rating, t.alignment_reasons
 """
+# Two plans: one call by primary key (on a signal), or every unrated call (nightly; the partial
+# index tool_calls_unrated_idx keeps that from reading rated history).
+_RATE_ONE_SQL = _RATE_SQL_TEMPLATE.replace("{only_call}", "AND c.id = %(call_id)s")
+_RATE_ALL_SQL = _RATE_SQL_TEMPLATE.replace("{only_call}", "")
 
 # Recency-weighted 90-day average per subject (tool_id or agent_id), as of a moment.
 _SCORE_SQL = """
@@ -147,7 +151,8 @@ def qualifying_level(score: float) -> int:
 def calls_rate(*, as_of: datetime, call_id: uuid.UUID | None = None) -> list[tuple[Any, ...]]:
     """Rate finished, unrated calls before ``as_of``. Returns the rows rated."""
     with connection.cursor() as cursor:
-        cursor.execute(_RATE_SQL, {"as_of": as_of, "call_id": call_id})
+        sql = _RATE_ALL_SQL if call_id is None else _RATE_ONE_SQL
+        cursor.execute(sql, {"as_of": as_of, "call_id": call_id})
         return list(cursor.fetchall())
 
 
@@ -280,7 +285,8 @@ def graduation_run(*, day: date) -> list[MonitoringLevelChange]:
             )
             eligible = cursor.fetchall()
         model: type[Tool] | type[Agent] = Tool if table == "tools" else Agent
-        for subject_id, level, threshold, days, lowest in eligible:
+        for subject_id, level, threshold_value, days, lowest_value in eligible:
+            threshold, lowest = float(threshold_value), float(lowest_value)
             subject = model.objects.get(pk=subject_id)
             change = _set_level(
                 subject,
@@ -319,7 +325,7 @@ class Signal:
 
 
 def _current_score(key: str, subject_id: str, now: datetime) -> float | None:
-    params = {
+    params: dict[str, Any] = {
         "as_of": now,
         "since_90": now - timedelta(days=WINDOW_DAYS),
         "since_30": now - timedelta(days=GRADUATION_DAYS),

@@ -30,7 +30,9 @@ class IsReviewer(BasePermission):
 
 
 class ApprovalSerializer(serializers.ModelSerializer):
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
 
     class Meta:
         model = ApprovalRequest

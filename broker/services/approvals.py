@@ -54,7 +54,8 @@ class ApprovalError(Exception):
 def reviewer_groups(user: AbstractBaseUser | AnonymousUser) -> set[str]:
     if not user.is_authenticated:
         return set()
-    return set(user.groups.filter(name__in=REVIEWER_GROUPS).values_list("name", flat=True))
+    groups = user.groups  # type: ignore[attr-defined]
+    return set(groups.filter(name__in=REVIEWER_GROUPS).values_list("name", flat=True))
 
 
 def can_decide(user: AbstractBaseUser | AnonymousUser, approval: ApprovalRequest) -> bool:
@@ -86,8 +87,8 @@ class Decided:
 
 def _lock_open(approval_id: Any, user: AbstractBaseUser) -> ApprovalRequest:
     approval = (
-        ApprovalRequest.objects.select_for_update()
-        .select_related("tool", "agent", "task", "tool_call")
+        ApprovalRequest.objects.select_for_update(of=("self",))
+        .select_related("tool", "agent", "task", "tool_call", "decided_by")
         .get(pk=approval_id)
     )
     if approval.status not in OPEN:

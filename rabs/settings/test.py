@@ -21,3 +21,10 @@ CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN}:channels"  # 
 # Celery tasks run in-process in tests (the Celery worker itself is exercised by its own tests).
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+}

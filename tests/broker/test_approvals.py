@@ -1,0 +1,396 @@
+"""The approval queue: exactly-once execution under races and crashes, bound arguments,
+reviewer rules, expiry and notifications."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core import mail
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.utils import timezone
+
+from brainframe.models import Agent, AgentTask, ApprovalRequest, Tool, ToolCall
+from brainframe.services.seed import seed_brainframe
+from broker.pipeline.context import CallRequest
+from broker.services.approvals import (
+    ApprovalError,
+    approval_decide,
+    approvals_recover,
+    approved_call_execute,
+)
+from broker.services.calls import tool_call_submit
+from tests import factories as f
+
+
+@pytest.fixture
+def world(db: None) -> dict[str, Any]:
+    seed_brainframe()
+    reviewers = Group.objects.get(name="reviewers")
+    senior = Group.objects.get(name="senior_reviewers")
+    alice = f.UserFactory(username="alice", email="alice@rabs.test")
+    bob = f.UserFactory(username="bob", email="bob@rabs.test")
+    dana = f.UserFactory(username="dana", email="dana@rabs.test")
+    alice.groups.add(reviewers)
+    bob.groups.add(reviewers)
+    dana.groups.add(senior)
+    carol = f.UserFactory(username="carol")  # the person the task runs for
+    tool = f.ToolFactory(
+        tool_id="test.roster.write",
+        risk_level="write",
+        execution_mode="review",
+        validation_mode="intercept",
+        agent_access=["henry"],
+        handler_config={"callable": "tests.echo"},
+        input_schema={
+            "type": "object",
+            "required": ["q"],
+            "additionalProperties": False,
+            "properties": {"q": {"type": "string", "maxLength": 20}},
+        },
+    )
+    task = f.AgentTaskFactory(agent_id="henry", on_behalf_of=carol, status="in_progress")
+    return {
+        "alice": alice,
+        "bob": bob,
+        "dana": dana,
+        "carol": carol,
+        "tool": tool,
+        "task": task,
+        "henry": Agent.objects.get(agent_id="henry"),
+    }
+
+
+def _pending(world: dict[str, Any], q: str = "shift") -> ApprovalRequest:
+    answer = tool_call_submit(
+        agent=world["henry"],
+        request=CallRequest(
+            tool_id="test.roster.write",
+            arguments={"q": q},
+            reason="move shift",
+            task_id=world["task"].task_id,
+            confidence=0.7,
+        ),
+    )
+    assert answer.status == 202, answer.body
+    return ApprovalRequest.objects.get(pk=answer.body["approval_id"])
+
+
+def _pending_fast(world: dict[str, Any], q: str) -> ApprovalRequest:
+    """A pending pre-execution approval and its call, written directly (the race is in the
+    decision and execution, not in how the item was created)."""
+    from broker.audit import arguments_hash
+
+    arguments = {"q": q}
+    call = f.ToolCallFactory(
+        agent=world["henry"],
+        tool=world["tool"],
+        input=arguments,
+        decision="pending_approval",
+        outcome="not_run",
+        task=world["task"],
+    )
+    return f.ApprovalRequestFactory(
+        agent=world["henry"],
+        tool=world["tool"],
+        tool_call=call,
+        task=world["task"],
+        arguments=arguments,
+        arguments_hash=arguments_hash(arguments),
+    )
+
+
+def _race(
+    world: dict[str, Any], iterations: int, actions: tuple[str, str], executed: list[dict[str, Any]]
+) -> Counter[str]:
+    outcomes: Counter[str] = Counter()
+    reviewers = (world["alice"], world["bob"])
+
+    def decide(approval_id: Any, who: int, barrier: threading.Barrier) -> str:
+        barrier.wait()
+        try:
+            approval_decide(
+                approval_id=approval_id,
+                reviewer=reviewers[who],
+                action=actions[who],
+                reason="ok" if actions[who] != "reject" else "no",
+            )
+            return actions[who]
+        except ApprovalError as exc:
+            return exc.code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for i in range(iterations):
+            approval = _pending_fast(world, q=f"i{i}")
+            before = len(executed)
+            barrier = threading.Barrier(2)
+            results = sorted(
+                f.result()
+                for f in [pool.submit(decide, approval.pk, who, barrier) for who in (0, 1)]
+            )
+            outcomes["/".join(results)] += 1
+            runs = len(executed) - before
+            approval.refresh_from_db()
+            won = approval.status
+            assert runs == (1 if won == "approved" else 0), (i, results, won, runs)
+            call = ToolCall.objects.get(pk=approval.tool_call_id)
+            assert call.outcome == ("succeeded" if won == "approved" else "cancelled")
+    return outcomes
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_approve_approve_executes_exactly_once(
+    world: dict[str, Any], executed: list[dict[str, Any]]
+) -> None:
+    outcomes = _race(world, 1000, ("approve", "approve"), executed)
+    assert outcomes == {"already_decided/approve": 1000}
+    assert len(executed) == 1000
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_approve_reject_executes_at_most_once(
+    world: dict[str, Any], executed: list[dict[str, Any]]
+) -> None:
+    outcomes = _race(world, 1000, ("approve", "reject"), executed)
+    assert sum(outcomes.values()) == 1000
+    assert set(outcomes) <= {"already_decided/approve", "already_decided/reject"}
+    assert len(executed) == outcomes["already_decided/approve"]
+
+
+@pytest.mark.django_db
+def test_crash_between_approval_and_execution_is_recovered_once(
+    world: dict[str, Any],
+    executed: list[dict[str, Any]],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    approval = _pending(world)
+    # The process dies right after the decision commits: its on-commit enqueue never runs.
+    with django_capture_on_commit_callbacks(execute=False):
+        approval_decide(approval_id=approval.pk, reviewer=world["alice"], action="approve")
+    assert executed == []
+    later = timezone.now() + timedelta(minutes=2)
+    assert approvals_recover(now=later) == [str(approval.pk)]
+    assert executed == [{"q": "shift"}]
+    assert approvals_recover(now=later) == []  # nothing left to recover
+    assert approved_call_execute(approval_id=approval.pk) == "already_claimed"
+    assert executed == [{"q": "shift"}]
+
+
+@pytest.mark.django_db
+def test_crash_after_claim_is_never_executed_twice(
+    world: dict[str, Any],
+    executed: list[dict[str, Any]],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    approval = _pending(world)
+    with django_capture_on_commit_callbacks(execute=False):
+        approval_decide(approval_id=approval.pk, reviewer=world["alice"], action="approve")
+    # A worker claimed the call and died before the handler returned.
+    ToolCall.objects.filter(pk=approval.tool_call_id).update(outcome="pending")
+    assert approved_call_execute(approval_id=approval.pk) == "already_claimed"
+    assert approvals_recover(now=timezone.now() + timedelta(minutes=5)) == []
+    assert executed == []
+
+
+@pytest.mark.django_db
+def test_modify_revalidates_and_runs_the_edited_arguments(
+    world: dict[str, Any],
+    executed: list[dict[str, Any]],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    approval = _pending(world)
+    with pytest.raises(ApprovalError) as refused:
+        approval_decide(
+            approval_id=approval.pk,
+            reviewer=world["alice"],
+            action="modify",
+            arguments={"q": "x" * 50},
+        )
+    assert refused.value.code == "invalid_arguments"
+    assert refused.value.errors[0]["path"] == "/q"
+    approval.refresh_from_db()
+    assert approval.status == "pending" and executed == []
+
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_decide(
+            approval_id=approval.pk,
+            reviewer=world["alice"],
+            action="modify",
+            arguments={"q": "tuesday"},
+            reason="wrong day",
+        )
+    assert executed == [{"q": "tuesday"}]
+    call = ToolCall.objects.get(pk=approval.tool_call_id)
+    assert call.input == {"q": "shift"}  # what the agent asked for stays on record
+    assert call.executed_arguments == {"q": "tuesday"}
+
+
+@pytest.mark.django_db
+def test_reviewer_rules(world: dict[str, Any]) -> None:
+    approval = _pending(world)
+    outsider = f.UserFactory(username="mallory")
+    with pytest.raises(ApprovalError, match="only"):
+        approval_decide(approval_id=approval.pk, reviewer=outsider, action="approve")
+    world["carol"].groups.add(Group.objects.get(name="reviewers"))
+    with pytest.raises(ApprovalError) as own:
+        approval_decide(approval_id=approval.pk, reviewer=world["carol"], action="approve")
+    assert own.value.code == "own_chain"
+    with pytest.raises(ApprovalError) as no_reason:
+        approval_decide(approval_id=approval.pk, reviewer=world["alice"], action="reject")
+    assert no_reason.value.code == "reason_required"
+
+
+@pytest.mark.django_db
+def test_policy_change_after_creation_blocks_approval(world: dict[str, Any]) -> None:
+    policy = f.ValidationPolicyFactory(tool_patterns=["test.roster.*"], priority=99)
+    approval = _pending(world)
+    assert approval.vpol_id == policy.pk and approval.vpol_version == 1
+    from brainframe.services.policies import validation_policy_save
+
+    validation_policy_save(policy=policy, is_new=False)
+    with pytest.raises(ApprovalError) as changed:
+        approval_decide(approval_id=approval.pk, reviewer=world["alice"], action="approve")
+    assert changed.value.code == "policy_changed"
+
+
+@pytest.mark.django_db
+def test_escalation_moves_to_seniors_and_resets_the_timeout(
+    world: dict[str, Any], django_capture_on_commit_callbacks: Any
+) -> None:
+    approval = _pending(world)
+    first_timeout = approval.timeout_at
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_decide(
+            approval_id=approval.pk,
+            reviewer=world["alice"],
+            action="escalate",
+            reason="above my pay grade",
+        )
+    approval.refresh_from_db()
+    assert approval.status == "escalated" and approval.reviewer_group == "senior_reviewers"
+    assert approval.timeout_at > first_timeout and approval.escalation_count == 1
+    with pytest.raises(ApprovalError):
+        approval_decide(approval_id=approval.pk, reviewer=world["bob"], action="approve")
+    assert "Escalated to you" in mail.outbox[-1].subject
+    assert mail.outbox[-1].to == ["dana@rabs.test"]
+    approval_decide(approval_id=approval.pk, reviewer=world["dana"], action="approve")
+
+
+@pytest.mark.django_db
+def test_new_items_notify_reviewers(world: dict[str, Any]) -> None:
+    mail.outbox.clear()
+    approval = _pending(world)
+    assert len(mail.outbox) == 1
+    message = mail.outbox[0]
+    assert message.subject == "Approval needed: test.roster.write for henry"
+    assert set(message.to) == {"alice@rabs.test", "bob@rabs.test", "dana@rabs.test"}
+    assert approval.summary in message.body
+
+
+@pytest.mark.django_db
+def test_expiry_within_a_minute(
+    world: dict[str, Any], executed: list[dict[str, Any]], django_capture_on_commit_callbacks: Any
+) -> None:
+    approval = _pending(world)
+    ApprovalRequest.objects.filter(pk=approval.pk).update(
+        timeout_at=timezone.now() - timedelta(seconds=30)
+    )
+    mail.outbox.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("run_job", "expire_approvals", stdout=None)
+    approval.refresh_from_db()
+    assert approval.status == "expired"
+    call = ToolCall.objects.get(pk=approval.tool_call_id)
+    assert call.outcome == "cancelled" and "expired" in call.error
+    assert "Expired without a decision" in mail.outbox[0].subject
+    with pytest.raises(ApprovalError, match="already expired"):
+        approval_decide(approval_id=approval.pk, reviewer=world["alice"], action="approve")
+    assert executed == []
+    from rabs.celery import app
+
+    entry = app.conf.beat_schedule["expire-approvals"]
+    assert entry["schedule"] == 60.0 and entry["args"] == ("expire_approvals",)
+
+
+@pytest.mark.django_db
+def test_webhook_is_signed(world: dict[str, Any], settings: Any) -> None:
+    import json
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from broker.services.notifications import webhook_signature
+
+    received: list[tuple[bytes, dict[str, str]]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(
+                (self.rfile.read(int(self.headers["Content-Length"])), dict(self.headers))
+            )
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    settings.RABS_APPROVAL_WEBHOOK_URL = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    settings.RABS_APPROVAL_WEBHOOK_SECRET = "s3cret"
+    approval = _pending(world)
+    server.server_close()
+    body, headers = received[0]
+    assert headers["X-RABS-Signature"] == webhook_signature("s3cret", body)
+    assert json.loads(body)["approval_id"] == str(approval.pk)
+
+
+@pytest.mark.django_db
+def test_reviewer_api(
+    world: dict[str, Any], executed: list[dict[str, Any]], django_capture_on_commit_callbacks: Any
+) -> None:
+    approval = _pending(world)
+    alice, bob = Client(), Client()
+    alice.force_login(world["alice"])
+    bob.force_login(world["bob"])
+    listing = alice.get("/api/v1/review/approvals/").json()
+    assert [a["id"] for a in listing] == [str(approval.pk)]
+    url = f"/api/v1/review/approvals/{approval.pk}"
+    with django_capture_on_commit_callbacks(execute=True):
+        ok = alice.post(f"{url}/approve/", {"reason": "fine"}, content_type="application/json")
+    assert ok.status_code == 200 and ok.json()["status"] == "approved"
+    late = bob.post(f"{url}/reject/", {"reason": "no"}, content_type="application/json")
+    assert late.status_code == 409
+    assert late.json() == {"code": "already_decided", "detail": "already approved by alice"}
+    assert executed == [{"q": "shift"}]
+    outsider = Client()
+    outsider.force_login(world["carol"])
+    assert outsider.get("/api/v1/review/approvals/").status_code == 403
+    assert Client().get("/api/v1/review/approvals/").status_code in (401, 403)
+
+
+@pytest.mark.django_db
+def test_agent_sees_rejection_reason(world: dict[str, Any]) -> None:
+    approval = _pending(world)
+    approval_decide(
+        approval_id=approval.pk,
+        reviewer=world["alice"],
+        action="reject",
+        reason="participant cancelled",
+    )
+    from broker.services.calls import call_answer
+
+    answer = call_answer(ToolCall.objects.get(pk=approval.tool_call_id))
+    assert answer.body["status"] == "rejected"
+    assert answer.body["rejection_reason"] == "participant cancelled"
+    assert AgentTask.objects.get(pk=world["task"].pk).status == "in_progress"
+    assert Tool.objects.get(pk="test.roster.write").monitoring_level == 0
