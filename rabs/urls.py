@@ -10,7 +10,9 @@ admin.site.site_title = "RABS Brainframe"
 admin.site.index_title = "Tools registry, policies and audit"
 
 urlpatterns = [
-    path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    path("", RedirectView.as_view(url="/board/", permanent=False)),
+    path("board/", include("dashboard.urls")),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("broker.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -40,6 +40,10 @@ def _transition(
     task = AgentTask.objects.get(pk=task_id, agent=agent)  # DoesNotExist: not this agent's
     if not updated:
         raise TaskTransitionError(task, wanted)
+    from broker.events import publish
+
+    publish("task_changed", {"agent_id": agent.agent_id, "task_id": str(task.task_id),
+                             "status": task.status})
     return task
 
 

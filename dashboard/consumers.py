@@ -1,0 +1,34 @@
+"""The board's websocket: pushes the same partials the pages render (HTMX out-of-band swaps)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from broker.events import BOARD_GROUP
+
+from .render import render_event
+
+
+class BoardConsumer(AsyncWebsocketConsumer):
+    """One per open board. Anonymous sockets are refused; events arrive via the channel layer."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        await self.channel_layer.group_add(BOARD_GROUP, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        await self.channel_layer.group_discard(BOARD_GROUP, self.channel_name)
+
+    async def board_event(self, message: dict[str, Any]) -> None:
+        html = await database_sync_to_async(render_event)(
+            message["event"], message["payload"], self.scope["user"]
+        )
+        if html:
+            await self.send(text_data=html)

@@ -1,0 +1,159 @@
+"""What the board shows, read in as few queries as possible."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from brainframe.models import (
+    Agent,
+    AgentNote,
+    AgentTask,
+    AlignmentSnapshot,
+    ApprovalRequest,
+    Deliverable,
+    ReasonLog,
+    ToolCall,
+)
+
+COLUMNS = [
+    (AgentTask.Status.TODO, "To Do"),
+    (AgentTask.Status.IN_PROGRESS, "In Progress"),
+    (AgentTask.Status.REVIEW, "Review"),
+    (AgentTask.Status.DONE, "Done"),
+]
+HEARTBEAT_FRESH = timedelta(seconds=90)
+
+
+def agent_status(agent: Agent) -> str:
+    """Active / Idle / Paused / Error, from staff's pause and the agent's heartbeats."""
+    if agent.status == Agent.Status.PAUSED:
+        return "Paused"
+    if agent.status == Agent.Status.ERROR:
+        return "Error"
+    fresh = agent.last_heartbeat_at and timezone.now() - agent.last_heartbeat_at < HEARTBEAT_FRESH
+    if agent.type == Agent.Type.NATIVE or (fresh and agent.status == Agent.Status.ACTIVE):
+        return "Active"
+    return "Idle"
+
+
+def trend_points(agent: Agent, *, width: int = 120, height: int = 28) -> str:
+    """SVG polyline points for the agent's alignment over the last 90 days."""
+    since = timezone.localdate() - timedelta(days=90)
+    scores = list(
+        AlignmentSnapshot.objects.filter(agent=agent, date__gte=since, score__isnull=False)
+        .order_by("date").values_list("score", flat=True)
+    )
+    if len(scores) < 2:
+        return ""
+    step = width / (len(scores) - 1)
+    return " ".join(f"{i * step:.1f},{height - s * height:.1f}" for i, s in enumerate(scores))
+
+
+@dataclass
+class StatusCard:
+    agent: Agent
+    status: str
+    counts: dict[str, int]
+    trend: str
+
+
+def status_card(agent: Agent) -> StatusCard:
+    counts = AgentTask.objects.filter(agent=agent).aggregate(
+        **{status: Count("pk", filter=Q(status=status)) for status, _ in COLUMNS}
+    )
+    return StatusCard(agent=agent, status=agent_status(agent), counts=counts,
+                      trend=trend_points(agent))
+
+
+def kanban(agent: Agent) -> list[dict[str, Any]]:
+    tasks = AgentTask.objects.filter(agent=agent, status__in=[c for c, _ in COLUMNS]).order_by(
+        "-priority", "created_at"
+    )
+    by_status: dict[str, list[AgentTask]] = {status: [] for status, _ in COLUMNS}
+    for task in tasks:
+        by_status[task.status].append(task)
+    return [{"status": s, "label": label, "tasks": by_status[s][:50]} for s, label in COLUMNS]
+
+
+def notes(agent: Agent) -> list[AgentNote]:
+    return list(AgentNote.objects.filter(agent=agent, active=True).order_by("-priority"))
+
+
+def deliverables(agent: Agent) -> list[Deliverable]:
+    return list(Deliverable.objects.filter(agent=agent).select_related("task")[:20])
+
+
+def log_entry_for_call(call: ToolCall) -> dict[str, Any]:
+    if call.decision in (ToolCall.Decision.EXECUTED, ToolCall.Decision.EXECUTED_POST_REVIEW):
+        label = {"succeeded": "OK", "pending": "RUNNING", "failed": "FAILED",
+                 "timed_out": "TIMED OUT"}.get(call.outcome, call.outcome.upper())
+        tone = "ok" if call.outcome == "succeeded" else "bad"
+    elif call.decision == ToolCall.Decision.PENDING_APPROVAL:
+        label, tone = {"succeeded": ("APPROVED · OK", "ok"), "failed": ("APPROVED · FAILED", "bad"),
+                       "cancelled": ("NOT RUN", "muted")}.get(call.outcome, ("REVIEW", "warn"))
+    else:
+        label, tone = f"{call.get_decision_display().upper()} {call.decision_code}", "bad"
+    return {
+        "id": f"call-{call.id}",
+        "at": call.timestamp,
+        "actor": call.agent.name if hasattr(call, "agent") else call.agent_id,
+        "kind": "tool_call",
+        "subject": call.requested_tool_id,
+        "label": label,
+        "tone": tone,
+        "duration_ms": call.duration_ms,
+        "o_tag": call.o_tag_id,
+    }
+
+
+def log_entry_for_approval(approval: ApprovalRequest) -> dict[str, Any]:
+    who = approval.decided_by.get_username() if approval.decided_by else "System"
+    return {
+        "id": f"approval-event-{approval.id}-{approval.status}",
+        "at": approval.decided_at or approval.created_at,
+        "actor": who.title() if who == "System" else who,
+        "kind": "approval",
+        "subject": approval.tool_id,
+        "label": approval.status.upper(),
+        "tone": {"approved": "ok", "modified": "ok", "rejected": "bad"}.get(approval.status,
+                                                                             "warn"),
+        "duration_ms": None,
+        "o_tag": None,
+    }
+
+
+def action_log(agent: Agent | None = None, limit: int = 40) -> list[dict[str, Any]]:
+    calls = ToolCall.objects.select_related("agent").order_by("-timestamp")
+    decided = ApprovalRequest.objects.select_related("decided_by").filter(decided_at__isnull=False)
+    if agent is not None:
+        calls = calls.filter(agent=agent)
+        decided = decided.filter(agent=agent)
+    entries = [log_entry_for_call(c) for c in calls[:limit]]
+    entries += [log_entry_for_approval(a) for a in decided.order_by("-decided_at")[:limit]]
+    entries.sort(key=lambda e: e["at"], reverse=True)
+    return entries[:limit]
+
+
+def open_approvals() -> list[ApprovalRequest]:
+    return list(
+        ApprovalRequest.objects.filter(
+            status__in=[ApprovalRequest.Status.PENDING, ApprovalRequest.Status.ESCALATED]
+        )
+        .select_related("agent", "tool", "r_tag__o_tag", "vpol")
+        .order_by("timeout_at")
+    )
+
+
+def chain_for(approval: ApprovalRequest) -> list[ReasonLog]:
+    """The R-Tags of the approval's origin, oldest first (O-Tag → R-Tags)."""
+    if approval.r_tag is None:
+        return []
+    return list(
+        ReasonLog.objects.filter(o_tag_id=approval.r_tag.o_tag_id).select_related("tool")
+        .order_by("created_at")[:20]
+    )

@@ -1,0 +1,152 @@
+"""The live board (HTMX). Views read through ``dashboard.selectors`` and decide through the same
+services as the API and the admin; partials are the same templates the websocket pushes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_POST
+
+from brainframe.models import Agent, AgentNote, AgentTask, ApprovalRequest, ToolCall
+from brainframe.selectors import flatten, origin_chain
+from broker.services.approvals import ApprovalError, approval_decide, can_decide
+
+from . import selectors
+
+
+def _selected_agent(request: HttpRequest) -> Agent | None:
+    agents = Agent.objects.order_by("name")
+    chosen = request.GET.get("agent")
+    if chosen:
+        return get_object_or_404(Agent, pk=chosen)
+    return agents.filter(type=Agent.Type.SANDBOXED).first() or agents.first()
+
+
+@login_required
+def board(request: HttpRequest) -> HttpResponse:
+    agent = _selected_agent(request)
+    context: dict[str, Any] = {"agents": Agent.objects.order_by("name"), "agent": agent}
+    if agent is not None:
+        context.update(
+            card=selectors.status_card(agent),
+            columns=selectors.kanban(agent),
+            notes=selectors.notes(agent),
+            deliverables=selectors.deliverables(agent),
+            log=selectors.action_log(),
+            open_count=ApprovalRequest.objects.filter(
+                status__in=["pending", "escalated"]).count(),
+        )
+    return render(request, "dashboard/board.html", context)
+
+
+@login_required
+@require_POST
+def note_update(request: HttpRequest, note_id: str) -> HttpResponse:
+    note = get_object_or_404(AgentNote, pk=note_id)
+    content = request.POST.get("content", "").strip()
+    if not content:
+        return render(request, "dashboard/partials/note.html",
+                      {"note": note, "editing": True, "error": "A note cannot be empty."},
+                      status=422)
+    if len(content) > 2000:
+        return render(request, "dashboard/partials/note.html",
+                      {"note": note, "editing": True, "error": "At most 2,000 characters."},
+                      status=422)
+    note.content = content
+    note.save(update_fields=["content", "updated_at"])
+    return render(request, "dashboard/partials/note.html", {"note": note})
+
+
+@login_required
+def note_edit(request: HttpRequest, note_id: str) -> HttpResponse:
+    note = get_object_or_404(AgentNote, pk=note_id)
+    return render(request, "dashboard/partials/note.html",
+                  {"note": note, "editing": request.GET.get("cancel") is None})
+
+
+def _card_context(request: HttpRequest, approval: ApprovalRequest, **extra: Any) -> dict[str, Any]:
+    return {
+        "approval": approval,
+        "chain": selectors.chain_for(approval),
+        "can_decide": can_decide(request.user, approval),  # type: ignore[arg-type]
+        "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
+        **extra,
+    }
+
+
+@login_required
+def approvals(request: HttpRequest) -> HttpResponse:
+    items = selectors.open_approvals()
+    cards = [_card_context(request, a) for a in items]
+    return render(request, "dashboard/approvals.html", {"cards": cards})
+
+
+@login_required
+@require_POST
+def approval_action(request: HttpRequest, approval_id: str, action: str) -> HttpResponse:
+    approval = get_object_or_404(
+        ApprovalRequest.objects.select_related("agent", "tool", "r_tag", "decided_by"),
+        pk=approval_id,
+    )
+    if action not in ("approve", "reject", "modify", "escalate"):
+        return HttpResponseBadRequest("unknown action")
+    arguments = None
+    raw = request.POST.get("arguments", "")
+    if action == "modify":
+        try:
+            arguments = json.loads(raw)
+        except ValueError as exc:
+            return render(request, "dashboard/partials/approval_card.html",
+                          _card_context(request, approval, error=f"Not valid JSON: {exc}",
+                                        arguments_json=raw, editing=True), status=422)
+        if not isinstance(arguments, dict):
+            return render(request, "dashboard/partials/approval_card.html",
+                          _card_context(request, approval, arguments_json=raw, editing=True,
+                                        error="The arguments must be a JSON object."),
+                          status=422)
+    try:
+        approval_decide(approval_id=approval.pk, reviewer=request.user,  # type: ignore[arg-type]
+                        action=action, reason=request.POST.get("reason", ""),
+                        arguments=arguments)
+    except ApprovalError as exc:
+        approval.refresh_from_db()
+        problems = [f"{e['path']}: {e['message']}" for e in exc.errors]
+        return render(request, "dashboard/partials/approval_card.html",
+                      _card_context(request, approval, error=exc.detail, problems=problems,
+                                    editing=action == "modify",
+                                    arguments_json=raw or json.dumps(approval.arguments,
+                                                                     indent=2)),
+                      status=409 if exc.status == 409 else 422)
+    approval.refresh_from_db()
+    return render(request, "dashboard/partials/approval_card.html",
+                  _card_context(request, approval))
+
+
+@login_required
+def chain(request: HttpRequest, o_tag: str) -> HttpResponse:
+    origin, roots = origin_chain(o_tag=o_tag)  # type: ignore[arg-type]
+    return render(request, "dashboard/chain.html", {"origin": origin, "nodes": flatten(roots)})
+
+
+@login_required
+def call_chain(request: HttpRequest, call_id: str) -> HttpResponse:
+    call = get_object_or_404(ToolCall, pk=call_id)
+    if call.o_tag_id is None:
+        return HttpResponseBadRequest("this call has no origin")
+    return chain(request, str(call.o_tag_id))
+
+
+@login_required
+def task_chain(request: HttpRequest, task_id: str) -> HttpResponse:
+    task = get_object_or_404(AgentTask, pk=task_id)
+    o_tag = task.o_tag_id or (
+        ToolCall.objects.filter(task=task).exclude(o_tag=None)
+        .order_by("timestamp").values_list("o_tag_id", flat=True).first()
+    )
+    if o_tag is None:
+        return render(request, "dashboard/chain.html", {"task": task, "nodes": []})
+    return chain(request, str(o_tag))
