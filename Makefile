@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
+CHROMIUM := /usr/bin/chromium
+
 .PHONY: install run test lint typecheck stop status clean
 
 $(STAMP): requirements/base.txt requirements/dev.txt
@@ -14,11 +16,17 @@ $(STAMP): requirements/base.txt requirements/dev.txt
 
 install: $(STAMP)
 
+# Browser tests drive Debian's chromium (Playwright cannot download browsers here).
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	elif command -v sudo >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; \
+	else echo "The browser tests need Debian's chromium: apt-get install -y chromium"; exit 1; fi
+
 run: install
 	$(PY) -m rabs.devstack
 
 # pytest exits 5 when it collected no tests; that is not a failure of the suite.
-test: install
+test: install $(CHROMIUM)
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
 
 lint: install

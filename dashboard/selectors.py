@@ -44,10 +44,12 @@ def agent_status(agent: Agent) -> str:
 def trend_points(agent: Agent, *, width: int = 120, height: int = 28) -> str:
     """SVG polyline points for the agent's alignment over the last 90 days."""
     since = timezone.localdate() - timedelta(days=90)
-    scores = list(
+    rows = (
         AlignmentSnapshot.objects.filter(agent=agent, date__gte=since, score__isnull=False)
-        .order_by("date").values_list("score", flat=True)
+        .order_by("date")
+        .values_list("score", flat=True)
     )
+    scores = [score for score in rows if score is not None]
     if len(scores) < 2:
         return ""
     step = width / (len(scores) - 1)
@@ -64,10 +66,11 @@ class StatusCard:
 
 def status_card(agent: Agent) -> StatusCard:
     counts = AgentTask.objects.filter(agent=agent).aggregate(
-        **{status: Count("pk", filter=Q(status=status)) for status, _ in COLUMNS}
+        **{str(status): Count("pk", filter=Q(status=status)) for status, _ in COLUMNS}
     )
-    return StatusCard(agent=agent, status=agent_status(agent), counts=counts,
-                      trend=trend_points(agent))
+    return StatusCard(
+        agent=agent, status=agent_status(agent), counts=counts, trend=trend_points(agent)
+    )
 
 
 def kanban(agent: Agent) -> list[dict[str, Any]]:
@@ -90,12 +93,19 @@ def deliverables(agent: Agent) -> list[Deliverable]:
 
 def log_entry_for_call(call: ToolCall) -> dict[str, Any]:
     if call.decision in (ToolCall.Decision.EXECUTED, ToolCall.Decision.EXECUTED_POST_REVIEW):
-        label = {"succeeded": "OK", "pending": "RUNNING", "failed": "FAILED",
-                 "timed_out": "TIMED OUT"}.get(call.outcome, call.outcome.upper())
-        tone = "ok" if call.outcome == "succeeded" else "bad"
+        label = {
+            "succeeded": "OK",
+            "pending": "RUNNING",
+            "failed": "FAILED",
+            "timed_out": "TIMED OUT",
+        }.get(call.outcome, call.outcome.upper())
+        tone = {"succeeded": "ok", "pending": "warn"}.get(call.outcome, "bad")
     elif call.decision == ToolCall.Decision.PENDING_APPROVAL:
-        label, tone = {"succeeded": ("APPROVED · OK", "ok"), "failed": ("APPROVED · FAILED", "bad"),
-                       "cancelled": ("NOT RUN", "muted")}.get(call.outcome, ("REVIEW", "warn"))
+        label, tone = {
+            "succeeded": ("APPROVED · OK", "ok"),
+            "failed": ("APPROVED · FAILED", "bad"),
+            "cancelled": ("NOT RUN", "muted"),
+        }.get(call.outcome, ("REVIEW", "warn"))
     else:
         label, tone = f"{call.get_decision_display().upper()} {call.decision_code}", "bad"
     return {
@@ -120,8 +130,9 @@ def log_entry_for_approval(approval: ApprovalRequest) -> dict[str, Any]:
         "kind": "approval",
         "subject": approval.tool_id,
         "label": approval.status.upper(),
-        "tone": {"approved": "ok", "modified": "ok", "rejected": "bad"}.get(approval.status,
-                                                                             "warn"),
+        "tone": {"approved": "ok", "modified": "ok", "rejected": "bad"}.get(
+            approval.status, "warn"
+        ),
         "duration_ms": None,
         "o_tag": None,
     }
@@ -154,6 +165,7 @@ def chain_for(approval: ApprovalRequest) -> list[ReasonLog]:
     if approval.r_tag is None:
         return []
     return list(
-        ReasonLog.objects.filter(o_tag_id=approval.r_tag.o_tag_id).select_related("tool")
+        ReasonLog.objects.filter(o_tag_id=approval.r_tag.o_tag_id)
+        .select_related("tool")
         .order_by("created_at")[:20]
     )

@@ -9,8 +9,9 @@ app_name = "dashboard"
 urlpatterns = [
     path("", views.board, name="board"),
     path("approvals/", views.approvals, name="approvals"),
-    path("approvals/<uuid:approval_id>/<str:action>/", views.approval_action,
-         name="approval-action"),
+    path(
+        "approvals/<uuid:approval_id>/<str:action>/", views.approval_action, name="approval-action"
+    ),
     path("notes/<uuid:note_id>/", views.note_update, name="note-update"),
     path("notes/<uuid:note_id>/edit/", views.note_edit, name="note-edit"),
     path("chain/<uuid:o_tag>/", views.chain, name="chain"),

@@ -37,8 +37,6 @@ def board(request: HttpRequest) -> HttpResponse:
             notes=selectors.notes(agent),
             deliverables=selectors.deliverables(agent),
             log=selectors.action_log(),
-            open_count=ApprovalRequest.objects.filter(
-                status__in=["pending", "escalated"]).count(),
         )
     return render(request, "dashboard/board.html", context)
 
@@ -49,13 +47,19 @@ def note_update(request: HttpRequest, note_id: str) -> HttpResponse:
     note = get_object_or_404(AgentNote, pk=note_id)
     content = request.POST.get("content", "").strip()
     if not content:
-        return render(request, "dashboard/partials/note.html",
-                      {"note": note, "editing": True, "error": "A note cannot be empty."},
-                      status=422)
+        return render(
+            request,
+            "dashboard/partials/note.html",
+            {"note": note, "editing": True, "error": "A note cannot be empty."},
+            status=422,
+        )
     if len(content) > 2000:
-        return render(request, "dashboard/partials/note.html",
-                      {"note": note, "editing": True, "error": "At most 2,000 characters."},
-                      status=422)
+        return render(
+            request,
+            "dashboard/partials/note.html",
+            {"note": note, "editing": True, "error": "At most 2,000 characters."},
+            status=422,
+        )
     note.content = content
     note.save(update_fields=["content", "updated_at"])
     return render(request, "dashboard/partials/note.html", {"note": note})
@@ -64,15 +68,18 @@ def note_update(request: HttpRequest, note_id: str) -> HttpResponse:
 @login_required
 def note_edit(request: HttpRequest, note_id: str) -> HttpResponse:
     note = get_object_or_404(AgentNote, pk=note_id)
-    return render(request, "dashboard/partials/note.html",
-                  {"note": note, "editing": request.GET.get("cancel") is None})
+    return render(
+        request,
+        "dashboard/partials/note.html",
+        {"note": note, "editing": request.GET.get("cancel") is None},
+    )
 
 
 def _card_context(request: HttpRequest, approval: ApprovalRequest, **extra: Any) -> dict[str, Any]:
     return {
         "approval": approval,
         "chain": selectors.chain_for(approval),
-        "can_decide": can_decide(request.user, approval),  # type: ignore[arg-type]
+        "can_decide": can_decide(request.user, approval),
         "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
         **extra,
     }
@@ -100,30 +107,59 @@ def approval_action(request: HttpRequest, approval_id: str, action: str) -> Http
         try:
             arguments = json.loads(raw)
         except ValueError as exc:
-            return render(request, "dashboard/partials/approval_card.html",
-                          _card_context(request, approval, error=f"Not valid JSON: {exc}",
-                                        arguments_json=raw, editing=True), status=422)
+            return render(
+                request,
+                "dashboard/partials/approval_card.html",
+                _card_context(
+                    request,
+                    approval,
+                    error=f"Not valid JSON: {exc}",
+                    arguments_json=raw,
+                    editing=True,
+                ),
+                status=422,
+            )
         if not isinstance(arguments, dict):
-            return render(request, "dashboard/partials/approval_card.html",
-                          _card_context(request, approval, arguments_json=raw, editing=True,
-                                        error="The arguments must be a JSON object."),
-                          status=422)
+            return render(
+                request,
+                "dashboard/partials/approval_card.html",
+                _card_context(
+                    request,
+                    approval,
+                    arguments_json=raw,
+                    editing=True,
+                    error="The arguments must be a JSON object.",
+                ),
+                status=422,
+            )
     try:
-        approval_decide(approval_id=approval.pk, reviewer=request.user,  # type: ignore[arg-type]
-                        action=action, reason=request.POST.get("reason", ""),
-                        arguments=arguments)
+        approval_decide(
+            approval_id=approval.pk,
+            reviewer=request.user,  # type: ignore[arg-type]
+            action=action,
+            reason=request.POST.get("reason", ""),
+            arguments=arguments,
+        )
     except ApprovalError as exc:
         approval.refresh_from_db()
         problems = [f"{e['path']}: {e['message']}" for e in exc.errors]
-        return render(request, "dashboard/partials/approval_card.html",
-                      _card_context(request, approval, error=exc.detail, problems=problems,
-                                    editing=action == "modify",
-                                    arguments_json=raw or json.dumps(approval.arguments,
-                                                                     indent=2)),
-                      status=409 if exc.status == 409 else 422)
+        return render(
+            request,
+            "dashboard/partials/approval_card.html",
+            _card_context(
+                request,
+                approval,
+                error=exc.detail,
+                problems=problems,
+                editing=action == "modify",
+                arguments_json=raw or json.dumps(approval.arguments, indent=2),
+            ),
+            status=409 if exc.status == 409 else 422,
+        )
     approval.refresh_from_db()
-    return render(request, "dashboard/partials/approval_card.html",
-                  _card_context(request, approval))
+    return render(
+        request, "dashboard/partials/approval_card.html", _card_context(request, approval)
+    )
 
 
 @login_required
@@ -144,8 +180,11 @@ def call_chain(request: HttpRequest, call_id: str) -> HttpResponse:
 def task_chain(request: HttpRequest, task_id: str) -> HttpResponse:
     task = get_object_or_404(AgentTask, pk=task_id)
     o_tag = task.o_tag_id or (
-        ToolCall.objects.filter(task=task).exclude(o_tag=None)
-        .order_by("timestamp").values_list("o_tag_id", flat=True).first()
+        ToolCall.objects.filter(task=task)
+        .exclude(o_tag=None)
+        .order_by("timestamp")
+        .values_list("o_tag_id", flat=True)
+        .first()
     )
     if o_tag is None:
         return render(request, "dashboard/chain.html", {"task": task, "nodes": []})

@@ -50,3 +50,23 @@ class SignedClient:
         body = raw if raw is not None else json.dumps(data if data is not None else {}).encode()
         headers = {**self.headers("POST", path, body), **extra}
         return self.client.generic("POST", path, body, content_type=content_type, **headers)
+
+
+def signed_request(
+    base_url: str, agent_id: str, secret: str, method: str, path: str, payload: Any = None
+) -> Any:
+    """One signed request to a running server (httpx), as an agent's SDK would send it."""
+    import httpx
+
+    body = b"" if payload is None else json.dumps(payload).encode()
+    headers = SignedClient(None, agent_id, secret).headers(method, path, body)  # type: ignore[arg-type]
+    return httpx.request(
+        method,
+        f"{base_url}{path}",
+        content=body or None,
+        timeout=30,
+        headers={
+            "Authorization": headers["HTTP_AUTHORIZATION"],
+            "Content-Type": "application/json",
+        },
+    )

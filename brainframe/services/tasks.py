@@ -42,8 +42,10 @@ def _transition(
         raise TaskTransitionError(task, wanted)
     from broker.events import publish
 
-    publish("task_changed", {"agent_id": agent.agent_id, "task_id": str(task.task_id),
-                             "status": task.status})
+    publish(
+        "task_changed",
+        {"agent_id": agent.agent_id, "task_id": str(task.task_id), "status": task.status},
+    )
     return task
 
 

@@ -123,7 +123,8 @@ def tool_call_submit(*, agent: Agent, request: CallRequest) -> CallAnswer:
             503, "audit_unavailable", "the audit could not be written; nothing was executed"
         ) from exc
     call = recorded.call
-    publish_tool_call(call)
+    if not verdict.executes:  # an executing call is published once, with its outcome
+        publish_tool_call(call)
     if recorded.approval is not None:
         _notify_new_approval(recorded.approval)
     if verdict.executes:

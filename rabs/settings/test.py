@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 from .base import *  # noqa: F403
@@ -14,7 +15,9 @@ DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": 4, "timeou
 
 # Same Redis, but a namespace of this test run's own: nonces and cache entries from other runs
 # (or from a `make run` sharing the embedded server) cannot leak in.
-_RUN = uuid.uuid4().hex[:12]
+# A server started by the tests (browser tests) shares the run's namespace via RABS_TEST_RUN_ID.
+_RUN = os.environ.get("RABS_TEST_RUN_ID") or uuid.uuid4().hex[:12]
+os.environ["RABS_TEST_RUN_ID"] = _RUN
 CACHES["default"]["KEY_PREFIX"] = f"rabs-test-{_RUN}"
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN}:channels"  # type: ignore[index]
 

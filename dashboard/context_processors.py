@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+from brainframe.models import ApprovalRequest
+
+
+def open_approvals(request: HttpRequest) -> dict[str, Any]:
+    """The count in the board's navigation (pages under /board/ only)."""
+    if not request.path.startswith("/board/") or not request.user.is_authenticated:
+        return {}
+    return {
+        "open_count": ApprovalRequest.objects.filter(
+            status__in=[ApprovalRequest.Status.PENDING, ApprovalRequest.Status.ESCALATED]
+        ).count()
+    }

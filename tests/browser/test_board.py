@@ -1,0 +1,189 @@
+"""The board in a real browser: live updates within a second, two reviewers, offline assets."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+
+from brainframe.models import Agent, AgentTask, ApprovalRequest, ToolCall
+from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.seed import seed_brainframe
+from broker.audit import arguments_hash
+from tests import factories as f
+from tests.signing import signed_request
+
+from .conftest import screenshot
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def world() -> dict[str, Any]:
+    seed_brainframe()
+    reviewers = Group.objects.get(name="reviewers")
+    alice = f.UserFactory(username="alice")
+    bob = f.UserFactory(username="bob")
+    alice.groups.add(reviewers)
+    bob.groups.add(reviewers)
+    secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry"))
+    return {"alice": alice, "bob": bob, "secret": secret}
+
+
+def _pending(tool_id: str = "test.browser.write") -> ApprovalRequest:
+    tool = f.ToolFactory(
+        tool_id=tool_id,
+        risk_level="write",
+        execution_mode="review",
+        agent_access=["henry"],
+        handler_config={"callable": "roster.shift_swap"},
+        description="Swap two staff members between rostered shifts",
+        input_schema={
+            "type": "object",
+            "required": ["shift_id", "to_staff_id"],
+            "properties": {"shift_id": {"type": "string"}, "to_staff_id": {"type": "string"}},
+        },
+    )
+    arguments = {"shift_id": "SH-4411", "to_staff_id": "ST-031"}
+    call = f.ToolCallFactory(
+        agent_id="henry", tool=tool, decision="pending_approval", input=arguments
+    )
+    return f.ApprovalRequestFactory(
+        agent_id="henry",
+        tool=tool,
+        tool_call=call,
+        r_tag=call.r_tag,
+        arguments=arguments,
+        arguments_hash=arguments_hash(arguments),
+        reason="Carer asked to swap Monday's worker",
+        summary="Henry will swap ST-014 for ST-031 on shift SH-4411 (Mon 14:00).",
+        confidence=0.82,
+        tags=["rostering_scheduling", "risk:write"],
+    )
+
+
+def test_api_tool_call_appears_in_the_action_log_within_a_second(
+    world: dict[str, Any], open_page: Any, live_server_url: str
+) -> None:
+    page = open_page(world["alice"], "/board/?agent=henry")
+    started = time.monotonic()
+    response = signed_request(
+        live_server_url,
+        "henry",
+        world["secret"],
+        "POST",
+        "/api/v1/tool-calls/",
+        {
+            "tool_id": "roster.shift.read",
+            "reason": "check Monday cover",
+            "arguments": {"date_from": "2026-03-02", "date_to": "2026-03-02"},
+        },
+    )
+    assert response.status_code == 200, response.text
+    call_id = response.json()["call_id"]
+    row = page.locator(f"#action-log #call-{call_id}")
+    row.first.wait_for(timeout=1000)
+    elapsed = time.monotonic() - started
+    assert "roster.shift.read" in row.first.inner_text()
+    assert elapsed < 1.0 + 0.5  # the call itself plus at most a second to show
+    screenshot(page, "board-henry")
+
+
+def test_approving_in_one_browser_updates_the_other(world: dict[str, Any], open_page: Any) -> None:
+    approval = _pending()
+    page_a = open_page(world["alice"], "/board/approvals/")
+    page_b = open_page(world["bob"], "/board/approvals/")
+    card_b = page_b.locator(f"#approval-{approval.id}")
+    assert card_b.locator("button.approve").is_visible()
+    screenshot(page_a, "approvals")
+    page_a.locator(f"#approval-{approval.id} button.approve").click()
+    started = time.monotonic()
+    card_b.locator("button.approve").wait_for(state="detached", timeout=1000)
+    assert time.monotonic() - started < 1.0
+    assert "approved" in card_b.inner_text() and "alice" in card_b.inner_text()
+    # Bob's late click (from a stale page) gets a clear message; the call ran once.
+    deadline = time.monotonic() + 5
+    while ToolCall.objects.get(pk=approval.tool_call_id).outcome != "succeeded":
+        assert time.monotonic() < deadline, "approved call did not run"
+        time.sleep(0.05)
+    call = ToolCall.objects.get(pk=approval.tool_call_id)
+    assert call.output["status"] == "swapped"
+    token = page_b.evaluate("JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRFToken']")
+    late = page_b.request.post(
+        f"{page_b.url.split('/board/')[0]}/board/approvals/{approval.id}/approve/",
+        headers={"X-CSRFToken": token, "Referer": page_b.url},
+    )
+    assert late.status == 409 and "already approved by alice" in late.text()
+    assert ToolCall.objects.filter(pk=approval.tool_call_id, outcome="succeeded").count() == 1
+
+
+def test_modify_with_invalid_json_shows_the_error_and_runs_nothing(
+    world: dict[str, Any], open_page: Any
+) -> None:
+    approval = _pending()
+    page = open_page(world["alice"], "/board/approvals/")
+    card = page.locator(f"#approval-{approval.id}")
+    card.locator("button.modify").click()
+    card.locator("textarea[name=arguments]").fill('{"shift_id": "SH-4411", ')
+    card.locator("button.modify").click()
+    page.locator(f"#approval-{approval.id} .error").wait_for(timeout=3000)
+    assert "Not valid JSON" in page.locator(f"#approval-{approval.id}").inner_text()
+    approval.refresh_from_db()
+    assert approval.status == "pending"
+    assert ToolCall.objects.get(pk=approval.tool_call_id).outcome == "not_run"
+    screenshot(page, "approval-modify-error")
+
+
+def test_task_claimed_over_the_api_moves_column_live(
+    world: dict[str, Any], open_page: Any, live_server_url: str
+) -> None:
+    task = AgentTask.objects.get(agent_id="henry", title="Vehicle check: Hiace 2")
+    page = open_page(world["alice"], "/board/?agent=henry")
+    todo = page.locator(".column[data-status='todo']")
+    assert todo.locator(f"#task-{task.task_id}").is_visible()
+    started = time.monotonic()
+    response = signed_request(
+        live_server_url, "henry", world["secret"], "POST", f"/api/v1/tasks/{task.task_id}/claim/"
+    )
+    assert response.status_code == 200
+    page.locator(f".column[data-status='in_progress'] #task-{task.task_id}").wait_for(timeout=1000)
+    assert time.monotonic() - started < 1.5
+    assert todo.locator(f"#task-{task.task_id}").count() == 0
+
+
+def test_pages_load_with_the_outside_network_unavailable(
+    world: dict[str, Any], browser: Any, live_server_url: str
+) -> None:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(world["alice"])
+    context = browser.new_context(viewport={"width": 390, "height": 844})  # a phone
+    context.add_cookies(
+        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server_url}]
+    )
+    outside: list[str] = []
+
+    def only_local(route: Any) -> None:
+        url = route.request.url
+        if url.startswith(live_server_url) or url.startswith(live_server_url.replace("http", "ws")):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    context.route("**/*", only_local)
+    page = context.new_page()
+    failed: list[str] = []
+    page.on("requestfailed", lambda request: failed.append(request.url))
+    for path in ("/board/?agent=henry", "/board/approvals/", "/api/docs/"):
+        page.goto(f"{live_server_url}{path}")
+        page.wait_for_load_state("networkidle")
+    assert outside == [] and failed == []
+    page.goto(f"{live_server_url}/board/?agent=henry")
+    page.wait_for_selector("#live-state[data-ok='1']", timeout=10000)
+    assert page.evaluate("typeof window.htmx") == "object"
+    screenshot(page, "board-narrow")
+    context.close()

@@ -1,0 +1,169 @@
+"""Every board page and partial renders, decisions go through the services, errors show inline."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+
+from brainframe.models import AgentNote, AgentTask, ApprovalRequest, ToolCall
+from broker.audit import arguments_hash
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def reviewer(seeded: None) -> Client:
+    user = f.UserFactory(username="alice")
+    user.groups.add(Group.objects.get(name="reviewers"))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def pending(seeded: None) -> ApprovalRequest:
+    tool = f.ToolFactory(
+        tool_id="test.board.write",
+        risk_level="critical",
+        execution_mode="review",
+        agent_access=["henry"],
+        handler_config={"callable": "tests.echo"},
+        input_schema={"type": "object", "required": ["q"], "properties": {"q": {"type": "string"}}},
+    )
+    call = f.ToolCallFactory(
+        agent_id="henry", tool=tool, decision="pending_approval", input={"q": "a"}
+    )
+    return f.ApprovalRequestFactory(
+        agent_id="henry",
+        tool=tool,
+        tool_call=call,
+        r_tag=call.r_tag,
+        arguments={"q": "a"},
+        arguments_hash=arguments_hash({"q": "a"}),
+        risk_level="critical",
+        tags=["rostering_scheduling"],
+    )
+
+
+def test_pages_need_a_login(client: Client) -> None:
+    for url in ("/board/", "/board/approvals/"):
+        response = client.get(url)
+        assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_board_shows_status_kanban_notes_deliverables_and_log(reviewer: Client) -> None:
+    f.ToolCallFactory(
+        agent_id="henry", requested_tool_id="roster.shift.read", duration_ms=12, outcome="succeeded"
+    )
+    page = reviewer.get("/board/?agent=henry").content.decode()
+    for text in (
+        "Henry",
+        "To Do",
+        "In Progress",
+        "Review",
+        "Done",
+        "Roster update for week 12",
+        "Always CC manager on emails",
+        "Deliverables",
+        "roster.shift.read",
+        "OK",
+        "(12ms)",
+        'ws-connect="/ws/board/"',
+    ):
+        assert text in page, text
+    assert re.search(r'class="pill status-(idle|active)"', page)
+
+
+def test_note_edit_in_place(reviewer: Client) -> None:
+    note = AgentNote.objects.get(content="Always CC manager on emails")
+    form = reviewer.get(f"/board/notes/{note.id}/edit/").content.decode()
+    assert "<textarea" in form
+    saved = reviewer.post(f"/board/notes/{note.id}/", {"content": "CC the team leader"})
+    assert saved.status_code == 200 and "CC the team leader" in saved.content.decode()
+    note.refresh_from_db()
+    assert note.content == "CC the team leader"
+    empty = reviewer.post(f"/board/notes/{note.id}/", {"content": "  "})
+    assert empty.status_code == 422 and "cannot be empty" in empty.content.decode()
+
+
+def test_approvals_page_lists_what_a_reviewer_needs(
+    reviewer: Client, pending: ApprovalRequest
+) -> None:
+    page = reviewer.get("/board/approvals/").content.decode()
+    for text in (
+        "test.board.write",
+        "Henry",
+        "Critical risk",
+        pending.reason,
+        pending.summary,
+        "&quot;q&quot;: &quot;a&quot;",
+        "expires",
+        "O-Tag",
+        "R-Tag",
+        "rostering_scheduling",
+        "Approve",
+        "Reject",
+        "Modify",
+        "Escalate",
+    ):
+        assert text in page, text
+
+
+def test_approve_from_the_board_executes_once(
+    reviewer: Client,
+    pending: ApprovalRequest,
+    executed: list[dict[str, Any]],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    url = f"/board/approvals/{pending.id}/approve/"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = reviewer.post(url, {"reason": ""}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert "already <strong>approved</strong> by alice" in response.content.decode()
+    late = reviewer.post(url, {"reason": ""}, HTTP_HX_REQUEST="true")
+    assert late.status_code == 409 and "already approved by alice" in late.content.decode()
+    assert executed == [{"q": "a"}]
+
+
+def test_modify_with_invalid_json_or_schema_shows_the_error_and_runs_nothing(
+    reviewer: Client, pending: ApprovalRequest, executed: list[dict[str, Any]]
+) -> None:
+    url = f"/board/approvals/{pending.id}/modify/"
+    bad_json = reviewer.post(url, {"arguments": '{"q": '})
+    assert bad_json.status_code == 422 and "Not valid JSON" in bad_json.content.decode()
+    bad_schema = reviewer.post(url, {"arguments": json.dumps({"q": 5})})
+    assert bad_schema.status_code == 422
+    assert "/q: 5 is not of type &#x27;string&#x27;" in bad_schema.content.decode()
+    pending.refresh_from_db()
+    assert pending.status == "pending" and executed == []
+
+
+def test_reject_needs_a_reason(reviewer: Client, pending: ApprovalRequest) -> None:
+    response = reviewer.post(f"/board/approvals/{pending.id}/reject/", {"reason": ""})
+    assert response.status_code == 422 and "needs a reason" in response.content.decode()
+
+
+def test_chain_pages_from_call_task_and_origin(reviewer: Client, pending: ApprovalRequest) -> None:
+    call = ToolCall.objects.get(pk=pending.tool_call_id)
+    page = reviewer.get(f"/board/calls/{call.id}/chain/").content.decode()
+    assert call.r_tag.thought in page and "test.board.write" in page and "Approval" in page
+    task = AgentTask.objects.filter(agent_id="henry").first()
+    assert reviewer.get(f"/board/tasks/{task.task_id}/chain/").status_code == 200
+    assert reviewer.get(f"/board/chain/{call.o_tag_id}/").status_code == 200
+
+
+def test_no_external_urls_in_templates_or_static() -> None:
+    offenders = []
+    for folder in ("templates", "static/dashboard"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and re.search(r"https?://", path.read_text(errors="ignore")):
+                offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
