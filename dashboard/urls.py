@@ -14,6 +14,11 @@ urlpatterns = [
     ),
     path("notes/<uuid:note_id>/", views.note_update, name="note-update"),
     path("notes/<uuid:note_id>/edit/", views.note_edit, name="note-edit"),
+    path(
+        "deliverables/<uuid:deliverable_id>/",
+        views.deliverable_download,
+        name="deliverable-download",
+    ),
     path("chain/<uuid:o_tag>/", views.chain, name="chain"),
     path("calls/<uuid:call_id>/chain/", views.call_chain, name="call-chain"),
     path("tasks/<uuid:task_id>/chain/", views.task_chain, name="task-chain"),

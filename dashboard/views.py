@@ -7,11 +7,17 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+)
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
-from brainframe.models import Agent, AgentNote, AgentTask, ApprovalRequest, ToolCall
+from brainframe.models import Agent, AgentNote, AgentTask, ApprovalRequest, Deliverable, ToolCall
 from brainframe.selectors import flatten, origin_chain
 from broker.services.approvals import ApprovalError, approval_decide, can_decide
 
@@ -159,6 +165,18 @@ def approval_action(request: HttpRequest, approval_id: str, action: str) -> Http
     approval.refresh_from_db()
     return render(
         request, "dashboard/partials/approval_card.html", _card_context(request, approval)
+    )
+
+
+@login_required
+def deliverable_download(request: HttpRequest, deliverable_id: str) -> FileResponse:
+    item = get_object_or_404(Deliverable, pk=deliverable_id)
+    try:
+        handle = item.file.open("rb")
+    except FileNotFoundError:
+        raise Http404("the file is missing from the outbox storage") from None
+    return FileResponse(
+        handle, as_attachment=True, filename=item.filename, content_type=item.content_type
     )
 
 

@@ -167,3 +167,27 @@ def test_no_external_urls_in_templates_or_static() -> None:
             if path.is_file() and re.search(r"https?://", path.read_text(errors="ignore")):
                 offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
+
+
+def test_deliverables_are_listed_and_downloadable(
+    reviewer: Client, settings: Any, tmp_path: Path
+) -> None:
+    from django.core.files.base import ContentFile
+
+    from brainframe.models import Deliverable
+
+    settings.MEDIA_ROOT = tmp_path
+    item = Deliverable(
+        agent_id="henry",
+        filename="roster_week12.csv",
+        content_type="text/csv",
+        size_bytes=8,
+        sha256="0" * 64,
+    )
+    item.file.save("roster_week12.csv", ContentFile(b"a,b\n1,2\n"), save=True)
+    page = reviewer.get("/board/?agent=henry").content.decode()
+    assert "roster_week12.csv" in page and f"/board/deliverables/{item.id}/" in page
+    response = reviewer.get(f"/board/deliverables/{item.id}/")
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == b"a,b\n1,2\n"
+    assert 'attachment; filename="roster_week12.csv"' in response["Content-Disposition"]
