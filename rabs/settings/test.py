@@ -21,6 +21,8 @@ os.environ["RABS_TEST_RUN_ID"] = _RUN
 CACHES["default"]["KEY_PREFIX"] = f"rabs-test-{_RUN}"
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN}:channels"  # type: ignore[index]
 
+# A worker started by a test consumes this run's queue only.
+CELERY_TASK_DEFAULT_QUEUE = f"rabs-test-{_RUN}"
 # Celery tasks run in-process in tests (the Celery worker itself is exercised by its own tests).
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
