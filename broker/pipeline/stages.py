@@ -94,7 +94,8 @@ def assess_threat(ctx: CallContext) -> Verdict | None:
         patterns = ", ".join(ctx.threat.get("patterns", [])) or "threat patterns"
         return Verdict(Outcome.DENY, "threat_blocked", f"blocked: {patterns}")
     if action == "flag":
-        ctx.findings.append(Finding("threat", f"risk {ctx.threat.get('risk')}"))
+        patterns = ", ".join(ctx.threat.get("patterns", []))
+        ctx.findings.append(Finding("threat", f"risk {ctx.threat.get('risk')}: {patterns}"))
     return None
 
 

@@ -1,16 +1,49 @@
-"""Threat assessment seam: free text in a call's arguments → risk, action, patterns.
+"""Threat assessment stage: the Guardian reads the free text in a call's arguments.
 
-The Guardian detector plugs in here (``assess``). Until it is configured, every call is
-assessed as allowed with the detector recorded as ``none``, so the audit says honestly that no
-assessment was made.
+Every string in the arguments (nested ones too) is assessed as one text, at the trust level of
+the agent's source material: an agent's ``config.trust`` if staff set one, otherwise
+``standard`` for native and sandboxed agents and ``untrusted`` for external ones, whose
+arguments arrive straight from outside (voice, video, workflow platforms).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
+
+from brainframe.guardian import TRUST_MULTIPLIERS
+from brainframe.guardian import assess as guardian_assess
+from brainframe.models import Agent
 
 from .context import CallContext
 
 
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def trust_for(agent: Agent) -> str:
+    configured = (agent.config or {}).get("trust")
+    if configured in TRUST_MULTIPLIERS:
+        return str(configured)
+    return "untrusted" if agent.type == Agent.Type.EXTERNAL else "standard"
+
+
 def assess(ctx: CallContext) -> dict[str, Any]:
-    return {"detector": "none", "risk": 0.0, "action": "allow", "patterns": []}
+    text = "\n".join(_strings(ctx.request.arguments))
+    if not text.strip():
+        return {
+            "detector": "guardian",
+            "risk": 0.0,
+            "action": "allow",
+            "patterns": [],
+            "trust": trust_for(ctx.agent),
+        }
+    return guardian_assess(text, trust_for(ctx.agent)).as_dict()

@@ -109,6 +109,7 @@ def tool_call_submit(*, agent: Agent, request: CallRequest) -> CallAnswer:
             return replay
     ctx = prepare(agent=agent, request=request)
     verdict = decide(ctx)
+    _publish_assessment(ctx)
     try:
         recorded = record_decision(ctx, verdict)
     except IntegrityError:
@@ -152,6 +153,32 @@ def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) 
         call.outcome, call.output, call.error = result.outcome, result.output, result.error
         call.duration_ms = result.duration_ms
     publish_tool_call(call)
+
+
+def _publish_assessment(ctx: CallContext) -> None:
+    """Seed 001's Guardian events: every assessment, and threats when something matched."""
+    from ..events import publish
+
+    threat = ctx.threat
+    if not threat or threat.get("detector") != "guardian":
+        return
+    payload = {
+        "call_id": str(ctx.call_id),
+        "agent_id": ctx.agent.agent_id,
+        "risk": threat.get("risk"),
+        "action": threat.get("action"),
+    }
+    publish("guardian:assessment_complete", payload)
+    if threat.get("patterns"):
+        publish(
+            "security:threat_detected",
+            {
+                **payload,
+                "patterns": threat["patterns"],
+                "trustLevel": threat.get("trust"),
+                "blocked": threat.get("action") == "block",
+            },
+        )
 
 
 def _notify_new_approval(approval: ApprovalRequest) -> None:

@@ -1,0 +1,264 @@
+"""The Guardian: deterministic threat assessment of untrusted text (seed 001 "Guardian").
+
+``final_risk = base_risk × trust_multiplier`` (capped at 1.0); block at ≥ 0.8, flag at ≥ 0.5,
+otherwise allow. With no pattern the base risk is 0.1. When several categories match, the base
+is the highest category's risk plus 0.1 for each further category (capped at 1.0).
+
+Text is normalised first: percent-encoding, HTML entities and base64 runs are decoded; Unicode
+is folded (NFKC, diacritics, Cyrillic/Greek look-alikes, zero-width and control characters);
+letter-spaced words are joined; and every view is also read in ROT13. Patterns match the
+*compact* view (letters and digits only, digits read as the letters they imitate), which sees
+through spacing, separators and leetspeak. Text inside quotation marks is content, not a
+command ("content ≠ command"): a phrase that appears only inside quotes does not count.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import html
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+from urllib.parse import unquote
+
+from brainframe.guardian_patterns import PATTERNS, ThreatPattern
+
+BLOCK_AT = 0.8
+FLAG_AT = 0.5
+NO_MATCH_RISK = 0.1
+
+#: Trust levels and their multipliers. The seed's examples fix standard (1.0), untrusted (1.5),
+#: hostile (2.0) and operator (0.6); system content is the most trusted.
+TRUST_MULTIPLIERS = {
+    "system": 0.4,
+    "operator": 0.6,
+    "standard": 1.0,
+    "untrusted": 1.5,
+    "hostile": 2.0,
+}
+
+_CONFUSABLES = str.maketrans(
+    {
+        "а": "a",
+        "в": "b",
+        "е": "e",
+        "ё": "e",
+        "к": "k",
+        "м": "m",
+        "н": "h",
+        "о": "o",
+        "р": "p",
+        "с": "c",
+        "т": "t",
+        "у": "y",
+        "х": "x",
+        "і": "i",
+        "ї": "i",
+        "ј": "j",
+        "ѕ": "s",
+        "ԁ": "d",
+        "ԛ": "q",
+        "ԝ": "w",
+        "ɡ": "g",
+        "А": "a",
+        "В": "b",
+        "Е": "e",
+        "К": "k",
+        "М": "m",
+        "Н": "h",
+        "О": "o",
+        "Р": "p",
+        "С": "c",
+        "Т": "t",
+        "Х": "x",
+        "І": "i",
+        "Ј": "j",
+        "Ѕ": "s",
+        "α": "a",
+        "β": "b",
+        "ε": "e",
+        "ι": "i",
+        "κ": "k",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+        "Α": "a",
+        "Β": "b",
+        "Ε": "e",
+        "Ι": "i",
+        "Κ": "k",
+        "Μ": "m",
+        "Ν": "n",
+        "Ο": "o",
+        "Ρ": "p",
+        "Τ": "t",
+        "Χ": "x",
+        "Υ": "y",
+        "Ζ": "z",
+    }
+)
+_INVISIBLE = re.compile(
+    r"[\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff\u00ad\x00-\x08\x0b-\x1f\x7f]"
+)
+_QUOTED = re.compile(r"(?<![a-z0-9])(['\"‘’“”`])(?=\S)(.{2,200}?)(?<=\S)\1(?![a-z0-9])", re.S)
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
+_LETTER_SPACED = re.compile(r"(?:\b\w\b[ .\-_]){4,}\b\w\b")
+_LEET = {
+    "a": "[a4@]",
+    "e": "[e3]",
+    "i": "[i1l!]",
+    "l": "[l1i]",
+    "o": "[o0]",
+    "s": "[s5$]",
+    "t": "[t7+]",
+    "g": "[g9]",
+    "b": "[b8]",
+}
+
+
+@dataclass(frozen=True)
+class Assessment:
+    risk: float
+    action: str  # allow / flag / block
+    patterns: list[str]
+    categories: list[str]
+    base_risk: float
+    trust: str
+    multiplier: float
+    decoded: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "detector": "guardian",
+            "risk": self.risk,
+            "action": self.action,
+            "patterns": self.patterns,
+            "categories": self.categories,
+            "base_risk": self.base_risk,
+            "trust": self.trust,
+            "multiplier": self.multiplier,
+        }
+
+
+def _leet_regex(expression: str) -> str:
+    """Turn a pattern into a regex over the compact view (see guardian_patterns)."""
+    out, depth = [], 0
+    for char in expression:
+        if char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+        if depth == 0 and char in _LEET:
+            out.append(_LEET[char])
+        elif depth == 0 and char == "_":
+            out.append("[a-z0-9]{0,8}?")
+        elif depth == 0 and char == "~":
+            out.append("[a-z0-9]{0,40}?")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> tuple[tuple[ThreatPattern, re.Pattern[str], bool], ...]:
+    """(pattern, regex, on_folded_text) for every pattern."""
+    compiled = []
+    for p in PATTERNS:
+        if p.expression.startswith("re:"):
+            compiled.append((p, re.compile(p.expression[3:]), True))
+        else:
+            compiled.append((p, re.compile(_leet_regex(p.expression)), False))
+    return tuple(compiled)
+
+
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return _INVISIBLE.sub("", text).lower()
+
+
+def _join_letter_spacing(text: str) -> str:
+    # "i g n o r e  a l l" → "ignore all": letters separated by single spaces/dots form words.
+    def join(match: re.Match[str]) -> str:
+        return re.sub(r"(?<=\w)[ .\-_](?=\w)", "", match.group(0))
+
+    text = re.sub(r"(?<=\w) {2,}(?=\w)", " \u2003 ", text)  # a double space separates words
+    return _LETTER_SPACED.sub(join, text).replace("\u2003", "")
+
+
+def _decodings(text: str) -> list[str]:
+    """Other readings of the raw text: URL, HTML entity and base64 decodings."""
+    found = []
+    if "%" in text:
+        decoded = unquote(text)
+        if decoded != text:
+            found.append(decoded)
+    if "&" in text:
+        decoded = html.unescape(text)
+        if decoded != text:
+            found.append(decoded)
+    for run in _BASE64_RUN.findall(text):
+        try:
+            raw = base64.b64decode(run + "=" * (-len(run) % 4), validate=False)
+            decoded = raw.decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        printable = sum(ch.isprintable() for ch in decoded) / max(1, len(decoded))
+        if printable > 0.95 and re.search(r"[a-zA-Z]{3,} [a-zA-Z]{2,}", decoded):
+            found.append(decoded)
+    return found
+
+
+def views(text: str) -> tuple[list[str], list[str], list[str]]:
+    """(folded views, compact views, names of decodings applied)."""
+    sources = [(text, "")]
+    sources += [(d, "decoded") for d in _decodings(text)]
+    folded_views, compact, applied = [], [], []
+    for source, how in sources:
+        folded = _join_letter_spacing(_fold(source))
+        unquoted = _QUOTED.sub(" ", folded)
+        for variant, name in ((unquoted, how), (codecs.decode(unquoted, "rot13"), "rot13")):
+            folded_views.append(variant)
+            compact.append(re.sub(r"[^a-z0-9]", "", variant))
+            if name:
+                applied.append(name)
+    return folded_views, compact, sorted(set(applied))
+
+
+def assess(text: str, trust: str = "standard") -> Assessment:
+    """Assess one text from a source of the given trust level."""
+    if trust not in TRUST_MULTIPLIERS:
+        raise ValueError(f"unknown trust level {trust!r}; one of {sorted(TRUST_MULTIPLIERS)}")
+    folded_views, compact_views, applied = views(text[:65536])
+    matched: dict[str, ThreatPattern] = {}
+    for pattern, regex, on_folded in _compiled():
+        if any(regex.search(view) for view in (folded_views if on_folded else compact_views)):
+            matched[pattern.name] = pattern
+    if matched:
+        by_category: dict[str, float] = {}
+        for pattern in matched.values():
+            by_category[pattern.category] = max(
+                by_category.get(pattern.category, 0.0), pattern.base_risk
+            )
+        base = min(1.0, max(by_category.values()) + 0.1 * (len(by_category) - 1))
+    else:
+        by_category, base = {}, NO_MATCH_RISK
+    multiplier = TRUST_MULTIPLIERS[trust]
+    risk = round(min(1.0, base * multiplier), 4)
+    action = "block" if risk >= BLOCK_AT else "flag" if risk >= FLAG_AT else "allow"
+    return Assessment(
+        risk=risk,
+        action=action,
+        patterns=sorted(matched),
+        categories=sorted(by_category),
+        base_risk=round(base, 4),
+        trust=trust,
+        multiplier=multiplier,
+        decoded=applied,
+    )

@@ -1,0 +1,246 @@
+"""The Guardian's named threat patterns (seed 001 "Guardian").
+
+Each pattern is matched against the *compact* form of every normalised view of a text: lower
+case, letters and digits only, so "I g n o r e", "i.g.n.o.r.e", "1gn0r3" and "ignore" all read
+the same (digits are matched as the letters they imitate, see ``guardian._leet_regex``).
+A pattern starting ``re:`` is instead a regular expression over the folded text (quotes
+removed), for things that need their punctuation, like e-mail addresses and URLs.
+Write the others as plain lower-case words joined by ``_`` (an optional gap of up to a few
+letters, for small words like "all", "the", "your") or ``~`` (a gap of up to 40 letters), with
+``|`` alternatives inside ``(...)``.
+
+Categories carry a base risk; the seed's examples fix four of them: instruction override 0.6,
+role/system impersonation 0.5, command execution 0.4 (weak), destructive commands 0.7.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ThreatPattern:
+    name: str
+    category: str
+    base_risk: float
+    expression: str
+
+
+CATEGORY_RISK = {
+    "instruction_override": 0.6,
+    "role_impersonation": 0.5,
+    "prompt_leakage": 0.6,
+    "exfiltration": 0.7,
+    "destructive_command": 0.7,
+    "command_execution": 0.4,
+    "credential_request": 0.7,
+    "tool_abuse": 0.6,
+    "memory_poisoning": 0.6,
+    "privilege_escalation": 0.6,
+    "data_boundary": 0.6,
+    "argument_smuggling": 0.6,
+}
+
+_P = [
+    # --- instruction override
+    (
+        "ignore_previous_instructions",
+        "instruction_override",
+        "(ignore|disregard|skip|forget|override|bypass)_(previous|prior|above|earlier|preceding|"
+        "all|any|your|the|system|initial|original)?_(instructions|instruction|rules|directions|"
+        "guidelines|prompts|prompt|orders|policy|policies|constraints)",
+    ),
+    (
+        "forget_everything",
+        "instruction_override",
+        "(forget|discard|reset)_(everything|all)~(told|said|instructions|rules)",
+    ),
+    (
+        "new_instructions",
+        "instruction_override",
+        "(new|updated|real|actual)(instructions|orders|directive)(follow|are|is|below)",
+    ),
+    (
+        "ignore_foreign",
+        "instruction_override",
+        "(ignorez|ignorer|ignora|ignorar|ignoriere|ignorieren|negeer|ignore)(toutes|todas|todos|"
+        "alle|tout|las|les|die|la|le)?(les|las|los|die)?(instructions|instrucciones|anweisungen|"
+        "instructies|regles|reglas|regeln|consignes|politique|politica|richtlinien)",
+    ),
+    (
+        "no_restrictions_mode",
+        "instruction_override",
+        "(developer|dev|god|jailbreak|dan|unrestricted|debug)mode~(no|without)(restrictions|"
+        "limits|rules|filters)",
+    ),
+    # --- role / system impersonation
+    (
+        "fake_system_turn",
+        "role_impersonation",
+        r"re:(?:^|[\[\]<>|\n]|\b(?:output|result|resultat|note)\b)\s*(?:system|systeme|sistema|"
+        r"developer|admin|administrator|root)\s*(?:message|override|prompt)?\s*:",
+    ),
+    (
+        "embedded_role_marker",
+        "role_impersonation",
+        "(imstart|endoftext|instsys|systemprompt|beginsystem|newsystemmessage|toolsystem|"
+        "outputsystem|resultatsysteme|resultsystem)",
+    ),
+    (
+        "you_are_now_admin",
+        "role_impersonation",
+        "(you|vous|tu|usted)(are|etes|es|eres)(now)?(an|a|le|un|el)?(admin|administrator|"
+        "administrateur|administrador|root|superuser|system|developer)",
+    ),
+    (
+        "assistant_directive_comment",
+        "role_impersonation",
+        "(assistant|ai|llm|model)(must|should|"
+        "doit|debe|will)~(ignore|ignorer|reveal|send|envoyer|approve|bypass)",
+    ),
+    # --- prompt leakage
+    (
+        "reveal_system_prompt",
+        "prompt_leakage",
+        "(reveal|show|print|display|leak|output|repeat|dump|expose|disclose|tell|give|return|"
+        "affichez|afficher|montrez|muestra|mostrar|zeige|zeigen)~(system|hidden|secret|internal|"
+        "initial|developer|private|systeme|sistema)_(prompt|prompts|instructions|message|rules|"
+        "regles|reglas|invite|canary|configuration)",
+    ),
+    ("prompt_canary", "prompt_leakage", "(syscanary|internalcanary|canarytoken|thecanary)"),
+    (
+        "hidden_prompt_ask",
+        "prompt_leakage",
+        "(invitesysteme|promptsysteme|systemeprompt|regles(privees|internes)|reglesprivees)",
+    ),
+    # --- exfiltration
+    (
+        "send_to_external_address",
+        "exfiltration",
+        "(send|forward|email|mail|upload|post|transmit|exfiltrate|leak|copy|envoyez|envoyer|"
+        "envia|enviar|sende|senden|transfer)~(to|a|au|an|vers|para|at)~(attacker|evil|external|"
+        "outside|personal|gmail|exfil|invalid)",
+    ),
+    (
+        "markdown_image_beacon",
+        "exfiltration",
+        "(image|pixel|img|load|charg|fetch|render)~"
+        "(http|https)~(log|track|collect|exfil|beacon|d|data|q)(syscanary|canary|secret|token|"
+        "password|key|data|d)",
+    ),
+    (
+        "secrets_to_server",
+        "exfiltration",
+        "(secrets|secret|credentials|tokens|keys|passwords|data|history|records)~(external|"
+        "remote|attacker|outside)(server|host|endpoint|address|site)",
+    ),
+    (
+        "export_credentials",
+        "exfiltration",
+        "(export|dump|extract|copy|send)~(database|db|all)?(credentials|passwords|secrets|"
+        "apikeys|tokens)",
+    ),
+    # --- destructive commands
+    (
+        "delete_everything",
+        "destructive_command",
+        "(delete|remove|erase|wipe|destroy|purge|drop|truncate|supprime|supprimez|borra|loesche)"
+        "_(all|every|entire|the|whole|tous|toutes|todos)(files|file|records|record|data|database|"
+        "tables|table|users|accounts|backups|logs|fichiers|donnees|datos)",
+    ),
+    ("rm_rf", "destructive_command", "(rmrf|rmfr|droptable|droptables|formatc|mkfs|shred)"),
+    # --- command execution (weak on its own)
+    (
+        "run_shell_command",
+        "command_execution",
+        "(run|execute|exec|launch|invoke)~(command|shell|bash|terminal|cmd|powershell|curl|wget)",
+    ),
+    ("pipe_to_shell", "command_execution", "(curl|wget)~(sh|bash)$|(curl|wget)~(bash|sh)(c|x)"),
+    # --- credential requests
+    (
+        "credential_request",
+        "credential_request",
+        "(give|send|show|tell|share|read|print|reveal|provide)_(me|us)?_(your|the|all|admin)?_"
+        "(password|passwords|apikey|apikeys|secret|secrets|credentials|token|tokens|privatekey)",
+    ),
+    ("read_secret_tool", "credential_request", "(readsecret|getsecret|secretsread|vaultread)"),
+    # --- tool abuse
+    (
+        "approve_tool_calls",
+        "tool_abuse",
+        "(approve|approuvez|approuver|aprueba|autorise|authorize|accept)_(the|all|every|les|tous)?"
+        "_(next|pending|following)?(tool|tools|outils|outil|call|calls|action|actions|"
+        "herramientas)",
+    ),
+    (
+        "bypass_approval",
+        "tool_abuse",
+        "(bypass|skip|disable|circumvent|turnoff|avoid|contourne)~(approval|review|guard|filter|"
+        "safety|audit|monitoring|logging|guardrail)",
+    ),
+    (
+        "call_hidden_tool",
+        "tool_abuse",
+        "(call|use|invoke|run|utilisez|utiliser|usa)(the|l)?(outil|tool|tools)?(readsecret|"
+        "httprequest|executecommand|adminapi)",
+    ),
+    # --- memory poisoning
+    (
+        "remember_permanently",
+        "memory_poisoning",
+        "(remember|memorize|memorise|memorisez|store|save|retiens|recuerda)(permanently|forever|"
+        "always|que|that)~(admin|administrator|administrateur|trusted|owner|root|approved|"
+        "privileged)",
+    ),
+    (
+        "user_is_admin",
+        "memory_poisoning",
+        "(user|utilisateur|usuario|benutzer|i)(is|est|es|ist|am)(now|always|toujours|siempre)?"
+        "(an|un|a|el|le)?(admin|administrator|administrateur|administrador|superuser|root)",
+    ),
+    # --- privilege escalation
+    (
+        "grant_privileges",
+        "privilege_escalation",
+        "(grant|give|assign|elevate|escalate|promote)~(admin|root|superuser|elevated|full)"
+        "(access|rights|privileges|role|permissions)",
+    ),
+    (
+        "disable_security",
+        "privilege_escalation",
+        "(disable|turnoff|deactivate|remove)~(security|authentication|auth|mfa|2fa|firewall|"
+        "policy|policies|restrictions)",
+    ),
+    # --- data boundary
+    (
+        "other_tenant_data",
+        "data_boundary",
+        "(tenant|customer|client|user|locataire|inquilino|mandant)[a-z0-9]{0,3}(records|data|"
+        "files|invoices|factures|datos|accounts)|autre(locataire|client|utilisateur)|"
+        "(other|another|different)(tenant|tenants|customer|customers|users|clients)",
+    ),
+    # --- tool-argument smuggling (extra recipients, callbacks, forwarding)
+    # Written as "re:" regexes over the folded text (addresses need their "@" and ".").
+    (
+        "extra_recipient",
+        "argument_smuggling",
+        r"re:[\w.+-]+@[\w-]+\.[\w.]+\s*(?:[;,]|\n\s*(?:b?cc|to)\s*:)\s*[\w.+-]+@[\w-]+\.\w+",
+    ),
+    (
+        "forward_copy_to_address",
+        "argument_smuggling",
+        r"re:\b(?:forward|copy|cc|bcc|notify|also send|send|envoyez|envoyer|enviar)\b[^@\n]{0,60}?"
+        r"\b[\w.+-]+@(?!example\.org\b)[\w-]+\.[\w.]+",
+    ),
+    (
+        "callback_url",
+        "argument_smuggling",
+        r"re:\b(?:webhook|callback|postback|notify|archive(?:d)?(?: it)?(?: at)?|report to)"
+        r"\s*(?:url|uri)?\s*[:=]?\s*(?:at|to)?\s*https?://",
+    ),
+]
+
+PATTERNS: tuple[ThreatPattern, ...] = tuple(
+    ThreatPattern(name, category, CATEGORY_RISK[category], expression)
+    for name, category, expression in _P
+)
