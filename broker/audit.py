@@ -56,7 +56,15 @@ HASHED_FIELDS = (
     "prev_hash",
     "timestamp",
 )
-OUTCOME_FIELDS = ("outcome", "output", "error", "duration_ms", "executed_at", "executed_arguments")
+OUTCOME_FIELDS = (
+    "outcome",
+    "output",
+    "error",
+    "duration_ms",
+    "executed_at",
+    "executed_arguments",
+    "outbound_findings",
+)
 
 _DECISIONS = {
     Outcome.EXECUTE: ToolCall.Decision.EXECUTED,
@@ -269,6 +277,7 @@ def record_outcome(
     error: str,
     duration_ms: int,
     executed_arguments: dict[str, Any] | None = None,
+    outbound_findings: list[dict[str, Any]] | None = None,
 ) -> bool:
     """Write a call's execution result, once. Returns False if it was already written."""
     values = {
@@ -278,6 +287,7 @@ def record_outcome(
         "duration_ms": duration_ms,
         "executed_at": timezone.now(),
         "executed_arguments": executed_arguments,
+        "outbound_findings": outbound_findings or [],
     }
     values["outcome_hash"] = compute_outcome_hash(call.row_hash, values)
     written = ToolCall.objects.filter(pk=call.pk, outcome=ToolCall.Outcome.PENDING).update(**values)
@@ -296,6 +306,7 @@ def record_cancelled(call: ToolCall, reason: str) -> bool:
         "duration_ms": None,
         "executed_at": None,
         "executed_arguments": None,
+        "outbound_findings": [],
     }
     values["outcome_hash"] = compute_outcome_hash(call.row_hash, values)
     written = ToolCall.objects.filter(pk=call.pk, outcome=ToolCall.Outcome.NOT_RUN).update(**values)

@@ -32,7 +32,8 @@ def main() -> int:
     parser.add_argument("--split", action="append", help="repeatable; default: each split")
     parser.add_argument("--show-misses", action="store_true")
     args = parser.parse_args()
-    rows = [json.loads(line) for line in open(args.corpus)]
+    with open(args.corpus) as corpus:
+        rows = [json.loads(line) for line in corpus]
     splits = args.split or ["exemplar_bank", "validation", "test"]
     for split in splits:
         chosen = [r for r in rows if r["split"] == split]

@@ -211,6 +211,7 @@ class ToolCall(AppendOnlyModel):
         "executed_at",
         "executed_arguments",
         "outcome_hash",
+        "outbound_findings",
         "alignment_rating",
         "alignment_reasons",
     )
@@ -265,6 +266,8 @@ class ToolCall(AppendOnlyModel):
     request_hash = models.CharField(max_length=64, blank=True)
     # Filled in once when the handler runs.
     executed_arguments = models.JSONField(null=True, blank=True)
+    # What the outbound PII filter redacted before the text left ([{path, type, start, end}]).
+    outbound_findings = models.JSONField(default=list, blank=True)
     output = models.JSONField(null=True, blank=True)
     outcome = models.CharField(max_length=12, choices=Outcome.choices, default=Outcome.NOT_RUN)
     error = models.TextField(blank=True)

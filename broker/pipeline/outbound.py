@@ -1,6 +1,10 @@
-"""Outbound seam (directive layer 4): text leaving for an external channel passes here before
-the handler runs. The PII filter plugs in at ``prepare_outbound``; until then arguments pass
-unchanged and nothing is flagged.
+"""Outbound PII filter (directive layer 4): text leaving for an external channel passes here
+before the handler runs.
+
+For a tool marked ``external_channel`` (e-mail, SMS and the like), every string in the arguments
+is scanned; detected PII is replaced by ``<TYPE>`` and each redaction is recorded with the call
+(``outbound_findings``), unless the call carries the explicit consent flag
+``consent_pii: true``. If the filter itself fails, nothing is sent: the call fails closed.
 """
 
 from __future__ import annotations
@@ -10,16 +14,49 @@ from typing import Any
 
 from brainframe.models import Tool
 
+CONSENT_FLAG = "consent_pii"
+
+
+class OutboundFilterUnavailable(Exception):
+    pass
+
 
 @dataclass(frozen=True)
 class Outbound:
     arguments: dict[str, Any]
     redactions: list[dict[str, Any]] = field(default_factory=list)
+    consented: bool = False
 
 
 def is_external(tool: Tool) -> bool:
     return bool(tool.external_channel)
 
 
+def _redact(value: Any, path: str, redactions: list[dict[str, Any]]) -> Any:
+    from brainframe.pii import pii_redact
+
+    if isinstance(value, str):
+        text, findings = pii_redact(value)
+        redactions.extend({"path": path, **f.as_dict()} for f in findings)
+        return text
+    if isinstance(value, dict):
+        return {
+            k: v if k == CONSENT_FLAG else _redact(v, f"{path}/{k}", redactions)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_redact(v, f"{path}/{i}", redactions) for i, v in enumerate(value)]
+    return value
+
+
 def prepare_outbound(*, tool: Tool, arguments: dict[str, Any]) -> Outbound:
-    return Outbound(arguments=arguments)
+    if not is_external(tool):
+        return Outbound(arguments=arguments)
+    if arguments.get(CONSENT_FLAG) is True:
+        return Outbound(arguments=arguments, consented=True)
+    redactions: list[dict[str, Any]] = []
+    try:
+        redacted = _redact(arguments, "", redactions)
+    except Exception as exc:  # the filter is our dependency: fail closed
+        raise OutboundFilterUnavailable(f"outbound PII filter unavailable: {exc}") from exc
+    return Outbound(arguments=redacted, redactions=redactions)

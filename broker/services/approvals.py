@@ -25,7 +25,7 @@ from ..audit import arguments_hash, record_cancelled, record_outcome
 from ..events import publish
 from ..handlers import run_handler
 from ..pipeline.context import CallContext, CallRequest
-from ..pipeline.outbound import prepare_outbound
+from ..pipeline.outbound import OutboundFilterUnavailable, prepare_outbound
 from ..pipeline.stages import check_directives, evaluate_vpol, validate_arguments
 
 log = logging.getLogger(__name__)
@@ -291,7 +291,13 @@ def approved_call_execute(*, approval_id: Any) -> str:
     call.outcome = ToolCall.Outcome.PENDING
     arguments = approval.modified_arguments if approval.status == Status.MODIFIED else None
     final_arguments = arguments if arguments is not None else approval.arguments
-    outbound = prepare_outbound(tool=approval.tool, arguments=final_arguments)
+    try:
+        outbound = prepare_outbound(tool=approval.tool, arguments=final_arguments)
+    except OutboundFilterUnavailable as exc:
+        record_outcome(
+            call, outcome=ToolCall.Outcome.FAILED, output=None, error=str(exc), duration_ms=0
+        )
+        return "executed"
     result = run_handler(tool=approval.tool, arguments=outbound.arguments, call_id=call.id)
     executed = outbound.arguments if outbound.arguments != call.input else None
     record_outcome(
@@ -301,6 +307,7 @@ def approved_call_execute(*, approval_id: Any) -> str:
         error=result.error,
         duration_ms=result.duration_ms,
         executed_arguments=executed,
+        outbound_findings=outbound.redactions,
     )
     from ..events import publish_tool_call
 

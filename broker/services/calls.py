@@ -31,7 +31,7 @@ from ..errors import BrokerRefusal
 from ..events import publish_tool_call
 from ..handlers import run_handler
 from ..pipeline.context import CallContext, CallRequest
-from ..pipeline.outbound import prepare_outbound
+from ..pipeline.outbound import OutboundFilterUnavailable, prepare_outbound
 from ..pipeline.stages import decide
 
 log = logging.getLogger(__name__)
@@ -135,8 +135,15 @@ def tool_call_submit(*, agent: Agent, request: CallRequest) -> CallAnswer:
 
 
 def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> None:
-    """Run the handler and record the outcome (once)."""
-    outbound = prepare_outbound(tool=tool, arguments=arguments)
+    """Run the handler (after the outbound filter) and record the outcome, once."""
+    try:
+        outbound = prepare_outbound(tool=tool, arguments=arguments)
+    except OutboundFilterUnavailable as exc:
+        record_outcome(
+            call, outcome=ToolCall.Outcome.FAILED, output=None, error=str(exc), duration_ms=0
+        )
+        publish_tool_call(call)
+        return
     result = run_handler(tool=tool, arguments=outbound.arguments, call_id=call.id)
     try:
         record_outcome(
@@ -145,8 +152,9 @@ def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) 
             output=result.output,
             error=result.error,
             duration_ms=result.duration_ms,
-            # What actually left, when the outbound filter changed it (the input stays as sent).
+            # What actually left, when the filter changed it (the input stays as sent).
             executed_arguments=outbound.arguments if outbound.arguments != arguments else None,
+            outbound_findings=outbound.redactions,
         )
     except DatabaseError:
         log.exception("could not record the outcome of call %s", call.id)

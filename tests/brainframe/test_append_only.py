@@ -90,7 +90,7 @@ def test_migration_freezes_the_same_columns_the_models_allow() -> None:
     first = importlib.import_module("brainframe.migrations.0002_append_only_triggers")
     latest = {**first.AUDIT_TABLES}
     latest["tool_calls"] = importlib.import_module(
-        "brainframe.migrations.0003_tool_call_outcome_hash"
+        "brainframe.migrations.0006_outbound_findings"
     ).TOOL_CALLS_MUTABLE
     for model in (ToolCall, ReasonLog, OriginRegistry):
         assert set(latest[model._meta.db_table]) == set(model.APPEND_ONLY_MUTABLE)

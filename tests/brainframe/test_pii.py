@@ -1,0 +1,108 @@
+"""The outbound PII filter: Australian identifiers and the usual ones, redaction through the
+broker, consent, and the redact_text command. Real presidio with a real spaCy model."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from brainframe.models import ToolCall
+from brainframe.pii import pii_find, pii_redact
+from tests import factories as f
+from tests.signing import SignedClient
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Call Mary on 0412 345 678 tomorrow", "PHONE_NUMBER"),
+        ("Her mobile is +61 412 345 678", "PHONE_NUMBER"),
+        ("Write to jane.citizen@example.org please", "EMAIL_ADDRESS"),
+        ("Card 4111 1111 1111 1111 was declined", "CREDIT_CARD"),
+        ("IBAN GB82 WEST 1234 5698 7654 32 for the refund", "IBAN_CODE"),
+        ("The request came from 203.0.113.42", "IP_ADDRESS"),
+        ("Medicare number 2123 45670 1 on file", "AU_MEDICARE"),
+        ("Her TFN is 123 456 782", "AU_TFN"),
+        ("Supplier ABN 51 824 753 556", "AU_ABN"),
+        ("NDIS participant number 430123456", "AU_NDIS_NUMBER"),
+        ("Krisztián Szöllösy asked about Tuesday's outing", "PERSON"),
+    ],
+)
+def test_detects(text: str, kind: str) -> None:
+    assert kind in {finding.type for finding in pii_find(text)}, pii_find(text)
+
+
+def test_redaction_keeps_the_rest() -> None:
+    text, findings = pii_redact("Sam Carter can be reached on 0412 345 678 about the bus")
+    assert text == "<PERSON> can be reached on <PHONE_NUMBER> about the bus"
+    assert [f.type for f in findings] == ["PERSON", "PHONE_NUMBER"]
+    assert pii_redact("The bus leaves at 9 from the depot")[1] == []
+
+
+def test_redact_text_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        "sys.stdin", StringIO(json.dumps({"id": 7, "text": "Email bob@example.com now"}) + "\n")
+    )
+    out = StringIO()
+    call_command("redact_text", stdout=out)
+    assert json.loads(out.getvalue()) == {
+        "id": 7,
+        "text": "Email <EMAIL_ADDRESS> now",
+        "entities": [{"type": "EMAIL_ADDRESS", "start": 6, "end": 21}],
+    }
+
+
+@pytest.fixture
+def sms_tool(seeded: None) -> Any:
+    return f.ToolFactory(
+        tool_id="test.sms.send",
+        execution_mode="auto",
+        validation_mode="monitor",
+        external_channel=True,
+        agent_access=["henry"],
+        handler_config={"callable": "tests.echo"},
+        input_schema={"type": "object"},
+    )
+
+
+@pytest.mark.django_db
+def test_pii_never_reaches_an_external_handler_unredacted(
+    henry: SignedClient, sms_tool: Any, executed: list[dict[str, Any]]
+) -> None:
+    message = "Hi, Sam Carter's Medicare is 2123 45670 1, call 0412 345 678"
+    body = henry.post(
+        "/api/v1/tool-calls/",
+        {
+            "tool_id": "test.sms.send",
+            "reason": "reminder",
+            "arguments": {"to": "carer", "message": message},
+        },
+    )
+    assert body.status_code == 200, body.json()
+    sent = executed[-1]["message"]
+    assert "2123" not in sent and "0412" not in sent and "Carter" not in sent
+    assert "<AU_MEDICARE>" in sent and "<PHONE_NUMBER>" in sent
+    call = ToolCall.objects.get(pk=body.json()["call_id"])
+    assert call.input["message"] == message  # the audit keeps what the agent asked for
+    assert call.executed_arguments["message"] == sent
+    assert {f["type"] for f in call.outbound_findings} >= {"AU_MEDICARE", "PHONE_NUMBER"}
+
+
+@pytest.mark.django_db
+def test_explicit_consent_lets_it_through(
+    henry: SignedClient, sms_tool: Any, executed: list[dict[str, Any]]
+) -> None:
+    message = "Your NDIS number is 430123456"
+    henry.post(
+        "/api/v1/tool-calls/",
+        {
+            "tool_id": "test.sms.send",
+            "reason": "participant asked",
+            "arguments": {"to": "p", "message": message, "consent_pii": True},
+        },
+    )
+    assert executed[-1]["message"] == message
