@@ -28,6 +28,7 @@ from brainframe.models import (
     AgentTask,
     AlignmentSnapshot,
     ApprovalRequest,
+    ConstitutionRule,
     ContextBucketDefinition,
     ContextBucketEntry,
     Deliverable,
@@ -142,6 +143,7 @@ class ToolAdmin(SimpleHistoryAdmin):
                     "validation_mode",
                     "data_class",
                     "external_channel",
+                    "permission_tier",
                     "monitoring_level",
                     "monitoring_ceiling",
                     "alignment_score_90d",
@@ -214,8 +216,22 @@ class ValidationPolicyAdmin(SimpleHistoryAdmin):
         validation_policy_save(policy=obj, is_new=not change)
 
 
+class PrimeDirectiveForm(forms.ModelForm):
+    class Meta:
+        model = PrimeDirective
+        fields = "__all__"
+
+    def clean_predicates(self) -> Any:
+        predicates = self.cleaned_data["predicates"]
+        problems = vpol_rules_errors(predicates, actions=("deny", "escalate"))
+        if problems:
+            raise forms.ValidationError(problems)
+        return predicates
+
+
 @admin.register(PrimeDirective)
 class PrimeDirectiveAdmin(SimpleHistoryAdmin):
+    form = PrimeDirectiveForm
     list_display = ("code", "priority", "active", "short_scope")
     list_filter = ("active",)
     search_fields = ("code", "scope", "rule_text")
@@ -224,6 +240,49 @@ class PrimeDirectiveAdmin(SimpleHistoryAdmin):
     @admin.display(description="scope")
     def short_scope(self, obj: PrimeDirective) -> str:
         return obj.scope[:100]
+
+
+class ConstitutionRuleForm(forms.ModelForm):
+    class Meta:
+        model = ConstitutionRule
+        fields = "__all__"
+
+    def clean_predicates(self) -> Any:
+        predicates = self.cleaned_data["predicates"]
+        problems = vpol_rules_errors(predicates, actions=("deny",))
+        if problems:
+            raise forms.ValidationError(problems)
+        return predicates
+
+    def clean_enforcement(self) -> str:
+        enforcement = str(self.cleaned_data["enforcement"])
+        if self.instance.pk and (
+            ConstitutionRule.STRENGTH[enforcement]
+            < ConstitutionRule.STRENGTH[self.instance.enforcement]
+        ):
+            raise forms.ValidationError(
+                "Constitution rules can only be strengthened, never weakened."
+            )
+        return enforcement
+
+
+@admin.register(ConstitutionRule)
+class ConstitutionRuleAdmin(SimpleHistoryAdmin):
+    """Rules are added, and may be strengthened; never removed, reworded or weakened."""
+
+    form = ConstitutionRuleForm
+    list_display = ("number", "code", "title", "enforcement", "created_at")
+    list_filter = ("enforcement",)
+    search_fields = ("code", "title", "text")
+    ordering = ("number",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ("created_at",)
+        return ("code", "number", "title", "text", "predicates", "created_at")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(ContextBucketDefinition)
@@ -279,7 +338,7 @@ class AgentAdmin(admin.ModelAdmin):
         "alignment_score_90d",
         "last_heartbeat_at",
     )
-    list_filter = ("type", "status", "monitoring_level")
+    list_filter = ("type", "status", "monitoring_level", "trust_level")
     search_fields = ("agent_id", "name", "role")
     readonly_fields = (
         "alignment_score_90d",

@@ -104,3 +104,40 @@ def default_execution_mode(risk_level: str) -> str:
 def default_monitoring_ceiling(risk_level: str) -> int:
     """ARCHITECTURE.md "The gate": critical tools stay under post-execution review at most."""
     return MonitoringLevel.POST_EXEC_REVIEW if risk_level == RiskLevel.CRITICAL else 4
+
+
+class TrustLevel(models.TextChoices):
+    """How far an agent (and the content it passes on) is trusted (seed 001 Guardian/Executor)."""
+
+    UNTRUSTED = "untrusted", "Untrusted"
+    STANDARD = "standard", "Standard"
+    OPERATOR = "operator", "Operator"
+    SYSTEM = "system", "System"
+
+
+TRUST_RANK = {"untrusted": 0, "standard": 1, "operator": 2, "system": 3}
+
+
+class PermissionTier(models.TextChoices):
+    """Executor permission tiers (seed 001) and the trust each requires."""
+
+    READ_ONLY = "READ_ONLY", "Read only (any trust)"
+    WRITE_SAFE = "WRITE_SAFE", "Write, safe (standard+)"
+    WRITE_DESTRUCTIVE = "WRITE_DESTRUCTIVE", "Write, destructive (operator+)"
+    ADMIN = "ADMIN", "Admin (system only)"
+
+
+TIER_REQUIRES = {
+    PermissionTier.READ_ONLY: TrustLevel.UNTRUSTED,
+    PermissionTier.WRITE_SAFE: TrustLevel.STANDARD,
+    PermissionTier.WRITE_DESTRUCTIVE: TrustLevel.OPERATOR,
+    PermissionTier.ADMIN: TrustLevel.SYSTEM,
+}
+
+
+def default_permission_tier(risk_level: str) -> str:
+    return {
+        RiskLevel.READ: PermissionTier.READ_ONLY,
+        RiskLevel.WRITE: PermissionTier.WRITE_SAFE,
+        RiskLevel.CRITICAL: PermissionTier.WRITE_DESTRUCTIVE,
+    }[RiskLevel(risk_level)]

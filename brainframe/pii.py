@@ -62,7 +62,7 @@ def _name_cue_recognizer_class() -> Any:
 
     from presidio_analyzer import EntityRecognizer, RecognizerResult
 
-    upper, letter = "A-Z\u00C0-\u024F", "\\w\u00C0-\u024F"
+    upper, letter = "A-Z\u00c0-\u024f", "\\w\u00c0-\u024f"
     name = rf"([{upper}][{letter}'-]+(?:\s+[{upper}][{letter}.'-]*){{0,3}})"
     cues = re.compile(
         r"(?:\b(?:[Mm]y name is|[Nn]ame is|[Nn]ame:|[Dd]ear|[Hh]i|[Hh]ello|[Tt]hanks|"

@@ -173,9 +173,22 @@ VPOL_RULES_SCHEMA: dict[str, Any] = {
 }
 
 
-def vpol_rules_errors(rules: Any) -> list[str]:
-    """Problems with a V-Pol's ``rules`` document (see ``VPOL_RULES_SCHEMA``)."""
-    problems = _instance_errors(VPOL_RULES_SCHEMA, rules)
+def vpol_rules_errors(
+    rules: Any, *, actions: tuple[str, ...] = ("allow", "review", "deny")
+) -> list[str]:
+    """Problems with a V-Pol's ``rules`` document (see ``VPOL_RULES_SCHEMA``), or with the
+    predicates of a directive or constitution rule (the same language, other actions)."""
+    schema = {
+        **VPOL_RULES_SCHEMA,
+        "items": {
+            **VPOL_RULES_SCHEMA["items"],
+            "properties": {
+                **VPOL_RULES_SCHEMA["items"]["properties"],
+                "action": {"enum": list(actions)},
+            },
+        },
+    }
+    problems = _instance_errors(schema, rules)
     if not problems:
         ids = [rule["id"] for rule in rules]
         duplicates = sorted({rule_id for rule_id in ids if ids.count(rule_id) > 1})

@@ -299,7 +299,7 @@ def record_outcome(
 
 def record_cancelled(call: ToolCall, reason: str) -> bool:
     """A call that will never run (rejected, expired): seal that as its outcome, once."""
-    values = {
+    values: dict[str, Any] = {
         "outcome": ToolCall.Outcome.CANCELLED,
         "output": None,
         "error": reason[:5000],

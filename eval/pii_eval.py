@@ -41,7 +41,10 @@ def main() -> int:
     with open(args.corpus) as handle:
         rows = json.load(handle)
     rows = rows[:500] if args.part == "tune" else rows[500:1500]
-    gold_n, pred_n, hit_gold, hit_pred = Counter(), Counter(), Counter(), Counter()
+    gold_n: Counter[str] = Counter()
+    pred_n: Counter[str] = Counter()
+    hit_gold: Counter[str] = Counter()
+    hit_pred: Counter[str] = Counter()
     started = time.monotonic()
     for row in rows:
         gold = [

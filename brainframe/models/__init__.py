@@ -6,7 +6,13 @@ from .agents import Agent, AgentCredential, AgentNote
 from .append_only import AppendOnlyError, AppendOnlyModel
 from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
 from .memory import ContextBucketEntry
-from .registry import ContextBucketDefinition, PrimeDirective, Tool, ValidationPolicy
+from .registry import (
+    ConstitutionRule,
+    ContextBucketDefinition,
+    PrimeDirective,
+    Tool,
+    ValidationPolicy,
+)
 from .trust import AlignmentSnapshot, MonitoringLevelChange
 from .work import AgentTask, ApprovalRequest, Deliverable
 
@@ -20,6 +26,7 @@ __all__ = [
     "AppendOnlyError",
     "AppendOnlyModel",
     "ApprovalRequest",
+    "ConstitutionRule",
     "ContextBucketDefinition",
     "ContextBucketEntry",
     "Deliverable",

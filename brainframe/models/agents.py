@@ -7,7 +7,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from brainframe.choices import MonitoringLevel
+from brainframe.choices import MonitoringLevel, TrustLevel
 
 
 class Agent(models.Model):
@@ -38,6 +38,12 @@ class Agent(models.Model):
     )
     monitoring_level = models.PositiveSmallIntegerField(
         choices=MonitoringLevel.choices, default=MonitoringLevel.REVIEW_ALL
+    )
+    trust_level = models.CharField(
+        max_length=10,
+        choices=TrustLevel.choices,
+        default=TrustLevel.STANDARD,
+        help_text="Trust of the agent and of the text it passes on (Guardian multiplier, tiers).",
     )
     alignment_score_90d = models.DecimalField(max_digits=5, decimal_places=4, null=True, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)

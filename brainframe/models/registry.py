@@ -15,6 +15,7 @@ from brainframe.choices import (
     DataClass,
     ExecutionMode,
     MonitoringLevel,
+    PermissionTier,
     RiskLevel,
     ValidationMode,
 )
@@ -79,6 +80,12 @@ class Tool(models.Model):
     input_schema = models.JSONField(default=dict, help_text="JSON Schema for the arguments.")
     output_schema = models.JSONField(
         default=dict, blank=True, help_text="JSON Schema the handler's output must satisfy."
+    )
+    permission_tier = models.CharField(
+        max_length=20,
+        choices=PermissionTier.choices,
+        default=PermissionTier.WRITE_SAFE,
+        help_text="Executor tier: the trust an agent needs (READ_ONLY any … ADMIN system).",
     )
     approval_timeout_minutes = models.PositiveIntegerField(
         null=True, blank=True, help_text="Overrides the default approval timeout (30 min)."
@@ -253,3 +260,42 @@ class ContextBucketDefinition(models.Model):
     @staticmethod
     def default_scope(bucket: str) -> str:
         return BUCKET_SCOPES[bucket]
+
+
+class ConstitutionRule(models.Model):
+    """A constitutional rule (seed 001 Governor; seed 002 ratchet): rules can be added, never
+    removed or weakened. The database refuses DELETE, any change to a rule's words or
+    predicates, and any lowering of its enforcement; the admin offers only strengthening.
+    """
+
+    class Enforcement(models.TextChoices):
+        RECORD = "record", "Record (architectural; noted in the audit)"
+        FLAG = "flag", "Flag (send the call to review)"
+        BLOCK = "block", "Block (deny the call)"
+
+    STRENGTH = {"record": 0, "flag": 1, "block": 2}
+
+    code = models.CharField(primary_key=True, max_length=40)
+    number = models.PositiveSmallIntegerField(unique=True)
+    title = models.CharField(max_length=120)
+    text = models.TextField()
+    enforcement = models.CharField(max_length=8, choices=Enforcement.choices)
+    predicates = models.JSONField(
+        default=list, blank=True, help_text="Conditions (V-Pol language) that violate the rule."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    history = HistoricalRecords(table_name="constitution_rules_history")
+
+    class Meta:
+        db_table = "constitution_rules"
+        ordering = ["number"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(code__regex=r"^[A-Z][A-Z0-9_]*$"),
+                name="%(app_label)s_%(class)s_code_upper_snake",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.number}. {self.title} ({self.enforcement})"

@@ -385,7 +385,30 @@ def demotion_check(subject: Tool | Agent, signal: Signal, *, now: datetime) -> N
         )
 
 
-def _notify_critical(subject: Tool | Agent, change: MonitoringLevelChange) -> None:
+def safety_escalation(*, tool: Tool, call_id: uuid.UUID, reason: str) -> None:
+    """SAFETY_FIRST (seed 000 §14): any sign of immediate risk drops the tool to level 0 and
+    tells a human at once (the call itself waits for a senior reviewer)."""
+    change = _set_level(
+        tool,
+        to_level=0,
+        rule=MonitoringLevelChange.Rule.DIRECTIVE_SAFETY,
+        reason=f"SAFETY_FIRST: {reason}",
+        evidence={"call_id": str(call_id)},
+    )
+    if change is None:  # already at level 0: still tell someone
+        change = MonitoringLevelChange(
+            tool=tool,
+            from_level=0,
+            to_level=0,
+            rule=MonitoringLevelChange.Rule.DIRECTIVE_SAFETY,
+            reason=f"SAFETY_FIRST: {reason}",
+        )
+    _notify_critical(tool, change, title=f"SAFETY_FIRST: {tool.pk} needs a human now")
+
+
+def _notify_critical(
+    subject: Tool | Agent, change: MonitoringLevelChange, *, title: str | None = None
+) -> None:
     from django.contrib.auth import get_user_model
     from django.core.mail import send_mail
 
@@ -394,7 +417,7 @@ def _notify_critical(subject: Tool | Agent, change: MonitoringLevelChange) -> No
     if recipients:
         try:
             send_mail(
-                f"Critical misalignment: {subject.pk} dropped to level 0",
+                title or f"Critical misalignment: {subject.pk} dropped to level 0",
                 change.reason,
                 settings.RABS_NOTIFY_FROM_EMAIL,
                 recipients,

@@ -19,11 +19,13 @@ from brainframe.choices import (
     ContextBucket,
     default_execution_mode,
     default_monitoring_ceiling,
+    default_permission_tier,
 )
 from brainframe.models import (
     Agent,
     AgentNote,
     AgentTask,
+    ConstitutionRule,
     ContextBucketDefinition,
     ContextBucketEntry,
     PrimeDirective,
@@ -53,6 +55,12 @@ def seed_brainframe() -> Counter[str]:
             defaults = {k: v for k, v in directive.items() if k != "code"}
             created["directives"] += PrimeDirective.objects.get_or_create(
                 code=code, defaults=defaults
+            )[1]
+
+        for rule in demo_data.CONSTITUTION:
+            defaults = {k: v for k, v in rule.items() if k != "code"}
+            created["constitution_rules"] += ConstitutionRule.objects.get_or_create(
+                code=rule["code"], defaults=defaults
             )[1]
 
         for agent in demo_data.AGENTS:
@@ -124,4 +132,7 @@ def _tool_defaults(tool: dict[str, Any]) -> dict[str, Any]:
         tool["risk_level"]
     )
     values["monitoring_ceiling"] = default_monitoring_ceiling(tool["risk_level"])
+    values["permission_tier"] = values["permission_tier"] or default_permission_tier(
+        tool["risk_level"]
+    )
     return values

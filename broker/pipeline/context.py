@@ -9,6 +9,16 @@ from typing import Any
 from brainframe.models import Agent, AgentTask, ReasonLog, Tool, ValidationPolicy
 
 
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
 @dataclass(frozen=True)
 class CallRequest:
     """A tool call as the agent sent it, after the request's shape was checked."""
@@ -66,6 +76,8 @@ class CallContext:
     vpol: ValidationPolicy | None = None
     policies: list[ValidationPolicy] = field(default_factory=list)
     directives: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)
+    # (code, enforcement, predicates) of constitution rules that have predicates.
+    constitution: list[tuple[str, str, list[dict[str, Any]]]] = field(default_factory=list)
     requester_roles: frozenset[str] = frozenset()
     local_hour: int = 0
     findings: list[Finding] = field(default_factory=list)
@@ -97,6 +109,8 @@ class CallContext:
                 "knock_on": self.parent is not None,
                 "task_id": str(self.task.task_id) if self.task else None,
                 "reason": self.request.reason,
+                # Every string in the arguments, for predicates that look at all of it.
+                "text": "\n".join(_strings(self.request.arguments)),
                 "confidence": self.request.confidence,
             },
         }

@@ -74,7 +74,7 @@ def gate_decide(
 
     if findings:
         why = "; ".join(f"{f.source}: {f.detail}" for f in findings)
-        if any(f.source.startswith("directive:") for f in findings):
+        if any(f.source.startswith(("directive:", "tier:")) for f in findings):
             return Verdict(
                 Outcome.PENDING,
                 "escalated_directive",

@@ -8,7 +8,7 @@ from functools import lru_cache
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
-from brainframe.choices import ExecutionMode
+from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, PermissionTier
 
 from . import threat
 from .conditions import first_match
@@ -49,6 +49,36 @@ def check_allowlist(ctx: CallContext) -> Verdict | None:
             "role_required",
             f"{tool.tool_id} needs one of the roles {sorted(required)}; {who}",
         )
+    return None
+
+
+def check_permission_tier(ctx: CallContext) -> Verdict | None:
+    """Executor layers 2 and 3 (seed 001): the agent's trust against the tool's tier. One step
+    short asks a senior reviewer to confirm; further short, or ADMIN without system trust, is
+    refused."""
+    tool = ctx.tool
+    assert tool is not None
+    needed = TIER_REQUIRES[PermissionTier(tool.permission_tier)]
+    have, want = TRUST_RANK[ctx.agent.trust_level], TRUST_RANK[needed]
+    if have >= want:
+        return None
+    if tool.permission_tier == PermissionTier.ADMIN:
+        return Verdict(
+            Outcome.DENY, "tier_admin_only", f"{tool.tool_id} is an ADMIN tool: system trust only"
+        )
+    if want - have > 1:
+        return Verdict(
+            Outcome.DENY,
+            "insufficient_trust",
+            f"{tool.tool_id} ({tool.permission_tier}) needs {needed} trust; "
+            f"{ctx.agent.agent_id} is {ctx.agent.trust_level}",
+        )
+    ctx.findings.append(
+        Finding(
+            f"tier:{tool.permission_tier}",
+            f"needs {needed} trust, agent is {ctx.agent.trust_level}: a senior reviewer confirms",
+        )
+    )
     return None
 
 
@@ -100,7 +130,16 @@ def assess_threat(ctx: CallContext) -> Verdict | None:
 
 
 def check_directives(ctx: CallContext) -> Verdict | None:
+    """Constitution rules, then prime directives: append-only, ordered block predicates."""
     facts = ctx.facts()
+    for code, enforcement, predicates in ctx.constitution:
+        rule = first_match(predicates, facts)
+        if rule is None or enforcement == "record":
+            continue
+        reason = rule.get("reason") or f"violates constitutional rule {code}"
+        if enforcement == "block":
+            return Verdict(Outcome.DENY, f"constitution:{code}", reason)
+        ctx.findings.append(Finding(f"constitution:{code}", reason))
     for code, predicates in ctx.directives:
         rule = first_match(predicates, facts)
         if rule is None:
@@ -143,6 +182,7 @@ def gate(ctx: CallContext) -> Verdict:
 STAGES: tuple[Stage, ...] = (
     resolve_tool,
     check_allowlist,
+    check_permission_tier,
     validate_arguments,
     assess_threat,
     check_directives,

@@ -1,9 +1,8 @@
 """Threat assessment stage: the Guardian reads the free text in a call's arguments.
 
-Every string in the arguments (nested ones too) is assessed as one text, at the trust level of
-the agent's source material: an agent's ``config.trust`` if staff set one, otherwise
-``standard`` for native and sandboxed agents and ``untrusted`` for external ones, whose
-arguments arrive straight from outside (voice, video, workflow platforms).
+Every string in the arguments (nested ones too) is assessed as one text, at the agent's trust
+level (``agents.trust_level``: external agents, whose arguments arrive straight from voice,
+video and workflow platforms, should be ``untrusted``).
 """
 
 from __future__ import annotations
@@ -30,10 +29,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def trust_for(agent: Agent) -> str:
-    configured = (agent.config or {}).get("trust")
-    if configured in TRUST_MULTIPLIERS:
-        return str(configured)
-    return "untrusted" if agent.type == Agent.Type.EXTERNAL else "standard"
+    return agent.trust_level if agent.trust_level in TRUST_MULTIPLIERS else "untrusted"
 
 
 def assess(ctx: CallContext) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from brainframe.models import (
     Agent,
     AgentTask,
     ApprovalRequest,
+    ConstitutionRule,
     PrimeDirective,
     ReasonLog,
     Tool,
@@ -92,6 +93,12 @@ def prepare(*, agent: Agent, request: CallRequest) -> CallContext:
         .exclude(predicates=[])
         .values_list("code", "predicates")
     ]
+    ctx.constitution = [
+        (code, enforcement, predicates)
+        for code, enforcement, predicates in ConstitutionRule.objects.exclude(predicates=[])
+        .order_by("number")
+        .values_list("code", "enforcement", "predicates")
+    ]
     ctx.local_hour = timezone.localtime().hour
     return ctx
 
@@ -126,6 +133,14 @@ def tool_call_submit(*, agent: Agent, request: CallRequest) -> CallAnswer:
     call = recorded.call
     if not verdict.executes:  # an executing call is published once, with its outcome
         publish_tool_call(call)
+    if ctx.tool is not None and any(f.source == "directive:SAFETY_FIRST" for f in ctx.findings):
+        from brainframe.services.alignment import safety_escalation
+
+        safety_escalation(tool=ctx.tool, call_id=call.id, reason=verdict.detail)
+    if call.decision == ToolCall.Decision.DENIED:
+        from brainframe.services.alignment import alignment_signal
+
+        alignment_signal(call_id=call.id)  # a directive violation demotes at once
     if recorded.approval is not None:
         _notify_new_approval(recorded.approval)
     if verdict.executes:

@@ -112,6 +112,7 @@ def _tool_form(**overrides: Any) -> dict[str, Any]:
         "data_class": "logistics",
         "monitoring_level": "0",
         "monitoring_ceiling": "4",
+        "permission_tier": "READ_ONLY",
         "handler_type": "function",
         "handler_config": '{"callable": "roster.leave_read"}',
         "input_schema": '{"type": "object", "properties": {"date": {"type": "string"}}}',

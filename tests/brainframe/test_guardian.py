@@ -113,7 +113,7 @@ def test_assess_text_command(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_pipeline_blocks_and_flags(henry: SignedClient) -> None:
     from brainframe.models import Agent, ToolCall
 
-    Agent.objects.filter(agent_id="henry").update(config={"trust": "untrusted"})
+    Agent.objects.filter(agent_id="henry").update(trust_level="untrusted")
     blocked = henry.post(
         "/api/v1/tool-calls/",
         {
@@ -127,7 +127,7 @@ def test_pipeline_blocks_and_flags(henry: SignedClient) -> None:
     assert blocked.status_code == 403 and blocked.json()["code"] == "threat_blocked"
     call = ToolCall.objects.get(pk=blocked.json()["call_id"])
     assert call.threat_assessment["action"] == "block" and call.threat_assessment["risk"] >= 0.8
-    Agent.objects.filter(agent_id="henry").update(config={"trust": "standard"})
+    Agent.objects.filter(agent_id="henry").update(trust_level="standard")
     from tests import factories as f
 
     f.ToolFactory(

@@ -73,7 +73,7 @@ def sms_tool(seeded: None) -> Any:
 def test_pii_never_reaches_an_external_handler_unredacted(
     henry: SignedClient, sms_tool: Any, executed: list[dict[str, Any]]
 ) -> None:
-    message = "Hi, Sam Carter's Medicare is 2123 45670 1, call 0412 345 678"
+    message = "Hi, Sam Carter's ABN is 51 824 753 556, call 0412 345 678"
     body = henry.post(
         "/api/v1/tool-calls/",
         {
@@ -84,12 +84,12 @@ def test_pii_never_reaches_an_external_handler_unredacted(
     )
     assert body.status_code == 200, body.json()
     sent = executed[-1]["message"]
-    assert "2123" not in sent and "0412" not in sent and "Carter" not in sent
-    assert "<AU_MEDICARE>" in sent and "<PHONE_NUMBER>" in sent
+    assert "824" not in sent and "0412" not in sent and "Carter" not in sent
+    assert "<AU_ABN>" in sent and "<PHONE_NUMBER>" in sent
     call = ToolCall.objects.get(pk=body.json()["call_id"])
     assert call.input["message"] == message  # the audit keeps what the agent asked for
     assert call.executed_arguments["message"] == sent
-    assert {f["type"] for f in call.outbound_findings} >= {"AU_MEDICARE", "PHONE_NUMBER"}
+    assert {f["type"] for f in call.outbound_findings} >= {"AU_ABN", "PHONE_NUMBER"}
 
 
 @pytest.mark.django_db
