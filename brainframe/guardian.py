@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
-from brainframe.guardian_patterns import PATTERNS, ThreatPattern
+from brainframe.guardian_patterns import PATTERNS, PREFILTER_WORDS, ThreatPattern
 
 BLOCK_AT = 0.8
 FLAG_AT = 0.5
@@ -165,19 +165,42 @@ def _leet_regex(expression: str) -> str:
     return "".join(out)
 
 
+# The prefilter reads digits as letters and "l" as "i" (leetspeak's "1" is either), so a plain
+# substring test can tell whether a pattern's leading word occurs at all.
+_PREFILTER = str.maketrans("0134579l", "oieastgi")
+
+
+def _trigger_words(expression: str) -> tuple[str, ...] | None:
+    """The words a compact pattern must start with, or None when it has no such group."""
+    match = re.match(r"^\(([a-z|]+)\)", expression)
+    if match is None:
+        return None
+    return tuple(word.translate(_PREFILTER) for word in match.group(1).split("|"))
+
+
 @lru_cache(maxsize=1)
-def _compiled() -> tuple[tuple[ThreatPattern, re.Pattern[str], bool], ...]:
-    """(pattern, regex, on_folded_text) for every pattern."""
+def _compiled() -> tuple[tuple[ThreatPattern, re.Pattern[str], bool, tuple[str, ...] | None], ...]:
+    """(pattern, regex, on_folded_text, trigger words) for every pattern."""
     compiled = []
     for p in PATTERNS:
         if p.expression.startswith("re:"):
-            compiled.append((p, re.compile(p.expression[3:]), True))
+            # Cheap necessary conditions: an address needs "@", a URL "http", a role marker ":".
+            needs = tuple(
+                literal
+                for literal, marker in (("@", "@"), ("http", "https?"), (":", "\\s*:"))
+                if marker in p.expression
+            )
+            compiled.append((p, re.compile(p.expression[3:]), True, needs or None))
         else:
-            compiled.append((p, re.compile(_leet_regex(p.expression)), False))
+            regex = re.compile(_leet_regex(p.expression))
+            triggers = PREFILTER_WORDS.get(p.name) or _trigger_words(p.expression)
+            compiled.append((p, regex, False, triggers))
     return tuple(compiled)
 
 
 def _fold(text: str) -> str:
+    if text.isascii():  # nothing to fold but case and control characters
+        return _INVISIBLE.sub("", text).lower()
     text = unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
     text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return _INVISIBLE.sub("", text).lower()
@@ -236,9 +259,26 @@ def assess(text: str, trust: str = "standard") -> Assessment:
     if trust not in TRUST_MULTIPLIERS:
         raise ValueError(f"unknown trust level {trust!r}; one of {sorted(TRUST_MULTIPLIERS)}")
     folded_views, compact_views, applied = views(text[:65536])
+    prefiltered = [view.translate(_PREFILTER) for view in compact_views]
     matched: dict[str, ThreatPattern] = {}
-    for pattern, regex, on_folded in _compiled():
-        if any(regex.search(view) for view in (folded_views if on_folded else compact_views)):
+    for pattern, regex, on_folded, triggers in _compiled():
+        if on_folded:
+            words = PREFILTER_WORDS.get(pattern.name)
+            candidates = [
+                view
+                for view in folded_views
+                if (triggers is None or all(literal in view for literal in triggers))
+                and (words is None or any(word in view.translate(_PREFILTER) for word in words))
+            ]
+        elif triggers is None:
+            candidates = compact_views
+        else:  # only views where one of the pattern's leading words occurs
+            candidates = [
+                view
+                for view, cheap in zip(compact_views, prefiltered, strict=True)
+                if any(word in cheap for word in triggers)
+            ]
+        if any(regex.search(view) for view in candidates):
             matched[pattern.name] = pattern
     if matched:
         by_category: dict[str, float] = {}
