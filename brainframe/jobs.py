@@ -24,7 +24,15 @@ def _alignment(day: date) -> Any:
     return alignment_nightly(day=day)
 
 
+def _decay(day: date) -> Any:
+    from brainframe.services.relevance import decay_run
+
+    # The 02:00 run on the morning after ``day`` is that night's decay.
+    return decay_run(night=day + timedelta(days=1))
+
+
 JOBS: dict[str, Callable[[date], Any]] = {
+    "decay": _decay,
     "expire_approvals": _expire_approvals,
     "alignment": _alignment,
 }

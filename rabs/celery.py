@@ -22,6 +22,12 @@ app.conf.beat_schedule = {
         "args": ("expire_approvals",),
         "options": {"expires": 55},
     },
+    "decay-nightly": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": crontab(hour=2, minute=0),
+        "args": ("decay",),
+        "options": {"expires": 6 * 3600},
+    },
     "alignment-nightly": {
         "task": "brainframe.tasks.run_scheduled_job",
         # After the 02:00 decay.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .agents import Agent, AgentCredential, AgentNote
 from .append_only import AppendOnlyError, AppendOnlyModel
 from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
-from .memory import ContextBucketEntry
+from .memory import ContextBucketEntry, DecayRun
 from .registry import (
     ConstitutionRule,
     ContextBucketDefinition,
@@ -29,6 +29,7 @@ __all__ = [
     "ConstitutionRule",
     "ContextBucketDefinition",
     "ContextBucketEntry",
+    "DecayRun",
     "Deliverable",
     "MonitoringLevelChange",
     "OriginRegistry",

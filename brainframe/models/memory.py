@@ -97,3 +97,18 @@ class ContextBucketEntry(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.bucket}] {self.entity}: {self.observation[:60]}"
+
+
+class DecayRun(models.Model):
+    """One night of relevance decay (02:00 Australia/Brisbane), recorded when applied."""
+
+    night = models.DateField(primary_key=True)
+    applied_at = models.DateTimeField(auto_now_add=True)
+    rows_updated = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        db_table = "decay_runs"
+        ordering = ["-night"]
+
+    def __str__(self) -> str:
+        return f"decay night {self.night}"

@@ -18,8 +18,14 @@ INSERT INTO context_buckets AS cb (
     created_at, last_reinforced_at
 ) VALUES (
     gen_random_uuid(), %(bucket)s, %(pattern_type)s, %(entity)s, %(observation)s, '{}'::jsonb,
-    %(severity)s, 1, 1.0, %(repeatable)s, 1.0, %(severity)s * %(repeatable)s, %(agent_id)s, '',
-    now(), now()
+    %(severity)s, 1, 1.0, %(repeatable)s,
+    -- family boost: 1.0 + 0.25 per other entry about this entity in this bucket, at most 2.0
+    LEAST(2.0, 1.0 + 0.25 * (SELECT COUNT(*) FROM context_buckets o
+                              WHERE o.bucket = %(bucket)s AND o.entity = %(entity)s)),
+    %(severity)s * %(repeatable)s * LEAST(2.0, 1.0 + 0.25 * (
+        SELECT COUNT(*) FROM context_buckets o
+         WHERE o.bucket = %(bucket)s AND o.entity = %(entity)s)),
+    %(agent_id)s, '', now(), now()
 )
 ON CONFLICT (bucket, entity, pattern_type) DO UPDATE SET
     frequency = cb.frequency + 1,

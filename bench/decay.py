@@ -1,0 +1,82 @@
+"""Benchmark: the nightly decay over N context-bucket rows (default 1,000,000).
+
+    .venv/bin/python bench/decay.py [--rows 1000000]
+
+Rows are generated in the database (one INSERT … SELECT generate_series) inside a transaction
+that is rolled back at the end, so the benchmark leaves nothing behind. Prints the time of the
+real decay statement and, for scale, of a bare ``UPDATE … SET decay = decay * 0.98``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
+
+
+class Rollback(Exception):
+    pass
+
+
+def main() -> int:
+    import django
+
+    django.setup()
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from brainframe.choices import ContextBucket
+    from brainframe.services.relevance import decay_run
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    args = parser.parse_args()
+    buckets = "ARRAY[" + ",".join(f"'{b}'" for b in ContextBucket.values) + "]"
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            started = time.perf_counter()
+            cursor.execute(
+                f"""
+                INSERT INTO context_buckets (id, bucket, pattern_type, entity, observation,
+                    scoring, severity, frequency, decay, repeatable, family_boost,
+                    current_score, embedding_model, created_at, last_reinforced_at)
+                SELECT gen_random_uuid(), ({buckets})[1 + i % 20], 'recurring_issue',
+                       'entity-' || i, 'generated observation', '{{}}', 1 + i % 5, 1 + i % 7,
+                       1.0, 1.0, 1.0, 1.0, '', now(), now() - ((i % 365) || ' days')::interval
+                  FROM generate_series(1, %s) AS i
+            """,
+                [args.rows],
+            )
+            print(f"generated {args.rows:,} rows in {time.perf_counter() - started:.1f} s")
+            cursor.execute("ANALYZE context_buckets")
+            night = timezone.localdate() + timedelta(days=1)
+            started = time.perf_counter()
+            result = decay_run(night=night)
+            print(
+                f"decay (family boost + decay + score, one statement): "
+                f"{time.perf_counter() - started:.2f} s, {result['rows_updated']:,} rows"
+            )
+            started = time.perf_counter()
+            result = decay_run(night=night)
+            print(
+                f"same night again (idempotent, nothing to change): "
+                f"{time.perf_counter() - started:.2f} s, {result['rows_updated']:,} rows"
+            )
+            started = time.perf_counter()
+            cursor.execute("UPDATE context_buckets SET decay = decay * 0.98")
+            print(f"bare UPDATE decay * 0.98 for scale: {time.perf_counter() - started:.2f} s")
+            raise Rollback
+    except Rollback:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
