@@ -47,9 +47,9 @@ def main() -> int:
                 INSERT INTO context_buckets (id, bucket, pattern_type, entity, observation,
                     scoring, severity, frequency, decay, repeatable, family_boost,
                     current_score, embedding_model, created_at, last_reinforced_at)
-                SELECT gen_random_uuid(), ({buckets})[1 + i % 20], 'recurring_issue',
-                       'entity-' || i, 'generated observation', '{{}}', 1 + i % 5, 1 + i % 7,
-                       1.0, 1.0, 1.0, 1.0, '', now(), now() - ((i % 365) || ' days')::interval
+                SELECT gen_random_uuid(), ({buckets})[1 + i %% 20], 'recurring_issue',
+                       'entity-' || i, 'generated observation', '{{}}', 1 + i %% 5, 1 + i %% 7,
+                       1.0, 1.0, 1.0, 1.0, '', now(), now() - ((i %% 365) || ' days')::interval
                   FROM generate_series(1, %s) AS i
             """,
                 [args.rows],
