@@ -9,7 +9,7 @@ from typing import Any
 
 from django.test import Client
 
-from broker.api.authentication import sign
+from agents_vm.signing import sign
 
 
 class SignedClient:

@@ -10,7 +10,6 @@ agent, or a signature that does not match are refused with 401 and a code.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import time
@@ -24,6 +23,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from agents_vm.signing import sign
 from brainframe.models import Agent
 from brainframe.services.credentials import agent_secret_get
 
@@ -52,17 +52,6 @@ class AgentUser:
 class SignatureFailed(exceptions.AuthenticationFailed):
     def __init__(self, code: str, detail: str) -> None:
         super().__init__(detail=detail, code=code)
-
-
-def string_to_sign(method: str, path_with_query: str, ts: str, nonce: str, body: bytes) -> bytes:
-    digest = hashlib.sha256(body).hexdigest()
-    return f"{method.upper()}\n{path_with_query}\n{ts}\n{nonce}\n{digest}".encode()
-
-
-def sign(secret: bytes, method: str, path_with_query: str, ts: str, nonce: str, body: bytes) -> str:
-    return hmac.new(
-        secret, string_to_sign(method, path_with_query, ts, nonce, body), hashlib.sha256
-    ).hexdigest()
 
 
 class AgentSignatureAuthentication(BaseAuthentication):

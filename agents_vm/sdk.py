@@ -1,0 +1,341 @@
+"""The agent-side SDK: a client for the Tools Broker that signs every request (RABS-HMAC),
+retries network failures without ever executing a call twice, and returns typed outcomes.
+
+    client = BrokerClient("http://127.0.0.1:8000", agent_id="henry", secret=SECRET)
+    outcome = client.call_tool("roster.shift.read", {"date_from": "2026-03-02",
+                                                     "date_to": "2026-03-02"},
+                               reason="check Monday's cover")
+    match outcome:
+        case Executed(result=result): ...
+        case PendingApproval() as pending: outcome = client.wait(pending, timeout=600)
+        case Denied(code=code, detail=detail): ...          # re-plan from the reason
+        case InvalidArguments(errors=errors): ...           # fix the arguments at these paths
+
+Imports nothing from the control plane: it speaks only HTTP, as a VM would.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .signing import sign
+
+
+class BrokerError(Exception):
+    """The broker refused the request itself (not a tool decision): ``code`` says why."""
+
+    def __init__(self, status: int, code: str, detail: str, body: dict[str, Any]) -> None:
+        super().__init__(f"{status} {code}: {detail}")
+        self.status, self.code, self.detail, self.body = status, code, detail, body
+
+
+@dataclass(frozen=True)
+class Tags:
+    call_id: str
+    r_tag: str | None
+    o_tag: str | None
+    vpol: str | None
+
+
+@dataclass(frozen=True)
+class Executed(Tags):
+    result: Any = None
+    outcome: str = "succeeded"  # succeeded / failed / timed_out
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "succeeded"
+
+
+@dataclass(frozen=True)
+class PendingApproval(Tags):
+    approval_id: str = ""
+    expires_at: str = ""
+
+
+@dataclass(frozen=True)
+class Denied(Tags):
+    code: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Rejected(Tags):
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Expired(Tags):
+    pass
+
+
+@dataclass(frozen=True)
+class InvalidArguments(Tags):
+    code: str = ""
+    detail: str = ""
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+
+Outcome = Executed | PendingApproval | Denied | Rejected | Expired | InvalidArguments
+
+
+def outcome_from(body: dict[str, Any]) -> Outcome:
+    tags: dict[str, Any] = {key: body.get(key) for key in ("call_id", "r_tag", "o_tag", "vpol")}
+    status = body.get("status")
+    if status == "executed":
+        return Executed(
+            **tags,
+            result=body.get("result"),
+            outcome=body.get("outcome", ""),
+            error=body.get("error", ""),
+        )
+    if status == "pending_approval":
+        return PendingApproval(
+            **tags, approval_id=body.get("approval_id", ""), expires_at=body.get("expires_at", "")
+        )
+    if status == "denied":
+        return Denied(**tags, code=body.get("code", ""), detail=body.get("detail", ""))
+    if status == "rejected":
+        return Rejected(**tags, reason=body.get("rejection_reason", ""))
+    if status == "expired":
+        return Expired(**tags)
+    return InvalidArguments(
+        **tags,
+        code=body.get("code", ""),
+        detail=body.get("detail", ""),
+        errors=list(body.get("errors", [])),
+    )
+
+
+class BrokerClient:
+    """Signed, retrying access to ``/api/v1/`` for one agent."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        agent_id: str,
+        secret: str,
+        timeout: float = 30.0,
+        retries: int = 4,
+        backoff: float = 0.25,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.agent_id = agent_id
+        self.secret = secret.encode()
+        self.retries = retries
+        self.backoff = backoff
+        self.http = httpx.Client(base_url=self.base_url, timeout=timeout)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> BrokerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- transport ---------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        payload: Any = None,
+        *,
+        headers: dict[str, str] | None = None,
+        files: Any = None,
+        data: Any = None,
+    ) -> httpx.Response:
+        """Send a signed request; retry transport failures (a fresh nonce each time)."""
+        if files is not None:
+            built = self.http.build_request(method, path, files=files, data=data)
+            body, content_type = built.read(), built.headers["Content-Type"]
+        else:
+            body = b"" if payload is None else json.dumps(payload).encode()
+            content_type = "application/json"
+        attempt = 0
+        while True:
+            ts, nonce = str(int(time.time())), secrets.token_hex(16)
+            signature = sign(self.secret, method, path, ts, nonce, body)
+            all_headers = {
+                "Authorization": f"RABS-HMAC agent={self.agent_id},ts={ts},nonce={nonce},"
+                f"sig={signature}",
+                "Content-Type": content_type,
+                **(headers or {}),
+            }
+            try:
+                return self.http.request(method, path, content=body or None, headers=all_headers)
+            except httpx.TransportError:
+                attempt += 1
+                if attempt > self.retries:
+                    raise
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+
+    def _json(self, response: httpx.Response, ok: tuple[int, ...] = (200, 201)) -> Any:
+        body = response.json() if response.content else {}
+        if response.status_code not in ok:
+            raise BrokerError(
+                response.status_code,
+                body.get("code", "error"),
+                body.get("detail", response.text[:200]),
+                body,
+            )
+        return body
+
+    # --- tool calls --------------------------------------------------------------------------
+
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self._json(self.request("GET", "/api/v1/tools/")))
+
+    def call_tool(
+        self,
+        tool_id: str,
+        arguments: dict[str, Any],
+        *,
+        reason: str,
+        confidence: float | None = None,
+        task_id: str | None = None,
+        parent_r_tag: str | None = None,
+        origin: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Outcome:
+        """Ask for a tool call. A retry after a lost answer reuses the idempotency key, so the
+        broker answers as it did the first time instead of executing again."""
+        payload: dict[str, Any] = {"tool_id": tool_id, "arguments": arguments, "reason": reason}
+        for key, value in (
+            ("confidence", confidence),
+            ("task_id", task_id),
+            ("parent_r_tag", parent_r_tag),
+            ("origin", origin),
+        ):
+            if value is not None:
+                payload[key] = value
+        key = idempotency_key or str(uuid.uuid4())
+        response = self.request(
+            "POST", "/api/v1/tool-calls/", payload, headers={"Idempotency-Key": key}
+        )
+        body = response.json() if response.content else {}
+        if "status" in body:
+            return outcome_from(body)
+        raise BrokerError(
+            response.status_code, body.get("code", "error"), body.get("detail", ""), body
+        )
+
+    def call_status(self, call_id: str) -> Outcome:
+        return outcome_from(self._json(self.request("GET", f"/api/v1/tool-calls/{call_id}/")))
+
+    def wait(
+        self,
+        pending: PendingApproval | str,
+        *,
+        timeout: float = 1800.0,
+        first_poll: float = 0.5,
+        max_poll: float = 15.0,
+    ) -> Outcome:
+        """Poll a pending call with backoff until it is decided, runs or expires (or the bound
+        passes, when the last known state is returned)."""
+        call_id = pending if isinstance(pending, str) else pending.call_id
+        deadline = time.monotonic() + timeout
+        delay = first_poll
+        while True:
+            status = self.call_status(call_id)
+            if not isinstance(status, PendingApproval) or time.monotonic() >= deadline:
+                return status
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(max_poll, delay * 2)
+
+    # --- inbox, context, memory ---------------------------------------------------------------
+
+    def tasks(self, status: str | None = None) -> list[dict[str, Any]]:
+        path = "/api/v1/tasks/" + (f"?status={status}" if status else "")
+        return list(self._json(self.request("GET", path)))
+
+    def claim(self, task_id: str) -> dict[str, Any]:
+        return dict(self._json(self.request("POST", f"/api/v1/tasks/{task_id}/claim/")))
+
+    def progress(self, task_id: str, progress: int, note: str = "") -> dict[str, Any]:
+        return dict(
+            self._json(
+                self.request(
+                    "POST",
+                    f"/api/v1/tasks/{task_id}/progress/",
+                    {"progress": progress, "note": note},
+                )
+            )
+        )
+
+    def complete(self, task_id: str, result: Any) -> dict[str, Any]:
+        return dict(
+            self._json(
+                self.request("POST", f"/api/v1/tasks/{task_id}/complete/", {"result": result})
+            )
+        )
+
+    def fail(self, task_id: str, reason: str) -> dict[str, Any]:
+        return dict(
+            self._json(self.request("POST", f"/api/v1/tasks/{task_id}/fail/", {"reason": reason}))
+        )
+
+    def heartbeat(self, status: str, uptime_seconds: int) -> dict[str, Any]:
+        return dict(
+            self._json(
+                self.request(
+                    "POST",
+                    "/api/v1/heartbeat/",
+                    {"status": status, "uptime_seconds": uptime_seconds},
+                )
+            )
+        )
+
+    def context(self, task_id: str | None = None) -> dict[str, Any]:
+        path = "/api/v1/context/" + (f"?task_id={task_id}" if task_id else "")
+        return dict(self._json(self.request("GET", path)))
+
+    def observe(
+        self,
+        *,
+        bucket: str,
+        entity: str,
+        pattern_type: str,
+        observation: str,
+        severity: int = 1,
+        repeatable: float = 1.0,
+    ) -> dict[str, Any]:
+        return dict(
+            self._json(
+                self.request(
+                    "POST",
+                    "/api/v1/observations/",
+                    {
+                        "bucket": bucket,
+                        "entity": entity,
+                        "pattern_type": pattern_type,
+                        "observation": observation,
+                        "severity": severity,
+                        "repeatable": repeatable,
+                    },
+                )
+            )
+        )
+
+    def upload(
+        self, filename: str, content: bytes, *, task_id: str | None = None
+    ) -> dict[str, Any]:
+        data = {"task_id": task_id} if task_id else None
+        return dict(
+            self._json(
+                self.request(
+                    "POST", "/api/v1/deliverables/", files={"file": (filename, content)}, data=data
+                )
+            )
+        )
