@@ -27,6 +27,7 @@ from ..pipeline.context import CallRequest
 from ..services.calls import call_answer, tool_call_submit
 from . import serializers as s
 from .authentication import AgentSignatureAuthentication
+from .throttling import AgentRateThrottle
 
 
 class AgentAPIView(APIView):
@@ -34,6 +35,7 @@ class AgentAPIView(APIView):
 
     authentication_classes = [AgentSignatureAuthentication]
     permission_classes = [IsAuthenticated]
+    throttle_classes = [AgentRateThrottle]
     max_body_bytes = settings.RABS_MAX_BODY_BYTES
 
     def agent(self, request: Request) -> Agent:

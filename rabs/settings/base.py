@@ -187,6 +187,8 @@ RABS_SECRET_ENCRYPTION_KEY = env.str("RABS_SECRET_ENCRYPTION_KEY", default="")
 RABS_APPROVAL_TIMEOUT_MINUTES = env.int("RABS_APPROVAL_TIMEOUT_MINUTES", default=30)
 # Agent request signing: how far a request's timestamp may be from the server's clock.
 RABS_SIGNATURE_WINDOW_SECONDS = env.int("RABS_SIGNATURE_WINDOW_SECONDS", default=300)
+# Requests per agent on the agent API (DRF rate syntax); over it the agent gets 429.
+RABS_AGENT_RATE = env.str("RABS_AGENT_RATE", default="1200/min")
 # Largest request body the agent API reads (deliverables have their own limit).
 RABS_MAX_BODY_BYTES = env.int("RABS_MAX_BODY_BYTES", default=256 * 1024)
 RABS_DELIVERABLE_MAX_BYTES = env.int("RABS_DELIVERABLE_MAX_BYTES", default=10 * 1024 * 1024)

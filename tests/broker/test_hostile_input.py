@@ -119,3 +119,17 @@ def test_schema_and_docs_are_served_without_a_cdn(client: Any) -> None:
     docs = client.get("/api/docs/").content.decode()
     assert "swagger-ui" in docs
     assert "cdn" not in docs.lower() and "unpkg" not in docs and "https://" not in docs
+
+
+def test_rate_limit_per_agent_is_429(
+    henry: SignedClient, reggie: SignedClient, settings: Any
+) -> None:
+    from django.core.cache import cache
+
+    settings.RABS_AGENT_RATE = "3/min"
+    cache.delete_many(["throttle:agent:henry", "throttle:agent:reggie"])  # earlier tests' calls
+    statuses = [henry.get("/api/v1/tools/").status_code for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    limited = henry.get("/api/v1/tools/")
+    assert limited.json()["code"] == "rate_limited" and "Retry-After" in limited
+    assert reggie.get("/api/v1/tools/").status_code == 200  # per agent, not global
