@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from brainframe.guardian_patterns import PATTERNS
 from broker.pipeline.conditions import first_match
 from tests.signing import SignedClient
 
-EVAL = Path(__file__).resolve().parents[3] / "shared" / "eval"
+# The public corpora live beside the checkout (../shared/eval), not in it.
+EVAL = Path(os.environ.get("RABS_EVAL_DIR",
+                           Path(__file__).resolve().parents[3] / "shared" / "eval"))
 
 
 @pytest.mark.parametrize(
