@@ -180,11 +180,16 @@ def analyzer() -> Any:
                 "ring",
                 "reach",
                 "contact",
-                "answering",
-                "messages",
+                # lemmas: presidio compares the lemma of nearby words ("messages" → "message")
+                "answer",
+                "message",
                 "number",
                 "home",
                 "work",
+                "text",
+                "dial",
+                "telephone",
+                "landline",
             ],
         ),
         PatternRecognizer(
