@@ -31,6 +31,7 @@ from brainframe.models import (
     ConstitutionRule,
     ContextBucketDefinition,
     ContextBucketEntry,
+    DecayRun,
     Deliverable,
     MonitoringLevelChange,
     OriginRegistry,
@@ -662,6 +663,13 @@ class ToolCallAdmin(ReadOnlyAdmin):
     list_select_related = ("agent",)
     show_full_result_count = False
     date_hierarchy = "timestamp"
+
+
+@admin.register(DecayRun)
+class DecayRunAdmin(ReadOnlyAdmin):
+    list_display = ("night", "applied_at", "rows_updated")
+    date_hierarchy = "night"
+    search_fields = ("night",)
 
 
 @admin.register(AlignmentSnapshot)

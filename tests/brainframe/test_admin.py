@@ -38,6 +38,9 @@ def populated(seeded: None) -> None:
     from brainframe.models import AlignmentSnapshot
 
     AlignmentSnapshot.objects.create(tool=tool, date=date(2026, 3, 1), score=0.91, level=1)
+    from brainframe.models import DecayRun
+
+    DecayRun.objects.create(night=date(2026, 3, 2), rows_updated=6)
     from brainframe.models import AgentCredential, Deliverable, ReasonEdge
 
     ReasonEdge.objects.create(

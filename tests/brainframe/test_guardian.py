@@ -19,8 +19,9 @@ from broker.pipeline.conditions import first_match
 from tests.signing import SignedClient
 
 # The public corpora live beside the checkout (../shared/eval), not in it.
-EVAL = Path(os.environ.get("RABS_EVAL_DIR",
-                           Path(__file__).resolve().parents[3] / "shared" / "eval"))
+EVAL = Path(
+    os.environ.get("RABS_EVAL_DIR", Path(__file__).resolve().parents[3] / "shared" / "eval")
+)
 
 
 @pytest.mark.parametrize(
