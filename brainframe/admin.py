@@ -65,6 +65,19 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class ReadOnlyInline(admin.TabularInline):
+    """An inline that shows system-written rows: no adding, changing or deleting."""
+
+    extra = 0
+    can_delete = False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 # --- Tools registry ---------------------------------------------------------------------------
 
 
@@ -87,17 +100,11 @@ class ToolAdminForm(forms.ModelForm):
         return cleaned
 
 
-class LevelChangeInline(admin.TabularInline):
+class LevelChangeInline(ReadOnlyInline):
     model = MonitoringLevelChange
     fk_name = "tool"
-    extra = 0
-    can_delete = False
     fields = ("created_at", "from_level", "to_level", "rule", "reason", "changed_by")
-    readonly_fields = fields
     ordering = ("-created_at",)
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class AgentLevelChangeInline(LevelChangeInline):
@@ -315,16 +322,10 @@ class AgentNoteInline(admin.TabularInline):
     fields = ("note_type", "content", "priority", "active")
 
 
-class AgentCredentialInline(admin.TabularInline):
+class AgentCredentialInline(ReadOnlyInline):
     model = AgentCredential
-    extra = 0
-    can_delete = False
     fields = ("fingerprint", "created_at", "revoked_at")
-    readonly_fields = fields
     verbose_name_plural = "signing keys (issue with: manage.py agent_key <agent_id>)"
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Agent)
@@ -603,15 +604,9 @@ class OriginRegistryAdmin(ReadOnlyAdmin):
         return TemplateResponse(request, "admin/brainframe/origin_chain.html", context)
 
 
-class ReasonEdgeInline(admin.TabularInline):
+class ReasonEdgeInline(ReadOnlyInline):
     model = ReasonEdge
-    extra = 0
-    can_delete = False
     fields = ("entity_type", "entity_id", "relationship", "created_at")
-    readonly_fields = fields
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(ReasonLog)

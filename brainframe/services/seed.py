@@ -12,6 +12,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.db.models import Model
 
 from brainframe import demo_data
 from brainframe.choices import (
@@ -50,35 +51,17 @@ def seed_brainframe() -> Counter[str]:
             )
             created["buckets"] += was_created
 
-        for directive in demo_data.PRIME_DIRECTIVES:
-            code = directive["code"]
-            defaults = {k: v for k, v in directive.items() if k != "code"}
-            created["directives"] += PrimeDirective.objects.get_or_create(
-                code=code, defaults=defaults
-            )[1]
-
-        for rule in demo_data.CONSTITUTION:
-            defaults = {k: v for k, v in rule.items() if k != "code"}
-            created["constitution_rules"] += ConstitutionRule.objects.get_or_create(
-                code=rule["code"], defaults=defaults
-            )[1]
-
-        for agent in demo_data.AGENTS:
-            defaults = {k: v for k, v in agent.items() if k != "agent_id"}
-            created["agents"] += Agent.objects.get_or_create(
-                agent_id=agent["agent_id"], defaults=defaults
-            )[1]
-
-        for tool in demo_data.TOOLS:
-            created["tools"] += Tool.objects.get_or_create(
-                tool_id=tool["tool_id"], defaults=_tool_defaults(tool)
-            )[1]
-
-        for policy in demo_data.VALIDATION_POLICIES:
-            defaults = {k: v for k, v in policy.items() if k != "name"}
-            created["validation_policies"] += ValidationPolicy.objects.get_or_create(
-                name=policy["name"], defaults=defaults
-            )[1]
+        created["directives"] += _create_missing(PrimeDirective, "code", demo_data.PRIME_DIRECTIVES)
+        created["constitution_rules"] += _create_missing(
+            ConstitutionRule, "code", demo_data.CONSTITUTION
+        )
+        created["agents"] += _create_missing(Agent, "agent_id", demo_data.AGENTS)
+        created["tools"] += _create_missing(
+            Tool, "tool_id", [_tool_defaults(t) for t in demo_data.TOOLS]
+        )
+        created["validation_policies"] += _create_missing(
+            ValidationPolicy, "name", demo_data.VALIDATION_POLICIES
+        )
 
         for note in demo_data.NOTES:
             created["notes"] += AgentNote.objects.get_or_create(
@@ -126,8 +109,17 @@ def seed_brainframe() -> Counter[str]:
     return created
 
 
+def _create_missing(model: type[Model], key: str, rows: list[dict[str, Any]]) -> int:
+    """Create the rows whose ``key`` is not in the table yet; leave existing ones alone."""
+    created = 0
+    for row in rows:
+        defaults = {k: v for k, v in row.items() if k != key}
+        created += model._default_manager.get_or_create(**{key: row[key]}, defaults=defaults)[1]
+    return created
+
+
 def _tool_defaults(tool: dict[str, Any]) -> dict[str, Any]:
-    values = {k: v for k, v in tool.items() if k != "tool_id"}
+    values = dict(tool)
     values["execution_mode"] = values["execution_mode"] or default_execution_mode(
         tool["risk_level"]
     )

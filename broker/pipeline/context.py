@@ -9,13 +9,14 @@ from typing import Any
 from brainframe.models import Agent, AgentTask, ReasonLog, Tool, ValidationPolicy
 
 
-def _strings(value: Any) -> list[str]:
+def argument_strings(value: Any) -> list[str]:
+    """Every string in a JSON value (nested), in order: the free text of a call."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [text for item in value.values() for text in _strings(item)]
+        return [text for item in value.values() for text in argument_strings(item)]
     if isinstance(value, list):
-        return [text for item in value for text in _strings(item)]
+        return [text for item in value for text in argument_strings(item)]
     return []
 
 
@@ -110,7 +111,7 @@ class CallContext:
                 "task_id": str(self.task.task_id) if self.task else None,
                 "reason": self.request.reason,
                 # Every string in the arguments, for predicates that look at all of it.
-                "text": "\n".join(_strings(self.request.arguments)),
+                "text": "\n".join(argument_strings(self.request.arguments)),
                 "confidence": self.request.confidence,
             },
         }

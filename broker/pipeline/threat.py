@@ -7,25 +7,13 @@ video and workflow platforms, should be ``untrusted``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from brainframe.guardian import TRUST_MULTIPLIERS
 from brainframe.guardian import assess as guardian_assess
 from brainframe.models import Agent
 
-from .context import CallContext
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+from .context import CallContext, argument_strings
 
 
 def trust_for(agent: Agent) -> str:
@@ -33,7 +21,7 @@ def trust_for(agent: Agent) -> str:
 
 
 def assess(ctx: CallContext) -> dict[str, Any]:
-    text = "\n".join(_strings(ctx.request.arguments))
+    text = "\n".join(argument_strings(ctx.request.arguments))
     if not text.strip():
         return {
             "detector": "guardian",
