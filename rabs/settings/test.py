@@ -26,6 +26,9 @@ CELERY_TASK_DEFAULT_QUEUE = f"rabs-test-{_RUN}"
 # Celery tasks run in-process in tests (the Celery worker itself is exercised by its own tests).
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
+# With eager Celery, indexing on commit would load the embedding model inside every request of
+# the suite; the indexing tests turn it on where they exercise it.
+RABS_INDEX_ON_COMMIT = False
 
 LOGGING = {
     "version": 1,
