@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers  # noqa: F401  (admin.helpers below)
-from django.db.models import QuerySet
+from django.db.models import Case, FloatField, QuerySet, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -45,6 +45,7 @@ from brainframe.models import (
 from brainframe.schemas import handler_config_errors, json_schema_errors, vpol_rules_errors
 from brainframe.selectors import flatten, origin_chain
 from brainframe.services.policies import validation_policy_save
+from brainframe.services.search import semantic_search
 from brainframe.services.tools import tool_set_enabled, tool_set_execution_mode
 
 
@@ -530,8 +531,52 @@ class DeliverableAdmin(admin.ModelAdmin):
 # --- Memory -----------------------------------------------------------------------------------
 
 
+class SemanticSearchMixin(admin.ModelAdmin):
+    """The admin search box also searches by meaning, best matches first.
+
+    Text matches (``search_fields``) and the semantic search's hits are shown together, ordered
+    by the semantic score (``brainframe.services.search``); the list filters still apply.
+    """
+
+    semantic_kind: str = ""
+    semantic_limit = 50
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        matched, duplicates = super().get_search_results(request, queryset, search_term)
+        if not search_term.strip():
+            return matched, duplicates
+        result = semantic_search(
+            search_term, kinds=(self.semantic_kind,), limit=self.semantic_limit
+        )
+        scores = {hit.id: hit.score for hit in result.hits}
+        combined = matched | queryset.filter(pk__in=list(scores))
+        rank = Case(
+            *[When(pk=pk, then=Value(score)) for pk, score in scores.items()],
+            default=Value(0.0),
+            output_field=FloatField(),
+        )
+        return combined.annotate(semantic_rank=rank), duplicates
+
+    def get_ordering(self, request: HttpRequest) -> list[str] | tuple[str, ...]:
+        if request.GET.get("q", "").strip():
+            return ["-semantic_rank"]
+        return super().get_ordering(request)
+
+    @admin.display(description="match", ordering="semantic_rank")
+    def search_match(self, obj: Any) -> str:
+        rank = getattr(obj, "semantic_rank", None)
+        return "—" if rank is None else f"{rank:.2f}"
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        shown = tuple(super().get_list_display(request))
+        return (*shown, "search_match") if request.GET.get("q", "").strip() else shown
+
+
 @admin.register(ContextBucketEntry)
-class ContextBucketEntryAdmin(admin.ModelAdmin):
+class ContextBucketEntryAdmin(SemanticSearchMixin):
+    semantic_kind = "observation"
     list_display = (
         "bucket",
         "entity",
@@ -610,7 +655,8 @@ class ReasonEdgeInline(ReadOnlyInline):
 
 
 @admin.register(ReasonLog)
-class ReasonLogAdmin(ReadOnlyAdmin):
+class ReasonLogAdmin(SemanticSearchMixin, ReadOnlyAdmin):
+    semantic_kind = "reason"
     list_display = ("id", "agent", "tool", "short_thought", "o_tag", "vpol", "created_at")
     list_filter = ("agent",)
     search_fields = ("id", "thought", "chain_id")

@@ -342,7 +342,7 @@ BUCKET_HINTS: dict[str, dict[str, list[str]]] = {
             "police",
         ],
         "exemplars": [
-            "Participant fell in the bathroom at Springwood; first aid given, incident report needed.",
+            "Participant fell in the bathroom at Springwood; first aid given, incident report due.",
             "Near miss: a support worker almost slipped on the wet ramp at the day centre.",
             "Add the broken step at the back entrance to the hazard register.",
         ],
@@ -381,7 +381,7 @@ BUCKET_HINTS: dict[str, dict[str, list[str]]] = {
             "achievement",
         ],
         "exemplars": [
-            "Progress note: Emma caught the bus to the shops on her own, working toward her travel goal.",
+            "Progress note: Emma caught the bus to the shops alone, working toward her goal.",
             "Prepare evidence of outcomes for Jack's NDIS plan review next month.",
             "Sam reached his milestone of cooking a full meal independently.",
         ],

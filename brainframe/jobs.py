@@ -31,7 +31,14 @@ def _decay(day: date) -> Any:
     return decay_run(night=day + timedelta(days=1))
 
 
+def _index(day: date) -> Any:
+    from brainframe.services.indexing import index_sweep
+
+    return index_sweep()
+
+
 JOBS: dict[str, Callable[[date], Any]] = {
+    "index": _index,
     "decay": _decay,
     "expire_approvals": _expire_approvals,
     "alignment": _alignment,

@@ -6,9 +6,33 @@ from typing import Any
 
 from celery import shared_task
 
+from brainframe.embeddings.indexer import IndexerUnavailable
 from brainframe.jobs import job_run
 
 
 @shared_task
 def run_scheduled_job(name: str) -> Any:
     return job_run(name=name)
+
+
+@shared_task(autoretry_for=(IndexerUnavailable,), retry_backoff=30, max_retries=5)
+def embed_rows_task(kind: str, ids: list[str]) -> int:
+    from brainframe.services.indexing import embed_rows
+
+    return embed_rows(kind, ids)
+
+
+@shared_task(autoretry_for=(IndexerUnavailable,), retry_backoff=30, max_retries=5)
+def classify_origin_task(origin_id: str) -> str | None:
+    from brainframe.services.bucket_checker import origin_classify
+
+    result = origin_classify(origin_id)
+    return result.bucket if result else None
+
+
+@shared_task
+def record_observation_task(agent_id: str | None, data: dict[str, Any]) -> dict[str, Any]:
+    """An observation that arrived without a bucket: classify it, then record it."""
+    from brainframe.services.memory import observation_record_classified
+
+    return observation_record_classified(agent_id=agent_id, data=data)

@@ -30,6 +30,7 @@ from brainframe.models import (
     ReasonLog,
     ToolCall,
 )
+from brainframe.services.indexing import classify_origin_after_commit, index_after_commit
 
 from .pipeline.context import CallContext, Outcome, Verdict
 
@@ -161,6 +162,7 @@ def record_decision(ctx: CallContext, verdict: Verdict) -> Recorded:
                     registered_by=ctx.agent,
                 )
                 o_tag_id = origin.id
+                classify_origin_after_commit(origin.id)
             elif ctx.task is not None and ctx.task.o_tag_id is not None:
                 o_tag_id = ctx.task.o_tag_id
             else:
@@ -190,6 +192,7 @@ def record_decision(ctx: CallContext, verdict: Verdict) -> Recorded:
             confidence=req.confidence,
             risk=ctx.threat.get("risk"),
         )
+        index_after_commit("reason", [reason.id])
         ReasonEdge.objects.bulk_create(
             [
                 ReasonEdge(reason=reason, entity_type=t, entity_id=i, relationship=r)

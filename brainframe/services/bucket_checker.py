@@ -90,7 +90,7 @@ def _keyword_pattern(keywords: list[str]) -> re.Pattern[str] | None:
 
 
 def rules_from(rows: list[ContextBucketDefinition]) -> _Rules:
-    """The checker's rules from bucket definitions (saved rows, or unsaved ones in an evaluation)."""
+    """The checker's rules from bucket definitions (saved rows, or unsaved ones for evaluation)."""
     labels = dict(ContextBucket.choices)
     texts = [[f"{labels[r.bucket]}: {r.scope}", *r.exemplars] for r in rows]
     digest = hashlib.sha256(

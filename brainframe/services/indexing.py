@@ -66,6 +66,22 @@ def index_after_commit(kind: str, ids: Iterable[Any]) -> None:
     transaction.on_commit(enqueue)
 
 
+def classify_origin_after_commit(origin_id: Any) -> None:
+    """Queue the bucket checker for a newly registered origin once the transaction commits."""
+    if not settings.RABS_INDEX_ON_COMMIT:
+        return
+
+    def enqueue() -> None:
+        from brainframe.tasks import classify_origin_task
+
+        try:
+            classify_origin_task.delay(str(origin_id))
+        except Exception:  # the queue is down: the sweep classifies it later
+            logger.warning("could not queue bucket classification of origin %s", origin_id)
+
+    transaction.on_commit(enqueue)
+
+
 def embed_rows(kind: str, ids: Sequence[Any], *, indexer: Indexer | None = None) -> int:
     """Embed these rows now. Returns how many vectors were written."""
     spec = KINDS[kind]
@@ -124,4 +140,28 @@ def index_pending(
             done[kind] += len(ids)
             if progress:
                 progress(kind, len(ids))
+    return done
+
+
+def index_sweep(*, limit: int = 500) -> dict[str, Any]:
+    """The periodic catch-up: embed rows left without a vector, classify unclassified origins."""
+    from brainframe.embeddings.indexer import IndexerUnavailable
+    from brainframe.models import OriginRegistry
+    from brainframe.services.bucket_checker import origin_classify
+
+    try:
+        indexer = get_indexer()
+        done: dict[str, Any] = dict(index_pending(indexer=indexer, limit=limit))
+    except IndexerUnavailable as exc:
+        logger.warning("index sweep: embeddings unavailable: %s", exc)
+        return {"error": str(exc)}
+    origins = (
+        OriginRegistry.objects.filter(bucket="")
+        .exclude(origin_type=OriginRegistry.OriginType.AGENT)
+        .order_by("timestamp")
+        .values_list("pk", flat=True)[:limit]
+    )
+    done["origins_classified"] = sum(
+        origin_classify(pk, indexer=indexer) is not None for pk in list(origins)
+    )
     return done

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection
+from psycopg.types.json import Jsonb
 
 from brainframe.models import Agent, ContextBucketEntry
+from brainframe.services.indexing import index_after_commit
 
 # One statement: a repeat of (bucket, entity, pattern_type) reinforces the existing row —
 # frequency + 1, decay back to 1.0, score recomputed — atomically, so concurrent writers never
@@ -17,7 +19,7 @@ INSERT INTO context_buckets AS cb (
     repeatable, family_boost, current_score, source_agent_id, embedding_model,
     created_at, last_reinforced_at
 ) VALUES (
-    gen_random_uuid(), %(bucket)s, %(pattern_type)s, %(entity)s, %(observation)s, '{}'::jsonb,
+    gen_random_uuid(), %(bucket)s, %(pattern_type)s, %(entity)s, %(observation)s, %(scoring)s,
     %(severity)s, 1, 1.0, %(repeatable)s,
     -- family boost: 1.0 + 0.25 per other entry about this entity in this bucket, at most 2.0
     LEAST(2.0, 1.0 + 0.25 * (SELECT COUNT(*) FROM context_buckets o
@@ -31,11 +33,15 @@ ON CONFLICT (bucket, entity, pattern_type) DO UPDATE SET
     frequency = cb.frequency + 1,
     decay = 1.0,
     observation = EXCLUDED.observation,
+    -- new words need a new vector (embedded after commit); the same words keep theirs
+    vector = CASE WHEN cb.observation = EXCLUDED.observation THEN cb.vector END,
+    embedding_model = CASE WHEN cb.observation = EXCLUDED.observation
+                           THEN cb.embedding_model ELSE '' END,
     severity = GREATEST(cb.severity, EXCLUDED.severity),
     current_score = GREATEST(cb.severity, EXCLUDED.severity) * (cb.frequency + 1) * 1.0
                     * cb.repeatable * cb.family_boost,
     last_reinforced_at = now()
-RETURNING id, (xmax = 0) AS created
+RETURNING id, (xmax = 0) AS created, vector IS NULL AS unembedded
 """
 
 
@@ -48,9 +54,14 @@ def observation_record(
     observation: str,
     severity: int = 1,
     repeatable: float = 1.0,
+    scoring: dict[str, Any] | None = None,
 ) -> tuple[ContextBucketEntry, bool]:
-    """Record an observation, or reinforce the existing one. Returns (entry, created)."""
+    """Record an observation, or reinforce the existing one. Returns (entry, created).
+
+    The row is stored without a vector; its embedding is queued for after the commit.
+    """
     params: dict[str, Any] = {
+        "scoring": Jsonb(scoring or {}),
         "bucket": bucket,
         "entity": entity,
         "pattern_type": pattern_type,
@@ -61,5 +72,31 @@ def observation_record(
     }
     with connection.cursor() as cursor:
         cursor.execute(_UPSERT, params)
-        entry_id, created = cursor.fetchone()
+        entry_id, created, unembedded = cursor.fetchone()
+    if unembedded:
+        index_after_commit("observation", [entry_id])
     return ContextBucketEntry.objects.get(pk=entry_id), bool(created)
+
+
+def observation_record_classified(*, agent_id: str | None, data: dict[str, Any]) -> dict[str, Any]:
+    """Record an observation that came without a bucket, in the bucket the checker picks.
+
+    The checker's answer (every bucket it considered likely, with confidences) is kept in the
+    entry's ``scoring`` so a reviewer can see why it landed there.
+    """
+    from brainframe.services.bucket_checker import bucket_classify
+
+    result = bucket_classify(f"{data['entity']}: {data['observation']}")
+    agent = Agent.objects.filter(agent_id=agent_id).first() if agent_id else None
+    entry, created = observation_record(
+        agent=agent,
+        bucket=result.bucket,
+        scoring={"bucket_checker": result.as_dict()},
+        **{k: v for k, v in data.items() if k != "bucket"},
+    )
+    return {
+        "id": str(entry.id),
+        "created": created,
+        "bucket": entry.bucket,
+        "bucket_confidence": round(result.confidence, 4),
+    }

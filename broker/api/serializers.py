@@ -165,7 +165,8 @@ class HeartbeatSerializer(StrictSerializer):
 
 
 class ObservationSerializer(StrictSerializer):
-    bucket = serializers.ChoiceField(choices=ContextBucket.choices)
+    # Without a bucket, the bucket checker picks one (the observation is queued: 202).
+    bucket = serializers.ChoiceField(choices=ContextBucket.choices, required=False)
     entity = serializers.CharField(max_length=200)
     pattern_type = serializers.RegexField(r"^[a-z][a-z0-9_]{0,59}$")
     observation = serializers.CharField(max_length=4000)

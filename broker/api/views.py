@@ -15,12 +15,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brainframe.choices import ExecutionMode
+from brainframe.choices import ContextBucket, ExecutionMode
 from brainframe.models import Agent, AgentTask, Tool, ToolCall
 from brainframe.services import tasks as task_services
 from brainframe.services.context import agent_context
 from brainframe.services.deliverables import deliverable_store
 from brainframe.services.memory import observation_record
+from brainframe.tasks import record_observation_task
 
 from ..errors import BrokerRefusal
 from ..pipeline.context import CallRequest
@@ -244,7 +245,8 @@ class ContextView(AgentAPIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("task_id", str),
-            OpenApiParameter("bucket", str),
+            OpenApiParameter("bucket", str, enum=ContextBucket.values),
+            OpenApiParameter("q", str, description="What to find observations about"),
             OpenApiParameter("limit", int),
         ],
         responses={200: None},
@@ -260,16 +262,30 @@ class ContextView(AgentAPIView):
                 400, "invalid_request", "limit must be a number", field="limit"
             ) from None
         bucket = request.query_params.get("bucket") or None
+        if bucket is not None and bucket not in ContextBucket.values:
+            raise BrokerRefusal(400, "invalid_request", "unknown context bucket", field="bucket")
+        query = request.query_params.get("q", "")[:1000] or None
         return Response(
-            agent_context(agent=self.agent(request), task=task, bucket=bucket, limit=limit)
+            agent_context(
+                agent=self.agent(request), task=task, bucket=bucket, query=query, limit=limit
+            )
         )
 
 
 class ObservationsView(AgentAPIView):
-    @extend_schema(request=s.ObservationSerializer, responses={201: None, 200: None})
+    @extend_schema(request=s.ObservationSerializer, responses={201: None, 200: None, 202: None})
     def post(self, request: Request) -> Response:
         data = self.valid(s.ObservationSerializer, request.data)
-        entry, created = observation_record(agent=self.agent(request), **data)
+        agent = self.agent(request)
+        if "bucket" not in data:
+            try:
+                queued = record_observation_task.delay(agent.agent_id, data)
+            except Exception as exc:  # the queue is down: refuse rather than drop it
+                raise BrokerRefusal(
+                    503, "queue_unavailable", "observation not accepted: the task queue is down"
+                ) from exc
+            return Response({"status": "queued", "job_id": queued.id}, status=202)
+        entry, created = observation_record(agent=agent, **data)
         return Response(
             {
                 "id": str(entry.id),
