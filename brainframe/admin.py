@@ -541,26 +541,45 @@ class SemanticSearchMixin(admin.ModelAdmin):
     semantic_kind: str = ""
     semantic_limit = 50
 
-    def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
-    ) -> tuple[QuerySet[Any], bool]:
-        matched, duplicates = super().get_search_results(request, queryset, search_term)
-        if not search_term.strip():
-            return matched, duplicates
-        result = semantic_search(
-            search_term, kinds=(self.semantic_kind,), limit=self.semantic_limit
-        )
-        scores = {hit.id: hit.score for hit in result.hits}
-        combined = matched | queryset.filter(pk__in=list(scores))
+    @staticmethod
+    def _term(request: HttpRequest) -> str:
+        return request.GET.get("q", "").strip()
+
+    def _scores(self, request: HttpRequest) -> dict[Any, float]:
+        cached: dict[Any, float] | None = getattr(request, "_semantic_scores", None)
+        if cached is None:
+            result = semantic_search(
+                self._term(request), kinds=(self.semantic_kind,), limit=self.semantic_limit
+            )
+            cached = {hit.id: hit.score for hit in result.hits}
+            request._semantic_scores = cached  # type: ignore[attr-defined]
+        return cached
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        if not self._term(request):
+            return super().get_queryset(request)
+        request._semantic_ranked = False  # type: ignore[attr-defined]
+        qs = super().get_queryset(request)  # default ordering: no rank annotated yet
+        scores = self._scores(request)
         rank = Case(
             *[When(pk=pk, then=Value(score)) for pk, score in scores.items()],
             default=Value(0.0),
             output_field=FloatField(),
         )
-        return combined.annotate(semantic_rank=rank), duplicates
+        request._semantic_ranked = True  # type: ignore[attr-defined]
+        return qs.annotate(semantic_rank=rank)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        matched, duplicates = super().get_search_results(request, queryset, search_term)
+        if not search_term.strip() or not getattr(request, "_semantic_ranked", False):
+            return matched, duplicates
+        return matched | queryset.filter(pk__in=list(self._scores(request))), duplicates
 
     def get_ordering(self, request: HttpRequest) -> list[str] | tuple[str, ...]:
-        if request.GET.get("q", "").strip():
+        # Only once get_queryset has annotated the rank (the changelist asks again after).
+        if getattr(request, "_semantic_ranked", False):
             return ["-semantic_rank"]
         return super().get_ordering(request)
 
@@ -571,7 +590,7 @@ class SemanticSearchMixin(admin.ModelAdmin):
 
     def get_list_display(self, request: HttpRequest) -> Any:
         shown = tuple(super().get_list_display(request))
-        return (*shown, "search_match") if request.GET.get("q", "").strip() else shown
+        return (*shown, "search_match") if self._term(request) else shown
 
 
 @admin.register(ContextBucketEntry)
