@@ -51,7 +51,7 @@ def test_local_model_loads_once_per_process() -> None:
 
 
 def test_missing_model_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(IndexerUnavailable, match="brainframe.embeddings.assemble"):
+    with pytest.raises(IndexerUnavailable, match=r"brainframe\.embeddings\.assemble"):
         LocalIndexer(tmp_path / "nowhere").embed(["text"])
 
 
