@@ -304,29 +304,26 @@ class BrokerClient:
     def observe(
         self,
         *,
-        bucket: str,
+        bucket: str | None = None,
         entity: str,
         pattern_type: str,
         observation: str,
         severity: int = 1,
         repeatable: float = 1.0,
     ) -> dict[str, Any]:
-        return dict(
-            self._json(
-                self.request(
-                    "POST",
-                    "/api/v1/observations/",
-                    {
-                        "bucket": bucket,
-                        "entity": entity,
-                        "pattern_type": pattern_type,
-                        "observation": observation,
-                        "severity": severity,
-                        "repeatable": repeatable,
-                    },
-                )
-            )
-        )
+        """Record (or reinforce) an observation. Without a bucket, the bucket checker picks one
+        and the broker answers 202 (queued)."""
+        payload: dict[str, Any] = {
+            "entity": entity,
+            "pattern_type": pattern_type,
+            "observation": observation,
+            "severity": severity,
+            "repeatable": repeatable,
+        }
+        if bucket is not None:
+            payload["bucket"] = bucket
+        response = self.request("POST", "/api/v1/observations/", payload)
+        return dict(self._json(response, ok=(200, 201, 202)))
 
     def upload(
         self, filename: str, content: bytes, *, task_id: str | None = None

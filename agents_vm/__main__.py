@@ -1,0 +1,70 @@
+"""``python -m agents_vm serve --config FILE``: the agent service (supervisor + loop worker).
+
+``python -m agents_vm worker --config FILE`` is the loop worker the supervisor starts; it is not
+meant to be run by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from .config import ConfigError, load_config
+
+
+def _logging(name: str) -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format=f"%(asctime)s {name} %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def worker(config_path: str) -> int:
+    from openai import OpenAI
+
+    from .loop import CognitiveLoop
+    from .memory import AgentMemory
+    from .sdk import BrokerClient
+
+    config = load_config(config_path)
+    stop = threading.Event()
+    # SIGTERM from the supervisor: drain (stop at the next safe point, everything persisted).
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    memory = AgentMemory(config.memory_path, journal_key=config.journal_key)
+    llm = OpenAI(
+        base_url=config.llm.base_url,
+        api_key=config.llm.api_key,
+        timeout=config.llm.timeout,
+        max_retries=2,
+    )
+    with BrokerClient(config.broker_url, agent_id=config.agent_id, secret=config.secret) as broker:
+        CognitiveLoop(config, memory=memory, broker=broker, llm=llm, stop=stop).run_forever()
+    memory.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agents_vm")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("serve", "worker"):
+        sub.add_parser(name).add_argument("--config", required=True)
+    args = parser.parse_args(argv)
+    _logging(args.command)
+    try:
+        if args.command == "worker":
+            return worker(args.config)
+        from .supervisor import Supervisor
+
+        return Supervisor(load_config(args.config)).serve()
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,269 @@
+"""The agent's private memory: ``agent_memory.db`` (SQLite), versioned, upgraded on open.
+
+Tables:
+
+- ``conversations``: the messages of each task's conversation with the model (a rolling
+  window: ``prune`` drops what is older than the configured age);
+- ``self_journal``: the agent's journal, **encrypted at rest** with AES-256-GCM (a fresh nonce per
+  entry, the table name as associated data): the file holds no plaintext of it;
+- ``user_preferences``: what the agent has learned people prefer;
+- ``task_state`` and ``calls``: where each task stands (its plan and finished steps) and every
+  broker call made for it with its idempotency key and outcome, so a restarted worker resumes
+  without calling twice;
+- ``supervisor_events``: worker starts, exits and restarts, with why.
+
+The schema version is SQLite's ``user_version``; ``MIGRATIONS[n]`` takes version n to n + 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+MIGRATIONS: list[str] = [
+    # 0 → 1: the three stores of the seed.
+    """
+    CREATE TABLE conversations (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id TEXT NOT NULL,
+        message TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX conversations_task ON conversations (task_id, id);
+    CREATE INDEX conversations_age ON conversations (created_at);
+    CREATE TABLE self_journal (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        created_at REAL NOT NULL,
+        nonce BLOB NOT NULL,
+        ciphertext BLOB NOT NULL
+    );
+    CREATE TABLE user_preferences (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    """,
+    # 1 → 2: resumable work and the supervisor's record.
+    """
+    CREATE TABLE task_state (
+        task_id TEXT PRIMARY KEY,
+        plan TEXT,
+        done_steps TEXT NOT NULL DEFAULT '[]',
+        status TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE TABLE calls (
+        key TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        step_id TEXT,
+        tool_id TEXT NOT NULL,
+        call_id TEXT,
+        status TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE TABLE supervisor_events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL,
+        event TEXT NOT NULL,
+        detail TEXT NOT NULL
+    );
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+_AAD = b"rabs-agent:self_journal:v1"
+
+
+class JournalKeyError(Exception):
+    """The journal cannot be read with this key."""
+
+
+class AgentMemory:
+    def __init__(self, path: Path, *, journal_key: bytes) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        os.chmod(path, 0o600)
+        self._aead = AESGCM(journal_key)
+        self.upgrade()
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    @property
+    def version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def upgrade(self) -> int:
+        """Apply the migrations this file has not had yet; returns the version reached."""
+        current = self.version
+        if current > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{self.path} has schema {current}, newer than this agent's {SCHEMA_VERSION}"
+            )
+        for version in range(current, SCHEMA_VERSION):
+            with self.transaction() as db:
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version = {version + 1}")
+        return self.version
+
+    # --- conversations ------------------------------------------------------------------------
+
+    def append_message(self, task_id: str, message: dict[str, Any]) -> None:
+        self.db.execute(
+            "INSERT INTO conversations (task_id, message, created_at) VALUES (?, ?, ?)",
+            (task_id, json.dumps(message), time.time()),
+        )
+
+    def messages(self, task_id: str) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT message FROM conversations WHERE task_id = ? ORDER BY id", (task_id,)
+        )
+        return [json.loads(r[0]) for r in rows]
+
+    def prune(self, max_age_days: float) -> int:
+        cutoff = time.time() - max_age_days * 86400
+        return self.db.execute("DELETE FROM conversations WHERE created_at < ?", (cutoff,)).rowcount
+
+    # --- the encrypted journal ----------------------------------------------------------------
+
+    def journal_write(self, text: str) -> None:
+        nonce = os.urandom(12)
+        sealed = self._aead.encrypt(nonce, text.encode(), _AAD)
+        self.db.execute(
+            "INSERT INTO self_journal (created_at, nonce, ciphertext) VALUES (?, ?, ?)",
+            (time.time(), nonce, sealed),
+        )
+
+    def journal(self) -> list[str]:
+        out = []
+        for nonce, sealed in self.db.execute(
+            "SELECT nonce, ciphertext FROM self_journal ORDER BY id"
+        ):
+            try:
+                out.append(self._aead.decrypt(nonce, sealed, _AAD).decode())
+            except InvalidTag as exc:
+                raise JournalKeyError("the journal does not open with this key") from exc
+        return out
+
+    # --- preferences --------------------------------------------------------------------------
+
+    def preference_set(self, key: str, value: str) -> None:
+        self.db.execute(
+            "INSERT INTO user_preferences (key, value, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
+            "updated_at = excluded.updated_at",
+            (key, value, time.time()),
+        )
+
+    def preferences(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT key, value FROM user_preferences ORDER BY key"))
+
+    # --- resumable work -----------------------------------------------------------------------
+
+    def task_state(self, task_id: str) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "SELECT plan, done_steps, status FROM task_state WHERE task_id = ?", (task_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        return {
+            "plan": json.loads(row[0]) if row[0] else None,
+            "done_steps": json.loads(row[1]),
+            "status": row[2],
+        }
+
+    def task_state_save(
+        self,
+        task_id: str,
+        *,
+        status: str,
+        plan: dict[str, Any] | None = None,
+        done_steps: list[str] | None = None,
+    ) -> None:
+        current = self.task_state(task_id) or {"plan": None, "done_steps": []}
+        self.db.execute(
+            "INSERT INTO task_state (task_id, plan, done_steps, status, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET plan = excluded.plan, "
+            "done_steps = excluded.done_steps, status = excluded.status, "
+            "updated_at = excluded.updated_at",
+            (
+                task_id,
+                json.dumps(plan if plan is not None else current["plan"]),
+                json.dumps(done_steps if done_steps is not None else current["done_steps"]),
+                status,
+                time.time(),
+            ),
+        )
+
+    def call_get(self, key: str) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "SELECT call_id, status, outcome FROM calls WHERE key = ?", (key,)
+        ).fetchone()
+        if row is None:
+            return None
+        return {"call_id": row[0], "status": row[1], "outcome": json.loads(row[2])}
+
+    def call_save(
+        self,
+        key: str,
+        *,
+        task_id: str,
+        step_id: str | None,
+        tool_id: str,
+        call_id: str | None,
+        status: str,
+        outcome: dict[str, Any],
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO calls (key, task_id, step_id, tool_id, call_id, status, outcome, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+            "call_id = excluded.call_id, status = excluded.status, outcome = excluded.outcome",
+            (key, task_id, step_id, tool_id, call_id, status, json.dumps(outcome), time.time()),
+        )
+
+    def calls(self, task_id: str) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT key, step_id, tool_id, call_id, status FROM calls WHERE task_id = ? "
+            "ORDER BY created_at",
+            (task_id,),
+        )
+        return [
+            {"key": r[0], "step_id": r[1], "tool_id": r[2], "call_id": r[3], "status": r[4]}
+            for r in rows
+        ]
+
+    # --- the supervisor's record --------------------------------------------------------------
+
+    def event(self, event: str, detail: dict[str, Any]) -> None:
+        self.db.execute(
+            "INSERT INTO supervisor_events (at, event, detail) VALUES (?, ?, ?)",
+            (time.time(), event, json.dumps(detail)),
+        )
+
+    def events(self) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT at, event, detail FROM supervisor_events ORDER BY id")
+        return [{"at": r[0], "event": r[1], **json.loads(r[2])} for r in rows]

@@ -1,0 +1,267 @@
+"""The supervisor: runs the loop worker as a child process and serves the control API.
+
+Control API (127.0.0.1 only; every request needs ``Authorization: Bearer <token>``):
+
+- ``GET /healthz`` → ``{"status": "ok", "worker": {...}, "restarts": n, "last_exit": {...}}``
+- ``POST /control/restart`` ``{"reason": "...", "force": false}``: the worker is asked to stop
+  (SIGTERM: it finishes the call in hand, persists, and exits); ``force`` kills it at once
+  (SIGKILL). Either way the new worker resumes from ``agent_memory.db``.
+- ``POST /control/shutdown`` ``{"reason": "..."}``: stop the worker the same way, then exit.
+
+A worker that dies on its own is restarted with exponential backoff (1 s doubling to 30 s, back
+to 1 s once a worker has run for a minute); every start, exit (code or signal) and restart is
+recorded with its reason in ``supervisor_events`` and in ``supervisor.log``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from .config import Config
+from .memory import AgentMemory
+
+logger = logging.getLogger("agents_vm.supervisor")
+
+DRAIN_SECONDS = 60.0
+MAX_BACKOFF = 30.0
+STABLE_SECONDS = 60.0
+
+
+class Supervisor:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.memory = AgentMemory(config.memory_path, journal_key=config.journal_key)
+        self.lock = threading.RLock()
+        self.worker: subprocess.Popen[bytes] | None = None
+        self.worker_started = 0.0
+        self.restarts = 0
+        self.last_exit: dict[str, Any] | None = None
+        self.backoff = 1.0
+        self.stopping = threading.Event()
+        self.expected_exit = False
+        self.httpd: ThreadingHTTPServer | None = None
+
+    # --- the worker --------------------------------------------------------------------------
+
+    def _record(self, event: str, **detail: Any) -> None:
+        logger.info("%s %s", event, json.dumps(detail))
+        with self.lock:
+            self.memory.event(event, detail)
+
+    def start_worker(self, why: str) -> None:
+        with self.lock:
+            log = open(self.config.data_dir / "worker.log", "ab")  # noqa: SIM115
+            self.worker = subprocess.Popen(
+                [sys.executable, "-m", "agents_vm", "worker", "--config", str(self.config.source)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            log.close()
+            self.worker_started = time.monotonic()
+            self.expected_exit = False
+            self._record("worker_started", pid=self.worker.pid, why=why)
+
+    def stop_worker(self, *, force: bool, why: str) -> dict[str, Any]:
+        with self.lock:
+            worker = self.worker
+            self.expected_exit = True
+        if worker is None or worker.poll() is not None:
+            return {"stopped": "not running"}
+        started = time.monotonic()
+        if force:
+            worker.kill()
+        else:
+            worker.terminate()  # drain: the worker stops at the next safe point
+        try:
+            code = worker.wait(timeout=DRAIN_SECONDS)
+            drained = not force
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            code = worker.wait()
+            drained = False
+        detail = {
+            "pid": worker.pid,
+            "exit": code,
+            "force": force,
+            "drained": drained,
+            "seconds": round(time.monotonic() - started, 2),
+            "why": why,
+        }
+        self._record("worker_stopped", **detail)
+        return detail
+
+    def restart(self, *, reason: str, force: bool) -> dict[str, Any]:
+        stopped = self.stop_worker(force=force, why=f"restart: {reason}")
+        with self.lock:
+            self.restarts += 1
+        self.start_worker(f"restart requested: {reason}")
+        return {
+            "restarted": True,
+            "previous": stopped,
+            "pid": self.worker.pid if self.worker else None,
+        }
+
+    def watch(self) -> None:
+        """Restart a worker that died on its own, with backoff."""
+        while not self.stopping.is_set():
+            time.sleep(0.2)
+            with self.lock:
+                worker, expected = self.worker, self.expected_exit
+            if worker is None or expected or worker.poll() is None:
+                continue
+            code = worker.returncode
+            ran = time.monotonic() - self.worker_started
+            if ran >= STABLE_SECONDS:
+                self.backoff = 1.0
+            exit_info = {
+                "pid": worker.pid,
+                "exit": code,
+                "signal": signal.Signals(-code).name if code < 0 else None,
+                "ran_seconds": round(ran, 1),
+                "backoff_seconds": self.backoff,
+            }
+            with self.lock:
+                self.last_exit = exit_info
+                self.expected_exit = True  # handled
+            self._record("worker_died", **exit_info)
+            if self.stopping.wait(self.backoff):
+                return
+            self.backoff = min(MAX_BACKOFF, self.backoff * 2)
+            with self.lock:
+                self.restarts += 1
+            self.start_worker(f"recovered after exit {exit_info['signal'] or code}")
+
+    def health(self) -> dict[str, Any]:
+        with self.lock:
+            worker = self.worker
+            return {
+                "status": "ok",
+                "agent_id": self.config.agent_id,
+                "worker": {
+                    "pid": worker.pid if worker else None,
+                    "running": bool(worker and worker.poll() is None),
+                },
+                "restarts": self.restarts,
+                "last_exit": self.last_exit,
+                "memory_schema": self.memory.version,
+            }
+
+    # --- the control API ---------------------------------------------------------------------
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        supervisor = self
+        token = self.config.control_token.encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _authorised(self) -> bool:
+                given = self.headers.get("Authorization", "")
+                if not given.startswith("Bearer ") or not hmac.compare_digest(
+                    given[7:].encode(), token
+                ):
+                    self._answer(401, {"code": "unauthorized", "detail": "bearer token required"})
+                    return False
+                return True
+
+            def _body(self) -> dict[str, Any] | None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > 64 * 1024:
+                    self._answer(413, {"code": "too_large", "detail": "body over 64 KB"})
+                    return None
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError:
+                    self._answer(400, {"code": "invalid_json", "detail": "body is not JSON"})
+                    return None
+                if not isinstance(body, dict):
+                    self._answer(400, {"code": "invalid_request", "detail": "expected an object"})
+                    return None
+                if "force" in body and not isinstance(body["force"], bool):
+                    self._answer(
+                        400,
+                        {
+                            "code": "invalid_request",
+                            "detail": "must be true or false",
+                            "field": "force",
+                        },
+                    )
+                    return None
+                return body
+
+            def do_GET(self) -> None:
+                if not self._authorised():
+                    return
+                if self.path == "/healthz":
+                    self._answer(200, supervisor.health())
+                else:
+                    self._answer(404, {"code": "not_found", "detail": self.path})
+
+            def do_POST(self) -> None:
+                if not self._authorised():
+                    return
+                body = self._body()
+                if body is None:
+                    return
+                reason = str(body.get("reason") or "unspecified")[:200]
+                if self.path == "/control/restart":
+                    result = supervisor.restart(reason=reason, force=bool(body.get("force")))
+                    self._answer(200, result)
+                elif self.path == "/control/shutdown":
+                    self._answer(202, {"shutting_down": True})
+                    threading.Thread(target=supervisor.shutdown, args=(reason,)).start()
+                else:
+                    self._answer(404, {"code": "not_found", "detail": self.path})
+
+            def log_message(self, fmt: str, *args: Any) -> None:
+                logger.debug("control %s", fmt % args)
+
+        return Handler
+
+    def shutdown(self, reason: str) -> None:
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        self.stop_worker(force=False, why=f"shutdown: {reason}")
+        self._record("supervisor_stopped", why=reason)
+        if self.httpd is not None:
+            self.httpd.shutdown()
+
+    def serve(self) -> int:
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.httpd = ThreadingHTTPServer(
+            (self.config.control_host, self.config.control_port), self._handler()
+        )
+        port = self.httpd.server_address[1]
+        (self.config.data_dir / "control.port").write_text(str(port))
+        self._record("supervisor_started", control=f"{self.config.control_host}:{port}")
+        signal.signal(
+            signal.SIGTERM,
+            lambda *_: threading.Thread(target=self.shutdown, args=("SIGTERM",)).start(),
+        )
+        signal.signal(
+            signal.SIGINT,
+            lambda *_: threading.Thread(target=self.shutdown, args=("SIGINT",)).start(),
+        )
+        self.start_worker("supervisor start")
+        watcher = threading.Thread(target=self.watch, daemon=True)
+        watcher.start()
+        self.httpd.serve_forever()
+        self.httpd.server_close()
+        self.memory.close()
+        return 0
