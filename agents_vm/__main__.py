@@ -25,6 +25,9 @@ def _logging(name: str) -> None:
 
 
 def worker(config_path: str) -> int:
+    stop = threading.Event()
+    # SIGTERM from the supervisor: drain (stop at the next safe point, everything persisted).
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     from openai import OpenAI
 
     from .loop import CognitiveLoop
@@ -32,9 +35,6 @@ def worker(config_path: str) -> int:
     from .sdk import BrokerClient
 
     config = load_config(config_path)
-    stop = threading.Event()
-    # SIGTERM from the supervisor: drain (stop at the next safe point, everything persisted).
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     memory = AgentMemory(config.memory_path, journal_key=config.journal_key)
     llm = OpenAI(
         base_url=config.llm.base_url,

@@ -145,7 +145,12 @@ class CognitiveLoop:
 
     def run_forever(self) -> None:
         while not self.stop.is_set():
-            task = self.next_task()
+            try:
+                task = self.next_task()
+            except Exception as exc:  # broker unreachable: say so, wait, try again
+                logger.warning("cannot reach the broker: %s", exc)
+                self.stop.wait(self.config.poll_seconds)
+                continue
             self._heartbeat("active" if task else "idle")
             if task is None:
                 self.stop.wait(self.config.poll_seconds)

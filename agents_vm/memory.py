@@ -91,7 +91,8 @@ class AgentMemory:
     def __init__(self, path: Path, *, journal_key: bytes) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        # One connection; the supervisor shares it between threads under its own lock.
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         os.chmod(path, 0o600)

@@ -83,7 +83,7 @@ class Supervisor:
             worker.terminate()  # drain: the worker stops at the next safe point
         try:
             code = worker.wait(timeout=DRAIN_SECONDS)
-            drained = not force
+            drained = not force and code == 0
         except subprocess.TimeoutExpired:
             worker.kill()
             code = worker.wait()

@@ -40,7 +40,7 @@ def _vectors(rng: np.random.Generator, centres: np.ndarray, n: int) -> np.ndarra
 
 def _percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def main() -> int:

@@ -1,5 +1,8 @@
 """A small OpenAI-compatible HTTP server for tests: real HTTP, real JSON, driven by the real client.
 
+``/v1/chat/completions`` answers what ``chat_script(messages, tools)`` returns (an assistant
+message: ``{"content": ..., "tool_calls": [{"name": ..., "arguments": {...}}]}``), wrapped in
+the real response format with token usage, so a test scripts the model, tool calls included.
 ``/v1/embeddings`` answers deterministic vectors derived from each input's hash (so equal texts
 get equal vectors), in the size the request asks for unless ``dimensions_override`` says
 otherwise; ``fail_next`` makes the next N requests answer 500. Every request body is recorded.
@@ -11,7 +14,7 @@ import hashlib
 import json
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -22,6 +25,11 @@ class OpenAICompatibleServer:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.fail_next = 0
         self.dimensions_override: int | None = None
+        self.chat_script: Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
+        self.chat_script = lambda messages, tools: {"content": "ok"}
+        self._ids = 0
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
 
     @property
@@ -53,6 +61,42 @@ class OpenAICompatibleServer:
             "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
         }
 
+    def _chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        reply = self.chat_script(body.get("messages", []), body.get("tools") or [])
+        with self._lock:
+            self._ids += 1
+            n = self._ids
+        calls = [
+            {
+                "id": call.get("id") or f"call_{n}_{i}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+            }
+            for i, call in enumerate(reply.get("tool_calls") or [])
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+        if calls:
+            message["tool_calls"] = calls
+        prompt = sum(len(json.dumps(m)) for m in body.get("messages", [])) // 4
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", ""),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": 20,
+                "total_tokens": prompt + 20,
+            },
+        }
+
     def handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self.requests.append((path, body))
         if self.fail_next > 0:
@@ -60,6 +104,8 @@ class OpenAICompatibleServer:
             return 500, {"error": {"message": "scripted failure", "type": "server_error"}}
         if path.endswith("/embeddings"):
             return 200, self._embeddings(body)
+        if path.endswith("/chat/completions"):
+            return 200, self._chat(body)
         return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
 
     @contextmanager
@@ -70,7 +116,11 @@ class OpenAICompatibleServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                status, payload = server.handle(self.path, body)
+                try:
+                    status, payload = server.handle(self.path, body)
+                except Exception as exc:  # a broken script shows up in the test, not as a hang
+                    server.errors.append(repr(exc))
+                    status, payload = 500, {"error": {"message": repr(exc), "type": "script"}}
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
