@@ -4,7 +4,7 @@ Tables:
 
 - ``conversations``: the messages of each task's conversation with the model (a rolling
   window: ``prune`` drops what is older than the configured age);
-- ``self_journal``: the agent's journal, **encrypted at rest** with AES-256-GCM (a fresh nonce per
+- ``self``: the agent's journal, **encrypted at rest** with AES-256-GCM (a fresh nonce per
   entry, the table name as associated data): the file holds no plaintext of it;
 - ``user_preferences``: what the agent has learned people prefer;
 - ``task_state`` and ``calls``: where each task stands (its plan and finished steps) and every
@@ -40,7 +40,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX conversations_task ON conversations (task_id, id);
     CREATE INDEX conversations_age ON conversations (created_at);
-    CREATE TABLE self_journal (
+    CREATE TABLE "self" (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         created_at REAL NOT NULL,
         nonce BLOB NOT NULL,
@@ -80,7 +80,7 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
-_AAD = b"rabs-agent:self_journal:v1"
+_AAD = b"rabs-agent:self:v1"
 
 
 class JournalKeyError(Exception):
@@ -155,14 +155,14 @@ class AgentMemory:
         nonce = os.urandom(12)
         sealed = self._aead.encrypt(nonce, text.encode(), _AAD)
         self.db.execute(
-            "INSERT INTO self_journal (created_at, nonce, ciphertext) VALUES (?, ?, ?)",
+            'INSERT INTO "self" (created_at, nonce, ciphertext) VALUES (?, ?, ?)',
             (time.time(), nonce, sealed),
         )
 
     def journal(self) -> list[str]:
         out = []
         for nonce, sealed in self.db.execute(
-            "SELECT nonce, ciphertext FROM self_journal ORDER BY id"
+            'SELECT nonce, ciphertext FROM "self" ORDER BY id'
         ):
             try:
                 out.append(self._aead.decrypt(nonce, sealed, _AAD).decode())
