@@ -161,9 +161,7 @@ class AgentMemory:
 
     def journal(self) -> list[str]:
         out = []
-        for nonce, sealed in self.db.execute(
-            'SELECT nonce, ciphertext FROM "self" ORDER BY id'
-        ):
+        for nonce, sealed in self.db.execute('SELECT nonce, ciphertext FROM "self" ORDER BY id'):
             try:
                 out.append(self._aead.decrypt(nonce, sealed, _AAD).decode())
             except InvalidTag as exc:

@@ -82,9 +82,7 @@ def main() -> int:
         if not exists:
             cursor.execute(f"CREATE TABLE {TABLE} (id bigint PRIMARY KEY, vector vector({DIMS}))")
             started = time.perf_counter()
-            with cursor.copy(
-                f"COPY {TABLE} (id, vector) FROM STDIN WITH (FORMAT BINARY)"
-            ) as copy:
+            with cursor.copy(f"COPY {TABLE} (id, vector) FROM STDIN WITH (FORMAT BINARY)") as copy:
                 copy.set_types(["int8", "vector"])
                 done = 0
                 while done < args.rows:

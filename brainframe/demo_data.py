@@ -13,6 +13,7 @@ from brainframe.choices import RiskLevel as R
 from brainframe.choices import ValidationMode as V
 
 HENRY, REGGIE, TRIAGE = "henry", "reggie", "triage"
+REGGIE_VOICE = "reggie-voice"
 
 AGENTS: list[dict[str, Any]] = [
     {
@@ -34,6 +35,14 @@ AGENTS: list[dict[str, Any]] = [
             "dashboard": "192.168.77.6:14000",
             "modes": {"normal": "gpt-4o-mini", "super": "gpt-4o", "external": "realtime"},
         },
+    },
+    {
+        "agent_id": REGGIE_VOICE,
+        "name": "External Reggie (voice)",
+        "type": "type_3_external",
+        "role": "reception by phone (LiveKit + realtime model)",
+        "status": "idle",
+        "config": {"platform": "livekit", "model": "gpt-4o-realtime", "hands_off_to": REGGIE},
     },
     {
         "agent_id": TRIAGE,
@@ -122,7 +131,7 @@ TOOLS: list[dict[str, Any]] = [
         "function",
         _fn("roster.shift_read"),
         _obj(["date_from", "date_to"], date_from=_DATE, date_to=_DATE, staff_id=_ID),
-        agents=(HENRY, REGGIE),
+        agents=(HENRY, REGGIE, REGGIE_VOICE),
         validation_mode=V.MONITOR,
     ),
     _tool(
@@ -175,7 +184,7 @@ TOOLS: list[dict[str, Any]] = [
         _obj(
             ["start", "end"], start=_DATETIME, end=_DATETIME, wheelchair_access={"type": "boolean"}
         ),
-        agents=(HENRY, REGGIE),
+        agents=(HENRY, REGGIE, REGGIE_VOICE),
         validation_mode=V.MONITOR,
     ),
     _tool(

@@ -163,6 +163,8 @@ def record_decision(ctx: CallContext, verdict: Verdict) -> Recorded:
                 )
                 o_tag_id = origin.id
                 classify_origin_after_commit(origin.id)
+            elif req.o_tag is not None:
+                o_tag_id = req.o_tag
             elif ctx.task is not None and ctx.task.o_tag_id is not None:
                 o_tag_id = ctx.task.o_tag_id
             else:

@@ -72,6 +72,11 @@ class ToolCallRequestSerializer(StrictSerializer):
         required=False, allow_null=True, help_text="R-Tag of the decision this call follows from."
     )
     origin = OriginSerializer(required=False, allow_null=True)
+    o_tag = StrictUUIDField(
+        required=False,
+        allow_null=True,
+        help_text="An O-Tag this agent registered (an inbound event): the call joins that chain.",
+    )
 
     def validate_arguments(self, value: dict[str, Any]) -> dict[str, Any]:
         _no_nul(value)
@@ -162,6 +167,30 @@ class TaskFailSerializer(StrictSerializer):
 class HeartbeatSerializer(StrictSerializer):
     status = serializers.ChoiceField(choices=["active", "idle", "error"])
     uptime_seconds = serializers.IntegerField(min_value=0, max_value=10**10)
+
+
+class InboundTaskSerializer(StrictSerializer):
+    title = StrictCharField(max_length=200)
+    assign_to = serializers.SlugField(max_length=64)
+    priority = serializers.IntegerField(min_value=0, max_value=100, default=50)
+    payload = serializers.DictField(default=dict)
+
+
+class InboundEventSerializer(StrictSerializer):
+    event_id = StrictCharField(max_length=200, help_text="The platform's id: one event, one O-Tag.")
+    event_type = serializers.RegexField(r"^[a-z][a-z0-9_.]{0,59}$")
+    platform = serializers.RegexField(r"^[a-z][a-z0-9_-]{0,59}$")
+    origin_type = serializers.ChoiceField(
+        choices=["phone_call", "webhook", "sms", "email", "form"], default="webhook"
+    )
+    source_ref = StrictCharField(max_length=500, required=False, default="")
+    text = StrictCharField(max_length=16000, required=False, default="", allow_blank=True)
+    metadata = serializers.DictField(default=dict)
+    task = InboundTaskSerializer(required=False, allow_null=True)
+
+    def validate_metadata(self, value: dict[str, Any]) -> dict[str, Any]:
+        _no_nul(value)
+        return value
 
 
 class ObservationSerializer(StrictSerializer):

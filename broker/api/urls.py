@@ -19,6 +19,7 @@ urlpatterns = [
     path("heartbeat/", views.HeartbeatView.as_view(), name="heartbeat"),
     path("context/", views.ContextView.as_view(), name="context"),
     path("observations/", views.ObservationsView.as_view(), name="observations"),
+    path("inbound/events/", views.InboundEventsView.as_view(), name="inbound-events"),
     # Reviewers (session auth)
     path("review/approvals/", review.ApprovalListView.as_view(), name="review-approvals"),
     path(

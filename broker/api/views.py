@@ -20,6 +20,7 @@ from brainframe.models import Agent, AgentTask, Tool, ToolCall
 from brainframe.services import tasks as task_services
 from brainframe.services.context import agent_context
 from brainframe.services.deliverables import deliverable_store
+from brainframe.services.inbound import InboundRefusal, inbound_event_record
 from brainframe.services.memory import observation_record
 from brainframe.tasks import record_observation_task
 
@@ -101,6 +102,7 @@ class ToolCallsView(AgentAPIView):
             task_id=data.get("task_id"),
             parent_r_tag=data.get("parent_r_tag"),
             origin=dict(origin) if origin else None,
+            o_tag=data.get("o_tag"),
             idempotency_key=key,
             request_hash=hashlib.sha256(
                 json.dumps(request.data, sort_keys=True, default=str).encode()
@@ -295,4 +297,30 @@ class ObservationsView(AgentAPIView):
                 "current_score": entry.current_score,
             },
             status=201 if created else 200,
+        )
+
+
+class InboundEventsView(AgentAPIView):
+    @extend_schema(
+        request=s.InboundEventSerializer,
+        responses={201: None, 200: None},
+        summary="Type 3 agents: register an external event as an O-Tag (and a task)",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.valid(s.InboundEventSerializer, request.data)
+        try:
+            result = inbound_event_record(agent=self.agent(request), event=data)
+        except InboundRefusal as refusal:
+            raise BrokerRefusal(
+                refusal.status, refusal.code, refusal.detail, field=refusal.field
+            ) from None
+        return Response(
+            {
+                "o_tag": str(result.origin.id),
+                "task_id": str(result.task.task_id) if result.task else None,
+                "created": result.created,
+                "blocked": result.blocked,
+                "guardian": result.origin.metadata.get("guardian"),
+            },
+            status=201 if result.created else 200,
         )

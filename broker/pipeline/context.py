@@ -31,6 +31,7 @@ class CallRequest:
     task_id: uuid.UUID | None = None
     parent_r_tag: uuid.UUID | None = None
     origin: dict[str, Any] | None = None
+    o_tag: uuid.UUID | None = None
     idempotency_key: str = ""
     request_hash: str = ""
 

@@ -20,6 +20,7 @@ from brainframe.models import (
     AgentTask,
     ApprovalRequest,
     ConstitutionRule,
+    OriginRegistry,
     PrimeDirective,
     ReasonLog,
     Tool,
@@ -67,6 +68,18 @@ def prepare(*, agent: Agent, request: CallRequest) -> CallContext:
         requester = ctx.task.on_behalf_of
         if requester is not None:
             ctx.requester_roles = frozenset(requester.groups.values_list("name", flat=True))
+    if request.o_tag is not None:
+        if request.origin is not None or request.parent_r_tag is not None:
+            raise BrokerRefusal(
+                400,
+                "conflicting_origin",
+                "give one of origin, o_tag and parent_r_tag",
+                field="o_tag",
+            )
+        if not OriginRegistry.objects.filter(pk=request.o_tag, registered_by=agent).exists():
+            raise BrokerRefusal(
+                404, "unknown_origin", "no such O-Tag registered by you", field="o_tag"
+            )
     if request.parent_r_tag is not None:
         if request.origin is not None:
             raise BrokerRefusal(

@@ -1,0 +1,125 @@
+"""Type 3 (external) agents: platform events (voice, video, workflow) become origins and tasks.
+
+An external agent (e.g. External Reggie on LiveKit) posts each event it receives, signed with its
+own RABS-HMAC credential. The event is registered as an O-Tag (``registered_by`` the external
+agent, the platform's event id kept for idempotency), its text is assessed by the Guardian, and,
+unless blocked, an optional task is created for the Type 2 agent that should act on it, under
+that O-Tag. The external agent's own tool calls then go through the same broker pipeline under
+its identity, citing the O-Tag (``o_tag`` in the tool-call request) so the whole chain shares it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+
+from brainframe.guardian import assess
+from brainframe.models import Agent, AgentTask, OriginRegistry
+from brainframe.services.indexing import classify_origin_after_commit
+
+
+class InboundRefusal(Exception):
+    def __init__(self, status: int, code: str, detail: str, field: str | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail, self.field = status, code, detail, field
+
+
+@dataclass(frozen=True)
+class InboundResult:
+    origin: OriginRegistry
+    task: AgentTask | None
+    created: bool
+    blocked: bool
+
+
+def inbound_event_record(*, agent: Agent, event: dict[str, Any]) -> InboundResult:
+    """Register one external event (idempotent on the agent's ``event_id``)."""
+    if agent.type != Agent.Type.EXTERNAL:
+        raise InboundRefusal(403, "external_agents_only", "only Type 3 agents post inbound events")
+    task_spec = event.get("task")
+    assignee: Agent | None = None
+    if task_spec:
+        assignee = Agent.objects.filter(agent_id=task_spec["assign_to"]).first()
+        if assignee is None or assignee.type == Agent.Type.EXTERNAL:
+            raise InboundRefusal(
+                400,
+                "unknown_assignee",
+                "assign_to must name a native or sandboxed agent",
+                field="task.assign_to",
+            )
+
+    with transaction.atomic():
+        # One event id, one origin: serialise concurrent deliveries of the same event.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                [f"inbound:{agent.agent_id}:{event['event_id']}"],
+            )
+        existing = OriginRegistry.objects.filter(
+            registered_by=agent, metadata__event_id=event["event_id"]
+        ).first()
+        if existing is not None:
+            task = AgentTask.objects.filter(o_tag=existing).order_by("created_at").first()
+            blocked = existing.metadata.get("guardian", {}).get("action") == "block"
+            return InboundResult(existing, task, created=False, blocked=blocked)
+
+        text = event.get("text", "")
+        assessment = assess(text, trust=agent.trust_level) if text else None
+        blocked = bool(assessment and assessment.action == "block")
+        metadata = {
+            **event.get("metadata", {}),
+            "event_id": event["event_id"],
+            "event_type": event["event_type"],
+            "platform": event["platform"],
+            "text": text,
+        }
+        if assessment is not None:
+            metadata["guardian"] = assessment.as_dict()
+        origin = OriginRegistry.objects.create(
+            origin_type=event.get("origin_type") or OriginRegistry.OriginType.WEBHOOK,
+            source_ref=event.get("source_ref") or f"{event['platform']}:{event['event_id']}",
+            metadata=metadata,
+            registered_by=agent,
+        )
+        classify_origin_after_commit(origin.id)
+        task = None
+        if task_spec and not blocked:
+            assert assignee is not None
+            payload = dict(task_spec.get("payload") or {})
+            payload.setdefault(
+                "source", {"platform": event["platform"], "event": event["event_id"]}
+            )
+            if text:
+                payload.setdefault("description", text)
+            if assessment is not None and assessment.action == "flag":
+                payload["guardian_flag"] = assessment.as_dict()
+            task = AgentTask.objects.create(
+                agent=assignee,
+                title=task_spec["title"],
+                priority=task_spec.get("priority", 50),
+                payload=payload,
+                o_tag=origin,
+            )
+    _announce(origin, task, assessment.as_dict() if assessment else None)
+    return InboundResult(origin, task, created=True, blocked=blocked)
+
+
+def _announce(
+    origin: OriginRegistry, task: AgentTask | None, assessment: dict[str, Any] | None
+) -> None:
+    from broker.events import publish
+
+    def send() -> None:
+        if assessment is not None:
+            publish("guardian:assessment_complete", {"o_tag": str(origin.id), **assessment})
+            if assessment["action"] != "allow":
+                publish("security:threat_detected", {"o_tag": str(origin.id), **assessment})
+        if task is not None:
+            publish(
+                "task_changed",
+                {"agent_id": task.agent_id, "task_id": str(task.task_id), "status": task.status},
+            )
+
+    transaction.on_commit(send)
