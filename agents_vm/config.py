@@ -20,6 +20,10 @@ Example (``agents_vm/example-config.toml``)::
     journal_key_env = "RABS_JOURNAL_KEY"      # or journal_key_file; 32 bytes, base64
     conversation_max_age_days = 30
 
+    [modes]                                   # Reggie: model per mode (optional)
+    normal = "gpt-4o-mini"
+    super = "gpt-4o"
+
     [loop]
     poll_seconds = 2.0
     approval_wait_seconds = 600
@@ -34,7 +38,7 @@ import base64
 import ipaddress
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +71,8 @@ class Config:
     approval_wait_seconds: float
     max_model_turns: int
     source: Path
+    #: Reggie's modes: model per mode ("normal", "super"); empty = one mode, the full loop.
+    modes: dict[str, str] = field(default_factory=dict)
 
     @property
     def memory_path(self) -> Path:
@@ -143,6 +149,14 @@ def load_config(path: str | Path) -> Config:
     port = _get(control, "port", int, "control.", 8765)
     if not 0 <= port <= 65535:
         raise ConfigError("control.port must be 0–65535")
+    modes = raw.get("modes", {})
+    if not isinstance(modes, dict) or set(modes) - {"normal", "super"}:
+        raise ConfigError("modes: a table with normal and/or super = <model>")
+    for mode, model in modes.items():
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"modes.{mode} must be a model name")
+    if modes and set(modes) != {"normal", "super"}:
+        raise ConfigError("modes: give both normal and super")
     data_dir = Path(_get(raw, "data_dir", str, ""))
     if not data_dir.is_absolute():
         data_dir = (source.parent / data_dir).resolve()
@@ -166,4 +180,5 @@ def load_config(path: str | Path) -> Config:
         approval_wait_seconds=_get(loop, "approval_wait_seconds", float, "loop.", 600.0),
         max_model_turns=_get(loop, "max_model_turns", int, "loop.", 40),
         source=source,
+        modes=dict(modes),
     )

@@ -37,6 +37,7 @@ from typing import Any
 
 from .config import Config
 from .memory import AgentMemory
+from .modes import ModeChoice, select_mode
 from .plan import SAVE_PLAN_SCHEMA, Plan, PlanError, Step, plan_validate
 from .sdk import (
     BrokerClient,
@@ -139,6 +140,8 @@ class CognitiveLoop:
         self.llm = llm
         self.stop = stop
         self.started = time.monotonic()
+        self.mode = "super"
+        self.model = config.llm.model
         self._tools: dict[str, dict[str, Any]] = {}  # function name → broker tool
 
     # --- the outer loop ----------------------------------------------------------------------
@@ -184,9 +187,23 @@ class CognitiveLoop:
 
     def run_task(self, task: dict[str, Any]) -> dict[str, Any]:
         task_id = task["task_id"]
+        payload = task.get("payload") or {}
+        query = payload.get("query") if isinstance(payload, dict) else None
+        if self.config.modes and isinstance(query, str):
+            choice = select_mode(query, channel=str(payload.get("channel", "text")))
+        else:
+            choice = ModeChoice("super", "the full loop")
+        logger.info("task=%s mode=%s (%s)", task_id, choice.mode, choice.reason)
+        self.mode = choice.mode
+        self.model = self.config.modes.get(choice.mode, self.config.llm.model)
+        if choice.mode == "external":
+            self.broker.fail(task_id, f"not for this agent: {choice.reason}")
+            return {"status": "failed", "mode": "external"}
+        self._tools = {self._fn_name(t["tool_id"]): t for t in self.broker.tools()}
+        if choice.mode == "normal":
+            return self._run_normal(task, str(query), choice.reason)
         state = self.memory.task_state(task_id)
         messages = self.memory.messages(task_id)
-        self._tools = {self._fn_name(t["tool_id"]): t for t in self.broker.tools()}
         if state is None or not messages:
             logger.info("phase=ingest task=%s", task_id)
             context = self.broker.context(task_id)
@@ -225,7 +242,7 @@ class CognitiveLoop:
                 raise Drain
             step = self._current_step(plan, done_steps)
             logger.info("phase=decide task=%s step=%s", task_id, step.id if step else "-")
-            reply = self._chat(messages, self._offered(plan, step))
+            reply = self._chat(task_id, messages, self._offered(plan, step))
             self._append(task_id, reply)
             messages.append(reply)
             calls = reply.get("tool_calls") or []
@@ -260,7 +277,64 @@ class CognitiveLoop:
             return self._finish(task_id, task, plan, done_steps, reply.get("content") or "")
         self.broker.fail(task_id, f"gave up after {self.config.max_model_turns} model turns")
         self.memory.task_state_save(task_id, status="failed")
+        self._report_usage(task_id)
         return {"status": "failed"}
+
+    def _run_normal(self, task: dict[str, Any], query: str, why: str) -> dict[str, Any]:
+        """Normal mode: read-only tools and one turn (one round of lookups, then the answer)."""
+        task_id = task["task_id"]
+        logger.info("phase=ingest task=%s normal mode", task_id)
+        context = self.broker.context(task_id)
+        read_only = {n: t for n, t in self._tools.items() if t.get("risk_level") == "read"}
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self._system_prompt(context)},
+            {"role": "user", "content": query},
+        ]
+        logger.info("phase=decide task=%s", task_id)
+        reply = self._chat(task_id, messages, self._function_specs(read_only))
+        messages.append(reply)
+        calls = []
+        for call in reply.get("tool_calls") or []:
+            tool = read_only.get(call["function"]["name"])
+            try:
+                args = json.loads(call["function"].get("arguments") or "{}")
+            except json.JSONDecodeError:
+                args = None
+            if tool is None or not isinstance(args, dict):
+                result: dict[str, Any] = {"status": "error", "detail": "read-only lookups only"}
+            else:
+                logger.info("phase=execute task=%s tool=%s", task_id, tool["tool_id"])
+                reason = str(args.pop("reason", "") or f"look-up for: {query[:200]}")
+                result = self._broker_call(task_id, None, tool["tool_id"], args, reason)
+                calls.append({"tool_id": tool["tool_id"], "status": result["status"]})
+            messages.append(
+                {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
+            )
+        if calls or reply.get("tool_calls"):
+            reply = self._chat(task_id, messages, [])
+        answer = reply.get("content") or ""
+        logger.info("phase=learn task=%s", task_id)
+        result = {"mode": "normal", "why": why, "answer": answer, "calls": calls}
+        self.broker.complete(task_id, result)
+        self.memory.task_state_save(task_id, status="done")
+        self._report_usage(task_id)
+        return result
+
+    def _report_usage(self, task_id: str) -> None:
+        usage = self.memory.usage(task_id)
+        if not usage:
+            return
+        try:
+            self.broker.usage(
+                mode=self.mode,
+                model=usage["model"],
+                prompt_tokens=usage["prompt_tokens"],
+                completion_tokens=usage["completion_tokens"],
+                model_calls=usage["model_calls"],
+                task_id=task_id,
+            )
+        except Exception as exc:  # the cost record is not worth failing the task for
+            logger.warning("usage report failed: %s", exc)
 
     # --- phases ------------------------------------------------------------------------------
 
@@ -310,6 +384,7 @@ class CognitiveLoop:
         }
         self.broker.complete(task_id, result)
         self.memory.task_state_save(task_id, status="done")
+        self._report_usage(task_id)
         self.memory.prune(self.config.conversation_max_age_days)
         logger.info("task %s complete", task_id)
         return result
@@ -474,10 +549,20 @@ class CognitiveLoop:
 
     # --- the model ---------------------------------------------------------------------------
 
-    def _chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        response = self.llm.chat.completions.create(
-            model=self.config.llm.model, messages=messages, tools=tools or None
-        )
+    def _chat(
+        self, task_id: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        if tools:
+            kwargs["tools"] = tools
+        response = self.llm.chat.completions.create(**kwargs)
+        if response.usage is not None:
+            self.memory.usage_add(
+                task_id,
+                model=self.model,
+                prompt=response.usage.prompt_tokens,
+                completion=response.usage.completion_tokens,
+            )
         message = response.choices[0].message
         out: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
         if message.tool_calls:
@@ -497,9 +582,18 @@ class CognitiveLoop:
             {"type": "function", "function": {"name": name, **spec}}
             for name, spec in LOCAL_TOOLS.items()
         ]
-        for name, tool in self._tools.items():
-            if plan is not None and (step is None or tool["tool_id"] not in step.tools):
-                continue
+        offered = {
+            name: tool
+            for name, tool in self._tools.items()
+            if plan is None or (step is not None and tool["tool_id"] in step.tools)
+        }
+        return specs + self._function_specs(offered)
+
+    @staticmethod
+    def _function_specs(tools: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+        """Broker tools as function tools, each with a required ``reason``."""
+        specs = []
+        for name, tool in tools.items():
             schema = dict(tool.get("input_schema") or {"type": "object"})
             schema["properties"] = {**schema.get("properties", {}), "reason": REASON_PROPERTY}
             schema["required"] = [*schema.get("required", []), "reason"]

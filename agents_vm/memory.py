@@ -78,6 +78,10 @@ MIGRATIONS: list[str] = [
         detail TEXT NOT NULL
     );
     """,
+    # 2 → 3: token usage per task survives a restart (cost is reported when the task ends).
+    """
+    ALTER TABLE task_state ADD COLUMN usage TEXT NOT NULL DEFAULT '{}';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 _AAD = b"rabs-agent:self:v1"
@@ -217,6 +221,33 @@ class AgentMemory:
                 time.time(),
             ),
         )
+
+    def usage_add(
+        self, task_id: str, *, model: str, prompt: int, completion: int
+    ) -> dict[str, Any]:
+        """Add one model call's tokens to the task's running total; returns the total."""
+        row = self.db.execute(
+            "SELECT usage FROM task_state WHERE task_id = ?", (task_id,)
+        ).fetchone()
+        usage = json.loads(row[0]) if row else {}
+        usage = {
+            "model": model,
+            "prompt_tokens": usage.get("prompt_tokens", 0) + prompt,
+            "completion_tokens": usage.get("completion_tokens", 0) + completion,
+            "model_calls": usage.get("model_calls", 0) + 1,
+        }
+        if row is None:
+            self.task_state_save(task_id, status="in_progress")
+        self.db.execute(
+            "UPDATE task_state SET usage = ? WHERE task_id = ?", (json.dumps(usage), task_id)
+        )
+        return usage
+
+    def usage(self, task_id: str) -> dict[str, Any]:
+        row = self.db.execute(
+            "SELECT usage FROM task_state WHERE task_id = ?", (task_id,)
+        ).fetchone()
+        return json.loads(row[0]) if row else {}
 
     def call_get(self, key: str) -> dict[str, Any] | None:
         row = self.db.execute(

@@ -325,6 +325,30 @@ class BrokerClient:
         response = self.request("POST", "/api/v1/observations/", payload)
         return dict(self._json(response, ok=(200, 201, 202)))
 
+    def usage(
+        self,
+        *,
+        mode: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        model_calls: int = 1,
+        task_id: str | None = None,
+        query_ref: str = "",
+    ) -> dict[str, Any]:
+        """Report a query's token usage; the control plane prices it."""
+        payload: dict[str, Any] = {
+            "mode": mode,
+            "model": model,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "model_calls": model_calls,
+            "query_ref": query_ref,
+        }
+        if task_id:
+            payload["task_id"] = task_id
+        return dict(self._json(self.request("POST", "/api/v1/usage/", payload), ok=(201,)))
+
     def upload(
         self, filename: str, content: bytes, *, task_id: str | None = None
     ) -> dict[str, Any]:

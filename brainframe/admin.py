@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers  # noqa: F401  (admin.helpers below)
-from django.db.models import Case, FloatField, QuerySet, Value, When
+from django.db.models import Case, Count, FloatField, QuerySet, Sum, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -33,6 +33,8 @@ from brainframe.models import (
     ContextBucketEntry,
     DecayRun,
     Deliverable,
+    LLMUsage,
+    ModelPrice,
     MonitoringLevelChange,
     OriginRegistry,
     PrimeDirective,
@@ -757,3 +759,47 @@ class MonitoringLevelChangeAdmin(ReadOnlyAdmin):
     list_filter = ("rule", "to_level")
     search_fields = ("tool__tool_id", "agent__agent_id", "reason")
     list_select_related = ("tool", "agent", "changed_by")
+
+
+# --- LLM cost ---------------------------------------------------------------------------------
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(admin.ModelAdmin):
+    list_display = ("model", "input_per_million", "output_per_million", "per_minute", "updated_at")
+    search_fields = ("model",)
+
+
+@admin.register(LLMUsage)
+class LLMUsageAdmin(ReadOnlyAdmin):
+    list_display = (
+        "created_at",
+        "agent",
+        "mode",
+        "model",
+        "prompt_tokens",
+        "completion_tokens",
+        "seconds",
+        "cost",
+        "task",
+    )
+    list_filter = ("mode", "agent", "model")
+    search_fields = ("model", "query_ref", "agent__agent_id")
+    list_select_related = ("agent", "task")
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+
+    @admin.display(description="cost (USD)", ordering="cost_usd")
+    def cost(self, obj: LLMUsage) -> str:
+        return "no price" if obj.cost_usd is None else f"{obj.cost_usd:.4f}"
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        response = super().changelist_view(request, extra_context)
+        changelist = getattr(response, "context_data", {}).get("cl")
+        if changelist is not None:
+            totals = changelist.queryset.aggregate(total=Sum("cost_usd"), queries=Count("id"))
+            response.context_data["title"] = (
+                f"LLM usage: {totals['queries']} queries, "
+                f"USD {totals['total'] or 0:.4f} (filtered)"
+            )
+        return response

@@ -54,6 +54,15 @@ AGENTS: list[dict[str, Any]] = [
     },
 ]
 
+#: The price table (USD; list prices at the time of writing: staff keep them current in the
+#: admin). Costs of Reggie's modes and native helpers are computed from it.
+MODEL_PRICES: list[dict[str, Any]] = [
+    {"model": "gpt-4o-mini", "input_per_million": "0.15", "output_per_million": "0.60"},
+    {"model": "gpt-4o", "input_per_million": "2.50", "output_per_million": "10.00"},
+    {"model": "o1", "input_per_million": "15.00", "output_per_million": "60.00"},
+    {"model": "gpt-4o-realtime", "per_minute": "0.06"},
+]
+
 #: RABS user roles that tools may require of the person a task runs for (Django groups).
 ROLES = ["coordinator", "rostering_officer", "finance_officer", "hr_manager", "comms_officer"]
 #: Reviewer groups that decide approvals; senior reviewers take escalations and strict items.

@@ -14,6 +14,7 @@ from .registry import (
     ValidationPolicy,
 )
 from .trust import AlignmentSnapshot, MonitoringLevelChange
+from .usage import LLMUsage, ModelPrice
 from .work import AgentTask, ApprovalRequest, Deliverable
 
 __all__ = [
@@ -30,7 +31,9 @@ __all__ = [
     "ContextBucketDefinition",
     "ContextBucketEntry",
     "DecayRun",
+    "LLMUsage",
     "Deliverable",
+    "ModelPrice",
     "MonitoringLevelChange",
     "OriginRegistry",
     "PrimeDirective",

@@ -30,6 +30,7 @@ from brainframe.models import (
     ConstitutionRule,
     ContextBucketDefinition,
     ContextBucketEntry,
+    ModelPrice,
     PrimeDirective,
     Tool,
     ValidationPolicy,
@@ -63,6 +64,7 @@ def seed_brainframe() -> Counter[str]:
             ConstitutionRule, "code", demo_data.CONSTITUTION
         )
         created["agents"] += _create_missing(Agent, "agent_id", demo_data.AGENTS)
+        created["model_prices"] += _create_missing(ModelPrice, "model", demo_data.MODEL_PRICES)
         created["tools"] += _create_missing(
             Tool, "tool_id", [_tool_defaults(t) for t in demo_data.TOOLS]
         )

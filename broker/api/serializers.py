@@ -193,6 +193,17 @@ class InboundEventSerializer(StrictSerializer):
         return value
 
 
+class UsageSerializer(StrictSerializer):
+    mode = serializers.ChoiceField(choices=["normal", "super", "external", "native"])
+    model = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,119}$")
+    prompt_tokens = serializers.IntegerField(min_value=0, max_value=10**9, default=0)
+    completion_tokens = serializers.IntegerField(min_value=0, max_value=10**9, default=0)
+    seconds = serializers.FloatField(min_value=0, max_value=86400, default=0)
+    model_calls = serializers.IntegerField(min_value=1, max_value=10**6, default=1)
+    task_id = StrictUUIDField(required=False, allow_null=True)
+    query_ref = StrictCharField(max_length=200, required=False, default="", allow_blank=True)
+
+
 class ObservationSerializer(StrictSerializer):
     # Without a bucket, the bucket checker picks one (the observation is queued: 202).
     bucket = serializers.ChoiceField(choices=ContextBucket.choices, required=False)

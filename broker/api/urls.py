@@ -20,6 +20,7 @@ urlpatterns = [
     path("context/", views.ContextView.as_view(), name="context"),
     path("observations/", views.ObservationsView.as_view(), name="observations"),
     path("inbound/events/", views.InboundEventsView.as_view(), name="inbound-events"),
+    path("usage/", views.UsageView.as_view(), name="usage"),
     # Reviewers (session auth)
     path("review/approvals/", review.ApprovalListView.as_view(), name="review-approvals"),
     path(

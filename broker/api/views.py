@@ -22,6 +22,7 @@ from brainframe.services.context import agent_context
 from brainframe.services.deliverables import deliverable_store
 from brainframe.services.inbound import InboundRefusal, inbound_event_record
 from brainframe.services.memory import observation_record
+from brainframe.services.usage import usage_dict, usage_record
 from brainframe.tasks import record_observation_task
 
 from ..errors import BrokerRefusal
@@ -324,3 +325,17 @@ class InboundEventsView(AgentAPIView):
             },
             status=201 if result.created else 200,
         )
+
+
+class UsageView(AgentAPIView):
+    @extend_schema(
+        request=s.UsageSerializer,
+        responses={201: None},
+        summary="Record the tokens a query used; the cost comes from the price table",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.valid(s.UsageSerializer, request.data)
+        task_id = data.pop("task_id", None)
+        task = self.own_task(request, task_id) if task_id else None
+        usage = usage_record(agent=self.agent(request), task=task, **data)
+        return Response(usage_dict(usage), status=201)

@@ -11,6 +11,7 @@ import pytest
 
 from agents_vm.config import ConfigError, load_config
 from agents_vm.memory import MIGRATIONS, SCHEMA_VERSION, AgentMemory, JournalKeyError
+from agents_vm.modes import select_mode
 from agents_vm.plan import PlanError, plan_validate
 
 KEY = os.urandom(32)
@@ -119,7 +120,7 @@ def test_schema_upgrades_itself(tmp_path: Path) -> None:
     old.commit()
     old.close()
     memory = AgentMemory(path, journal_key=KEY)
-    assert memory.version == SCHEMA_VERSION == 2
+    assert memory.version == SCHEMA_VERSION == 3
     assert memory.preferences() == {"tea": "white"}  # kept across the upgrade
     memory.task_state_save("t1", status="in_progress")  # the v2 table exists
     assert memory.task_state("t1") == {"plan": None, "done_steps": [], "status": "in_progress"}
@@ -187,3 +188,36 @@ def test_plan_refusals_list_every_problem() -> None:
     }
     with pytest.raises(PlanError, match="at least one step"):
         plan_validate({"goal": "g", "steps": []}, known_tools=TOOLS)
+
+
+def test_modes_need_both_models(tmp_path: Path, env: None) -> None:
+    path = _config(tmp_path)
+    path.write_text(path.read_text() + '[modes]\nnormal = "gpt-4o-mini"\nsuper = "gpt-4o"\n')
+    assert load_config(path).modes == {"normal": "gpt-4o-mini", "super": "gpt-4o"}
+    path.write_text(_config(tmp_path).read_text() + '[modes]\nnormal = "gpt-4o-mini"\n')
+    with pytest.raises(ConfigError, match="give both normal and super"):
+        load_config(path)
+    path.write_text(_config(tmp_path).read_text() + '[modes]\nturbo = "x"\n')
+    with pytest.raises(ConfigError, match="modes"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("query", "channel", "mode"),
+    [
+        ("When is Tom's next shift?", "text", "normal"),
+        ("Is the Hiace free on Monday morning?", "text", "normal"),
+        ("What is Maria's support coordinator's phone number?", "sms", "normal"),
+        ("Please book the van for Friday's outing", "text", "super"),
+        ("Cancel my Tuesday session", "text", "super"),
+        ("Why were three shifts unfilled last week?", "text", "super"),
+        ("Draft a reply to the carer's complaint", "text", "super"),
+        ("Who is on tomorrow? And who covers Saturday?", "text", "super"),
+        ("Hello, I'd like to ask about Monday", "voice", "external"),
+        ("When is Tom's next shift?", "phone_call", "external"),
+    ],
+)
+def test_mode_selection_flow(query: str, channel: str, mode: str) -> None:
+    choice = select_mode(query, channel=channel)
+    assert choice.mode == mode, choice
+    assert choice.reason

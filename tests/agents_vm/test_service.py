@@ -30,6 +30,8 @@ from brainframe.models import (
     ApprovalRequest,
     ContextBucketEntry,
     Deliverable,
+    LLMUsage,
+    ModelPrice,
     Tool,
     ToolCall,
     ValidationPolicy,
@@ -234,16 +236,22 @@ def _control(port: int, method: str, path: str, body: Any = None, token: str = T
 
 
 @pytest.fixture
-def service(
-    world: dict[str, Any], llm: OpenAICompatibleServer, tmp_path: Path
-) -> Iterator[dict[str, Any]]:
-    config = tmp_path / "agent.toml"
-    config.write_text(
-        f"""
-agent_id = "henry"
-broker_url = "{world["url"]}"
+def start_service(
+    live_server_url: str, llm: OpenAICompatibleServer, tmp_path: Path
+) -> Iterator[Any]:
+    """Start ``python -m agents_vm serve`` for an agent; stopped (and its logs kept) after."""
+    started: list[tuple[subprocess.Popen[bytes], Path, str]] = []
+
+    def start(agent_id: str, secret: str, extra: str = "") -> dict[str, Any]:
+        home = tmp_path / agent_id
+        home.mkdir()
+        config = home / "agent.toml"
+        config.write_text(
+            f"""
+agent_id = "{agent_id}"
+broker_url = "{live_server_url}"
 secret_env = "RABS_AGENT_SECRET"
-data_dir = "{tmp_path / "data"}"
+data_dir = "{home / "data"}"
 [control]
 port = 0
 token_env = "RABS_CONTROL_TOKEN"
@@ -256,43 +264,53 @@ journal_key_env = "RABS_JOURNAL_KEY"
 [loop]
 poll_seconds = 0.3
 approval_wait_seconds = 120
+{extra}
 """
-    )
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "RABS_AGENT_SECRET": world["secret"],
-        "RABS_CONTROL_TOKEN": TOKEN,
-        "RABS_JOURNAL_KEY": base64.b64encode(os.urandom(32)).decode(),
-        "OPENAI_API_KEY": "sk-test",
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    log = tmp_path / "supervisor.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "agents_vm", "serve", "--config", str(config)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=tmp_path,
         )
-    port_file = tmp_path / "data" / "control.port"
-    try:
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "RABS_AGENT_SECRET": secret,
+            "RABS_CONTROL_TOKEN": TOKEN,
+            "RABS_JOURNAL_KEY": base64.b64encode(os.urandom(32)).decode(),
+            "OPENAI_API_KEY": "sk-test",
+        }
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        log = home / "supervisor.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "agents_vm", "serve", "--config", str(config)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=home,
+            )
+        started.append((proc, home, agent_id))
+        port_file = home / "data" / "control.port"
         _wait(port_file.exists, 30, "the control API")
-        yield {"port": int(port_file.read_text()), "proc": proc, "data": tmp_path / "data",
-               "log": log}  # fmt: skip
-    finally:
+        return {"port": int(port_file.read_text()), "proc": proc, "data": home / "data"}
+
+    yield start
+    artifacts = ROOT / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    for proc, home, agent_id in started:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        artifacts = ROOT / "test-artifacts"
-        artifacts.mkdir(exist_ok=True)
-        for name, path in (("supervisor", log), ("worker", tmp_path / "data" / "worker.log")):
+        for name, path in (
+            ("supervisor", home / "supervisor.log"),
+            ("worker", home / "data" / "worker.log"),
+        ):
             if path.exists():
-                (artifacts / f"agent-{name}.log").write_bytes(path.read_bytes())
+                (artifacts / f"agent-{agent_id}-{name}.log").write_bytes(path.read_bytes())
+
+
+@pytest.fixture
+def service(world: dict[str, Any], start_service: Any) -> dict[str, Any]:
+    return dict(start_service("henry", world["secret"]))
 
 
 def test_a_task_from_todo_to_done(
@@ -370,3 +388,78 @@ def test_a_task_from_todo_to_done(
 
     assert _control(port, "POST", "/control/shutdown", {"reason": "test over"}).status_code == 202
     assert service["proc"].wait(timeout=60) == 0
+
+
+def reggie_script(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    last = messages[-1]
+    if last["role"] == "tool":
+        return {"content": "Tom's next shift is Monday 9 am to 3 pm."}
+    if "next shift" in last["content"]:
+        return {
+            "tool_calls": [
+                {
+                    "name": "roster_shift_read",
+                    "arguments": {
+                        "date_from": "2026-03-02",
+                        "date_to": "2026-03-08",
+                        "reason": "the caller asked when Tom works next",
+                    },
+                }
+            ]
+        }
+    return {"content": "I can book that once a coordinator confirms the passenger list."}
+
+
+def test_reggie_modes_and_their_cost(
+    live_server_url: str, start_service: Any, llm: OpenAICompatibleServer
+) -> None:
+    seed_brainframe()
+    Tool.objects.filter(tool_id="roster.shift.read").update(execution_mode="auto")
+    AgentTask.objects.filter(agent_id="reggie").delete()
+    lookup = f.AgentTaskFactory(
+        agent_id="reggie", title="Front desk", priority=90,
+        payload={"query": "When is Tom's next shift?", "channel": "sms"},
+    )  # fmt: skip
+    write = f.AgentTaskFactory(
+        agent_id="reggie", title="Front desk", priority=80,
+        payload={"query": "Please book the van for Friday's outing", "channel": "text"},
+    )  # fmt: skip
+    voice = f.AgentTaskFactory(
+        agent_id="reggie", title="Front desk", priority=70,
+        payload={"query": "Hello?", "channel": "voice"},
+    )  # fmt: skip
+    llm.chat_script = reggie_script
+    secret = agent_credential_issue(agent=Agent.objects.get(agent_id="reggie"))
+    start_service("reggie", secret, '[modes]\nnormal = "gpt-4o-mini"\nsuper = "gpt-4o"\n')
+
+    def finished() -> bool:
+        statuses = set(AgentTask.objects.filter(agent_id="reggie").values_list("status", flat=True))
+        return statuses <= {"done", "failed"}
+
+    _wait(finished, 120, "Reggie's three queries")
+    assert not llm.errors
+    for task in (lookup, write, voice):
+        task.refresh_from_db()
+    # Normal: the cheap model, read-only tools only, one turn (a lookup, then the answer).
+    assert lookup.status == "done" and lookup.result["mode"] == "normal"
+    assert lookup.result["answer"].startswith("Tom's next shift")
+    assert lookup.result["calls"] == [{"tool_id": "roster.shift.read", "status": "executed"}]
+    mini = [body for path, body in llm.requests if body.get("model") == "gpt-4o-mini"]
+    assert len(mini) == 2
+    offered = {t["function"]["name"] for t in mini[0]["tools"]}
+    assert "roster_shift_read" in offered and "transport_vehicle_book" not in offered
+    # Super: the capable model with every tool and the plan tool.
+    assert write.status == "done"
+    big = [body for path, body in llm.requests if body.get("model") == "gpt-4o"]
+    assert big and "save_plan" in {t["function"]["name"] for t in big[0]["tools"]}
+    # Voice is External Reggie's, not this VM's.
+    assert voice.status == "failed" and "External Reggie" in voice.failure_reason
+    # Cost per query from the token usage and the price table, visible in the admin.
+    usage = {u.task_id: u for u in LLMUsage.objects.filter(agent_id="reggie")}
+    assert set(usage) == {lookup.task_id, write.task_id}
+    normal = usage[lookup.task_id]
+    assert (normal.mode, normal.model, normal.model_calls) == ("normal", "gpt-4o-mini", 2)
+    price = ModelPrice.objects.get(pk="gpt-4o-mini")
+    assert normal.cost_usd == price.cost(normal.prompt_tokens, normal.completion_tokens, 0)
+    assert normal.cost_usd > 0
+    assert usage[write.task_id].mode == "super" and usage[write.task_id].model == "gpt-4o"
