@@ -796,7 +796,7 @@ class LLMUsageAdmin(ReadOnlyAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
         changelist = getattr(response, "context_data", {}).get("cl")
-        if changelist is not None:
+        if isinstance(response, TemplateResponse) and changelist is not None:
             totals = changelist.queryset.aggregate(total=Sum("cost_usd"), queries=Count("id"))
             response.context_data["title"] = (
                 f"LLM usage: {totals['queries']} queries, "
