@@ -797,9 +797,11 @@ class LLMUsageAdmin(ReadOnlyAdmin):
         response = super().changelist_view(request, extra_context)
         changelist = getattr(response, "context_data", {}).get("cl")
         if isinstance(response, TemplateResponse) and changelist is not None:
+            assert response.context_data is not None
             totals = changelist.queryset.aggregate(total=Sum("cost_usd"), queries=Count("id"))
             response.context_data["title"] = (
-                f"LLM usage: {totals['queries']} queries, "
+                f"LLM usage: {totals['queries']} "
+                f"{'query' if totals['queries'] == 1 else 'queries'}, "
                 f"USD {totals['total'] or 0:.4f} (filtered)"
             )
         return response

@@ -47,6 +47,9 @@ def populated(seeded: None) -> None:
         reason=call.r_tag, entity_type="roster.shift", entity_id="SH-1", relationship="created"
     )
     AgentCredential.objects.create(agent=agent, secret_encrypted="x", fingerprint="abc")
+    from brainframe.services.usage import usage_record
+
+    usage_record(agent=agent, mode="normal", model="gpt-4o-mini", prompt_tokens=900)
     Deliverable.objects.create(
         agent=agent,
         file="outbox/henry/x.pdf",
@@ -281,3 +284,17 @@ def test_origin_chain_view_shows_every_decision(admin_client: Client, populated:
     detail = admin_client.get(_url(ToolCall, "change", call.pk)).content.decode()
     assert url in detail
     assert ReasonLog.objects.filter(o_tag=call.o_tag).count() == 2
+
+
+def test_llm_usage_shows_cost_and_totals(admin_client: Client, seeded: None) -> None:
+    from brainframe.services.usage import usage_record
+
+    reggie = Agent.objects.get(agent_id="reggie")
+    usage_record(agent=reggie, mode="normal", model="gpt-4o-mini", prompt_tokens=1_000_000)
+    usage_record(agent=reggie, mode="super", model="gpt-4o", completion_tokens=100_000)
+    usage_record(agent=reggie, mode="super", model="unpriced-model", prompt_tokens=5)
+    page = admin_client.get("/admin/brainframe/llmusage/").content.decode()
+    assert "0.1500" in page and "1.0000" in page and "no price" in page
+    assert "3 queries, USD 1.1500" in page
+    normal_only = admin_client.get("/admin/brainframe/llmusage/", {"mode__exact": "normal"})
+    assert "1 query, USD 0.1500" in normal_only.content.decode()
