@@ -33,7 +33,7 @@ def register(name: str) -> Callable[[ToolFunction], ToolFunction]:
 
 
 def run(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID, timeout: float) -> Any:
-    from . import demo  # noqa: F401  (registers the demo business's callables)
+    from . import demo, native  # noqa: F401  (register the demo's and the native callables)
 
     name = tool.handler_config.get("callable", "")
     fn = FUNCTIONS.get(name)

@@ -241,6 +241,12 @@ RABS_EMBEDDING_BASE_URL = env.str("RABS_EMBEDDING_BASE_URL", default="")
 RABS_EMBEDDING_API_KEY = env.str("RABS_EMBEDDING_API_KEY", default="")
 RABS_EMBEDDING_MODEL = env.str("RABS_EMBEDDING_MODEL", default="text-embedding-3-small")
 RABS_EMBEDDING_BATCH_SIZE = env.int("RABS_EMBEDDING_BATCH_SIZE", default=32)
+# The LLM endpoint of the Type 1 native helpers (triage, classification, summaries): any
+# OpenAI-compatible server. Unset: native calls fail closed with a clear error.
+RABS_LLM_BASE_URL = env.str("RABS_LLM_BASE_URL", default="")
+RABS_LLM_API_KEY = env.str("RABS_LLM_API_KEY", default="")
+RABS_NATIVE_MODEL = env.str("RABS_NATIVE_MODEL", default="gpt-4o-mini")
+RABS_LLM_TIMEOUT_SECONDS = env.float("RABS_LLM_TIMEOUT_SECONDS", default=30.0)
 # Queue embedding and bucket classification (Celery) when rows commit. The periodic sweep
 # catches anything a failed enqueue left behind.
 RABS_INDEX_ON_COMMIT = env.bool("RABS_INDEX_ON_COMMIT", default=True)
