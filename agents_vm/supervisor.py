@@ -18,11 +18,13 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import Future
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -32,6 +34,19 @@ from .memory import AgentMemory
 logger = logging.getLogger("agents_vm.supervisor")
 
 DRAIN_SECONDS = 60.0
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child: if the supervisor dies (even by SIGKILL), the worker gets SIGTERM."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:  # not Linux: the supervisor's shutdown still stops the worker
+        pass
+
+
 MAX_BACKOFF = 30.0
 STABLE_SECONDS = 60.0
 
@@ -49,6 +64,7 @@ class Supervisor:
         self.stopping = threading.Event()
         self.expected_exit = False
         self.httpd: ThreadingHTTPServer | None = None
+        self.commands: queue.Queue[tuple[str, bool, Future[dict[str, Any]]]] = queue.Queue()
 
     # --- the worker --------------------------------------------------------------------------
 
@@ -64,6 +80,7 @@ class Supervisor:
                 [sys.executable, "-m", "agents_vm", "worker", "--config", str(self.config.source)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
             )
             log.close()
             self.worker_started = time.monotonic()
@@ -100,6 +117,16 @@ class Supervisor:
         return detail
 
     def restart(self, *, reason: str, force: bool) -> dict[str, Any]:
+        """Ask the watcher thread to restart the worker; wait for the result.
+
+        Workers are only ever started by long-lived threads (the main thread, the watcher): the
+        kernel's parent-death signal follows the *thread* that forked the child.
+        """
+        done: Future[dict[str, Any]] = Future()
+        self.commands.put((reason, force, done))
+        return done.result()
+
+    def _restart_now(self, *, reason: str, force: bool) -> dict[str, Any]:
         stopped = self.stop_worker(force=force, why=f"restart: {reason}")
         with self.lock:
             self.restarts += 1
@@ -113,7 +140,16 @@ class Supervisor:
     def watch(self) -> None:
         """Restart a worker that died on its own, with backoff."""
         while not self.stopping.is_set():
-            time.sleep(0.2)
+            try:
+                reason, force, done = self.commands.get(timeout=0.2)
+            except queue.Empty:
+                pass
+            else:
+                try:
+                    done.set_result(self._restart_now(reason=reason, force=force))
+                except Exception as exc:
+                    done.set_exception(exc)
+                continue
             with self.lock:
                 worker, expected = self.worker, self.expected_exit
             if worker is None or expected or worker.poll() is None:

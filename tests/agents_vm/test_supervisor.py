@@ -81,7 +81,7 @@ poll_seconds = 0.2
         yield {"url": f"http://127.0.0.1:{port_file.read_text()}", "proc": proc, "dir": tmp_path}
     finally:
         if proc.poll() is None:
-            proc.kill()
+            proc.kill()  # the worker is told to stop when its supervisor dies
             proc.wait()
 
 
@@ -146,3 +146,19 @@ def test_restart_drains_or_forces_and_death_is_recovered(supervisor: dict[str, A
     ]
     assert events[0] == "supervisor_started" and events[-1] == "supervisor_stopped"
     assert events.count("worker_started") == 4 and "worker_died" in events
+
+
+def test_worker_stops_when_the_supervisor_is_killed(supervisor: dict[str, Any]) -> None:
+    pid = _get(supervisor, "/healthz").json()["worker"]["pid"]
+    supervisor["proc"].kill()
+    supervisor["proc"].wait()
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        return state == "Z"  # exited, waiting to be reaped by init
+
+    _wait(gone, 30, "the orphaned worker to stop")

@@ -1,0 +1,165 @@
+"""Benchmark: the in-process decision, ours beside the Agent Governance Toolkit's ``govern()``.
+
+    .venv/bin/python bench/pipeline.py [--iterations 20000]
+
+**Ours**: Henry asks for ``transport.vehicle.book`` (3 passengers, a free-text purpose). The
+call's context is loaded once from the database (tool, governing V-Pol, directive and
+constitution predicates); each iteration then runs every stage from tool resolution to the
+gate (allowlist, permission tier, JSON Schema validation of the arguments, Guardian threat scan
+of the free text, prime-directive predicates, V-Pol rules, constitution, the gate) on a fresh
+context: no I/O.
+
+**AGT**: ``agentmesh.governance.govern`` (``agent-governance-toolkit-core``, installed into
+``var/bench/agt-venv`` on first use, never into the project's environment) wrapping a no-op
+tool with an equivalent policy (the agent's tool allowlist, "more than 8 passengers needs
+approval", default deny) and its audit on, called with the same action and arguments, in a
+subprocess of the same run.
+
+Prints p50/p99 per decision for both and the ratio (ours / AGT).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
+
+AGT_VENV = ROOT / "var" / "bench" / "agt-venv"
+AGT_PACKAGE = "agent-governance-toolkit-core==5.0.0"
+ARGS = {
+    "vehicle_id": "hiace-2",
+    "driver_id": "ST-031",
+    "start": "2026-03-02T09:00:00+10:00",
+    "end": "2026-03-02T15:00:00+10:00",
+    "purpose": "Community outing to the museum for the Tuesday group; wheelchair access needed.",
+    "passengers": 3,
+}
+
+AGT_SCRIPT = r"""
+import json, statistics, sys, time, warnings
+warnings.simplefilter("ignore")
+from agentmesh.governance import Policy, govern
+
+policy = Policy.model_validate({
+    "name": "scheduling_write",
+    "agents": ["henry"],
+    "default_action": "deny",
+    "rules": [
+        {"name": "large-outing", "condition": "args.passengers > 8",
+         "action": "require_approval", "priority": 20},
+        {"name": "allowlist", "condition":
+         "action.type in ['roster.shift.read', 'roster.shift.create', 'transport.vehicle.book']",
+         "action": "allow", "priority": 10},
+    ],
+})
+
+def book(action, args):
+    return {"booked": True}
+
+governed = govern(book, policy=policy, agent_id="henry", audit=True)
+args = json.loads(sys.argv[2])
+n = int(sys.argv[1])
+for _ in range(2000):
+    governed(action={"type": "transport.vehicle.book"}, args=args)
+times = []
+for _ in range(n):
+    t = time.perf_counter_ns()
+    governed(action={"type": "transport.vehicle.book"}, args=args)
+    times.append((time.perf_counter_ns() - t) / 1000)
+times.sort()
+print(json.dumps({"p50": statistics.median(times), "p99": times[int(0.99 * (len(times) - 1))]}))
+"""
+
+
+def _agt(iterations: int) -> dict[str, float]:
+    python = AGT_VENV / "bin" / "python"
+    if not python.exists():
+        print(f"installing {AGT_PACKAGE} into {AGT_VENV} (benchmark only)")
+        subprocess.run([sys.executable, "-m", "venv", str(AGT_VENV)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             AGT_PACKAGE],
+            check=True,
+        )  # fmt: skip
+    done = subprocess.run(
+        [str(python), "-c", AGT_SCRIPT, str(iterations), json.dumps(ARGS)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _ours(iterations: int) -> tuple[dict[str, float], str]:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from brainframe.models import Agent
+    from brainframe.services.seed import seed_brainframe
+    from broker.pipeline.context import CallContext, CallRequest
+    from broker.pipeline.stages import decide
+    from broker.services.calls import prepare
+
+    call_command("migrate", verbosity=0)
+    seed_brainframe()
+    agent = Agent.objects.get(agent_id="henry")
+    request = CallRequest(
+        tool_id="transport.vehicle.book", arguments=ARGS, reason="book the van for the outing"
+    )
+    template = prepare(agent=agent, request=request)
+
+    def once() -> str:
+        ctx = CallContext(
+            call_id=uuid.uuid4(),
+            agent=agent,
+            request=request,
+            tool=template.tool,
+            vpol=template.vpol,
+            directives=template.directives,
+            constitution=template.constitution,
+            requester_roles=template.requester_roles,
+            local_hour=template.local_hour,
+        )
+        return str(decide(ctx).outcome)
+
+    outcome = ""
+    for _ in range(2000):
+        outcome = once()
+    times = []
+    for _ in range(iterations):
+        t = time.perf_counter_ns()
+        once()
+        times.append((time.perf_counter_ns() - t) / 1000)
+    times.sort()
+    return {"p50": statistics.median(times), "p99": times[int(0.99 * (len(times) - 1))]}, outcome
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iterations", type=int, default=20_000)
+    args = parser.parse_args()
+    ours, outcome = _ours(args.iterations)
+    agt = _agt(args.iterations)
+    print(f"decision for henry -> transport.vehicle.book: {outcome}")
+    print(f"ours (all stages, no I/O): p50 {ours['p50']:.1f} us, p99 {ours['p99']:.1f} us")
+    print(f"AGT govern() with audit:   p50 {agt['p50']:.1f} us, p99 {agt['p99']:.1f} us")
+    print(
+        f"ratio ours/AGT: p50 {ours['p50'] / agt['p50']:.2f}, p99 {ours['p99'] / agt['p99']:.2f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
