@@ -155,9 +155,7 @@ def main() -> int:
     print(f"decision for henry -> transport.vehicle.book: {outcome}")
     print(f"ours (all stages, no I/O): p50 {ours['p50']:.1f} us, p99 {ours['p99']:.1f} us")
     print(f"AGT govern() with audit:   p50 {agt['p50']:.1f} us, p99 {agt['p99']:.1f} us")
-    print(
-        f"ratio ours/AGT: p50 {ours['p50'] / agt['p50']:.2f}, p99 {ours['p99'] / agt['p99']:.2f}"
-    )
+    print(f"ratio ours/AGT: p50 {ours['p50'] / agt['p50']:.2f}, p99 {ours['p99'] / agt['p99']:.2f}")
     return 0
 
 

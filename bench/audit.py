@@ -1,0 +1,243 @@
+"""Benchmark: hash-chained audit appends under concurrency, and ``verify_audit`` over N rows.
+
+    .venv/bin/python bench/audit.py [--writers 8] [--seconds 10] [--verify-rows 1000000]
+
+Runs in a database of its own (``rabs_bench_audit`` on the same server, migrated at start and
+dropped at the end: audit rows can never be deleted, so they are not written into yours).
+
+- **appends**: ``writers`` threads, each with its own connection, record decisions through the
+  real write path (``broker.audit.record_decision``: origin, reason, edges and the chained
+  tool-call row, the agent's chain locked for the next ``seq``, the board event), (a) all on one
+  agent's chain, (b) one chain per writer. The call is prepared once and embedding-after-commit
+  is off: what is timed is the audit write. Prints chained rows/s.
+- **verify**: writes ``verify-rows`` correctly chained rows for one agent with binary COPY
+  (hashes computed as the broker computes them), then times ``verify_chain`` over them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import os
+import sys
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
+BENCH_DB = "rabs_bench_audit"
+
+
+def _use_bench_db() -> None:
+    from django.db import connection, connections
+
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.autocommit = True
+    raw.execute(f"DROP DATABASE IF EXISTS {BENCH_DB}")
+    raw.execute(f"CREATE DATABASE {BENCH_DB}")
+    # Threads each take their own pooled connection to the bench database.
+    connections.databases["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": 20}
+    _switch(BENCH_DB)
+
+
+def _switch(name: str) -> None:
+    """Point the default alias at database ``name`` (its pool too, which outlives connections)."""
+    from django.db import connection, connections
+
+    connections.close_all()
+    connection.close_pool()
+    connections.databases["default"]["NAME"] = name
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_database()")
+        assert cursor.fetchone()[0] == name, "still connected to another database"
+
+
+def _drop_bench_db(name: str) -> None:
+    _switch(name)
+    from django.db import connection
+
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.autocommit = True
+    raw.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+
+
+def _appends(writers: int, seconds: float, *, one_chain: bool) -> float:
+    from django.db import connection
+
+    from brainframe.models import Agent
+    from broker.audit import record_decision
+    from broker.pipeline.context import CallRequest, Outcome, Verdict
+    from broker.services.calls import prepare
+
+    agents = [
+        Agent.objects.get_or_create(
+            agent_id=f"bench-{'one' if one_chain else i}",
+            defaults={"name": "bench", "type": Agent.Type.SANDBOXED},
+        )[0]
+        for i in range(1 if one_chain else writers)
+    ]
+    request = CallRequest(
+        tool_id="roster.shift.read",
+        arguments={"date_from": "2026-03-02", "date_to": "2026-03-02"},
+        reason="benchmark",
+    )
+    verdict = Verdict(Outcome.DENY, "bench", "benchmark denial")
+    # The call is prepared once per agent (policy lookups are not the audit's cost).
+    templates = {a.agent_id: prepare(agent=a, request=request) for a in agents}
+    stop = time.monotonic() + seconds
+    counts = [0] * writers
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        agent = agents[0 if one_chain else n]
+        try:
+            while time.monotonic() < stop:
+                ctx = copy.copy(templates[agent.agent_id])
+                ctx.call_id, ctx.findings = uuid.uuid4(), []
+                record_decision(ctx, verdict)
+                counts[n] += 1
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return sum(counts) / (time.monotonic() - started)
+
+
+def _verify(rows: int) -> tuple[float, float]:
+    from django.db import connection
+    from psycopg.types.json import Jsonb
+
+    from brainframe.models import Agent, OriginRegistry, ReasonLog, ToolCall
+    from broker.audit import GENESIS_HASH, compute_row_hash, verify_chain
+
+    agent = Agent.objects.create(agent_id="bench-verify", name="bench", type="type_2_sandboxed")
+    origin = OriginRegistry.objects.create(origin_type="manual", source_ref="bench")
+    reason = ReasonLog.objects.create(
+        o_tag=origin, chain_id=uuid.uuid4(), agent=agent, thought="benchmark"
+    )
+    fields = [f for f in ToolCall._meta.concrete_fields if f.attname != "alignment_rating"]
+    columns = [f.column for f in fields]
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    template: dict[str, Any] = {
+        "agent_id": agent.agent_id,
+        "requested_tool_id": "roster.shift.read",
+        "tool_id": "roster.shift.read",
+        "task_id": None,
+        "r_tag_id": reason.id,
+        "o_tag_id": origin.id,
+        "vpol_id": None,
+        "input": {"date_from": "2026-03-02", "date_to": "2026-03-02"},
+        "decision": "denied",
+        "decision_code": "bench",
+        "decision_detail": "benchmark denial",
+        "decision_errors": [],
+        "threat_assessment": {},
+        "idempotency_key": "",
+        "request_hash": "",
+        "executed_arguments": None,
+        "outbound_findings": [],
+        "output": None,
+        "outcome": "not_run",
+        "error": "",
+        "duration_ms": None,
+        "executed_at": None,
+        "alignment_reasons": [],
+        "outcome_hash": "",
+    }
+    json_columns = {
+        "input", "decision_errors", "threat_assessment", "executed_arguments",
+        "outbound_findings", "output", "alignment_reasons",
+    }  # fmt: skip
+    started = time.perf_counter()
+    prev = GENESIS_HASH
+    raw = connection.connection
+    with (
+        raw.cursor() as cursor,
+        cursor.copy(f"COPY tool_calls ({', '.join(columns)}) FROM STDIN") as copy,
+    ):
+        for seq in range(1, rows + 1):
+            values = dict(template)
+            values.update(
+                id=uuid.UUID(bytes=hashlib.md5(str(seq).encode()).digest()),
+                seq=seq,
+                prev_hash=prev,
+                timestamp=base + timedelta(microseconds=seq),
+            )
+            values["row_hash"] = prev = compute_row_hash(values)
+            copy.write_row(
+                [
+                    Jsonb(values[f.attname])
+                    if f.attname in json_columns and values[f.attname] is not None
+                    else values[f.attname]
+                    for f in fields
+                ]
+            )
+    written = time.perf_counter() - started
+    started = time.perf_counter()
+    problem = verify_chain(agent.agent_id)
+    elapsed = time.perf_counter() - started
+    if problem is not None:
+        raise SystemExit(f"verify found a break in generated data: {problem}")
+    return written, elapsed
+
+
+def main() -> int:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--verify-rows", type=int, default=1_000_000)
+    args = parser.parse_args()
+
+    original = settings.DATABASES["default"]["NAME"]
+    # Measure the audit write, not the embedding queue behind it.
+    settings.RABS_INDEX_ON_COMMIT = False
+    _use_bench_db()
+    try:
+        started = time.perf_counter()
+        call_command("migrate", verbosity=0)
+        from brainframe.services.seed import seed_brainframe
+
+        seed_brainframe()
+        print(f"bench database migrated and seeded in {time.perf_counter() - started:.1f} s")
+        for one_chain in (True, False):
+            rate = _appends(args.writers, args.seconds, one_chain=one_chain)
+            where = "one chain" if one_chain else f"{args.writers} chains"
+            print(f"appends, {args.writers} writers, {where}: {rate:,.0f} chained rows/s")
+        if args.verify_rows:
+            written, elapsed = _verify(args.verify_rows)
+            print(f"generated {args.verify_rows:,} chained rows in {written:.1f} s")
+            print(
+                f"verify_chain over {args.verify_rows:,} rows: {elapsed:.1f} s "
+                f"({args.verify_rows / elapsed:,.0f} rows/s)"
+            )
+    finally:
+        _drop_bench_db(original)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
