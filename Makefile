@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: install run test lint typecheck stop status clean
+.PHONY: install run run-multi test lint typecheck stop status clean
 
 $(STAMP): requirements/base.txt requirements/dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ $(CHROMIUM):
 
 run: install
 	$(PY) -m rabs.devstack
+
+# Two web processes behind one port, two Celery workers, one beat.
+run-multi: install
+	RABS_WEB_PROCESSES=2 RABS_WORKER_PROCESSES=2 $(PY) -m rabs.devstack
 
 # pytest exits 5 when it collected no tests; that is not a failure of the suite.
 test: install $(CHROMIUM)

@@ -3,12 +3,18 @@
 Takes a lease on the embedded services (unless DATABASE_URL / REDIS_URL are set), migrates,
 loads the demo data, makes sure an admin exists and prints its login, then runs daphne, a Celery
 worker and Celery beat. Ctrl-C (or any of them dying) stops everything this started.
+
+``make run-multi`` (``RABS_WEB_PROCESSES=2 RABS_WORKER_PROCESSES=2``) runs several daphne
+processes behind one port (the launcher binds the socket and every daphne accepts on it, so the
+kernel spreads connections between them) and several Celery workers, with one beat: the local
+picture of a multi-process deployment.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -45,18 +51,37 @@ def main() -> int:
     bin_dir = Path(sys.executable).parent
     var = BASE_DIR / "var"
     var.mkdir(exist_ok=True)
-    commands = {
-        "web": [str(bin_dir / "daphne"), "-b", host, "-p", port, "rabs.asgi:application"],
-        "worker": [
+    web_processes = int(env.get("RABS_WEB_PROCESSES", "1"))
+    worker_processes = int(env.get("RABS_WORKER_PROCESSES", "1"))
+    pass_fds: tuple[int, ...] = ()
+    commands: dict[str, list[str]] = {}
+    if web_processes == 1:
+        commands["web"] = [str(bin_dir / "daphne"), "-b", host, "-p", port, "rabs.asgi:application"]
+    else:
+        listener = socket.create_server((host, int(port)), backlog=1024)
+        listener.set_inheritable(True)
+        pass_fds = (listener.fileno(),)
+        for n in range(1, web_processes + 1):
+            commands[f"web{n}"] = [
+                str(bin_dir / "daphne"),
+                "--fd",
+                str(listener.fileno()),
+                "rabs.asgi:application",
+            ]
+    for n in range(1, worker_processes + 1):
+        commands["worker" if worker_processes == 1 else f"worker{n}"] = [
             str(bin_dir / "celery"),
             "-A",
             "rabs",
             "worker",
+            "-n",
+            f"worker{n}@%h",
             "-l",
             "info",
             "--concurrency",
             env.get("RABS_WORKER_CONCURRENCY", "2"),
-        ],
+        ]
+    commands |= {
         "beat": [
             str(bin_dir / "celery"),
             "-A",
@@ -79,9 +104,12 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     for name, argv in commands.items():
         # Own process group: the terminal's Ctrl-C reaches only us, and we stop them in order.
-        children[name] = subprocess.Popen(argv, cwd=BASE_DIR, env=env, start_new_session=True)
+        children[name] = subprocess.Popen(
+            argv, cwd=BASE_DIR, env=env, start_new_session=True, pass_fds=pass_fds
+        )
     print(
-        f"\nRABS Brainframe is up: http://{host}:{port}/admin/  (Ctrl-C stops everything)\n",
+        f"\nRABS Brainframe is up: http://{host}:{port}/admin/  ({web_processes} web, "
+        f"{worker_processes} worker process(es), beat; Ctrl-C stops everything)\n",
         flush=True,
     )
 
@@ -103,7 +131,7 @@ def main() -> int:
             child.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             child.kill()
-    print("Stopped web, worker and beat.", flush=True)
+    print(f"Stopped {', '.join(children)}.", flush=True)
     return exit_code  # the embedded servers stop as this process releases its lease
 
 

@@ -85,6 +85,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    "rabs.middleware.ProcessHeaderMiddleware",
 ]
 
 ROOT_URLCONF = "rabs.urls"
@@ -250,6 +251,8 @@ RABS_LLM_TIMEOUT_SECONDS = env.float("RABS_LLM_TIMEOUT_SECONDS", default=30.0)
 # Queue embedding and bucket classification (Celery) when rows commit. The periodic sweep
 # catches anything a failed enqueue left behind.
 RABS_INDEX_ON_COMMIT = env.bool("RABS_INDEX_ON_COMMIT", default=True)
+# Answer with X-RABS-Process: <pid> (the multi-process checks; off in a deployment).
+RABS_PROCESS_HEADER = env.bool("RABS_PROCESS_HEADER", default=False)
 # Observations whose current_score fell below this stop surfacing to agents (not deleted).
 RABS_MIN_SURFACING_SCORE = env.float("RABS_MIN_SURFACING_SCORE", default=0.05)
 # File where `manage.py ensure_admin` keeps the generated admin login for `make run` to print.

@@ -24,7 +24,8 @@ CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN}:channels"  # 
 # A worker started by a test consumes this run's queue only.
 CELERY_TASK_DEFAULT_QUEUE = f"rabs-test-{_RUN}"
 # Celery tasks run in-process in tests (the Celery worker itself is exercised by its own tests).
-CELERY_TASK_ALWAYS_EAGER = True
+# (The multi-process test starts real workers: RABS_CELERY_EAGER=false in its stack.)
+CELERY_TASK_ALWAYS_EAGER = os.environ.get("RABS_CELERY_EAGER", "true") != "false"
 CELERY_TASK_EAGER_PROPAGATES = True
 # With eager Celery, indexing on commit would load the embedding model inside every request of
 # the suite; the indexing tests turn it on where they exercise it.

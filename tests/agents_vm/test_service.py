@@ -170,7 +170,7 @@ def world(live_server_url: str) -> dict[str, Any]:
     Tool.objects.filter(
         tool_id__in=["transport.vehicle.availability", "comms.notification.push"]
     ).update(execution_mode="auto")
-    Tool.objects.filter(tool_id="transport.vehicle.book").update(execution_mode="approval")
+    Tool.objects.filter(tool_id="transport.vehicle.book").update(execution_mode="review")
     Tool.objects.filter(tool_id="comms.sms.send").update(execution_mode="auto")
     policy = ValidationPolicy.objects.get(name="external_comms")
     policy.rules = [

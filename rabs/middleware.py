@@ -1,0 +1,27 @@
+"""``X-RABS-Process: <pid>`` on every response, when ``RABS_PROCESS_HEADER`` is on.
+
+For the multi-process checks (``make run-multi`` and its test): which web process answered.
+Off by default: a deployment has no reason to tell clients its process ids.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.exceptions import MiddlewareNotUsed
+from django.http import HttpRequest, HttpResponse
+
+
+class ProcessHeaderMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        if not settings.RABS_PROCESS_HEADER:
+            raise MiddlewareNotUsed
+        self.get_response = get_response
+        self.pid = str(os.getpid())
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response["X-RABS-Process"] = self.pid
+        return response

@@ -1,0 +1,263 @@
+"""``make run-multi`` on the test database: two daphne processes behind one port, two Celery
+workers, beat. Decisions from both web processes keep one intact hash chain; approvals decided
+through either process run exactly once (counted by a real HTTP receiver the tool calls); a
+board connected to one process sees calls answered by the other."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group
+
+from brainframe.models import Agent, ApprovalRequest, ToolCall
+from brainframe.services.credentials import agent_credential_issue
+from broker.audit import verify_chain
+from tests import factories as f
+from tests.signing import signed_request
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+ROOT = Path(__file__).resolve().parents[2]
+READ = {"date_from": "2026-03-02", "date_to": "2026-03-02"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def receiver() -> Iterator[dict[str, Any]]:
+    """The outside system the approved tool posts to; counts deliveries per call id."""
+    deliveries: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with lock:
+                deliveries[self.headers["X-RABS-Call-Id"]] += 1
+            body = json.dumps({"delivered": True}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield {"url": f"http://127.0.0.1:{server.server_address[1]}/notify", "counts": deliveries}
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def stack(transactional_db: None, tmp_path: Path) -> Iterator[str]:
+    db = settings.DATABASES["default"]
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
+        "DATABASE_URL": f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+        "REDIS_URL": settings.REDIS.cache,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_DEBUG": "true",
+        "RABS_PORT": str(port),
+        "RABS_WEB_PROCESSES": "2",
+        "RABS_WORKER_PROCESSES": "2",
+        "RABS_WORKER_CONCURRENCY": "2",
+        "RABS_CELERY_EAGER": "false",
+        "RABS_PROCESS_HEADER": "true",
+        "RABS_ADMIN_CREDENTIALS_FILE": str(tmp_path / "admin.json"),
+    }
+    log = tmp_path / "stack.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rabs.devstack"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/api/schema/", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the stack did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        time.sleep(2)  # the workers join the queue
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        (ROOT / "test-artifacts").mkdir(exist_ok=True)
+        (ROOT / "test-artifacts" / "multiprocess-stack.log").write_bytes(log.read_bytes())
+
+
+def _reviewer(url: str, username: str) -> httpx.Client:
+    client = httpx.Client(base_url=url, timeout=30)
+    client.get("/admin/login/")
+    client.post(
+        "/admin/login/",
+        data={
+            "username": username,
+            "password": "pw-for-tests-1",
+            "csrfmiddlewaretoken": client.cookies["csrftoken"],
+            "next": "/admin/",
+        },
+    )
+    return client
+
+
+def test_decisions_and_approvals_across_processes(stack: str, receiver: dict[str, Any]) -> None:
+    secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry"))
+    reviewers = Group.objects.get(name="reviewers")
+    for name in ("alice", "bob"):
+        user = f.UserFactory(username=name, is_staff=True)
+        user.set_password("pw-for-tests-1")
+        user.save()
+        user.groups.add(reviewers)
+    f.ToolFactory(
+        tool_id="test.multi.notify",
+        risk_level="write",
+        execution_mode="review",
+        agent_access=["henry"],
+        handler_type="api",
+        handler_config={"method": "POST", "url": receiver["url"], "timeout_s": 5},
+        input_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
+    )
+    from brainframe.models import Tool
+
+    Tool.objects.filter(tool_id="roster.shift.read").update(execution_mode="auto")
+
+    def call(tool_id: str, arguments: dict[str, Any]) -> httpx.Response:
+        return signed_request(
+            stack,
+            "henry",
+            secret,
+            "POST",
+            "/api/v1/tool-calls/",
+            {"tool_id": tool_id, "reason": "multi-process check", "arguments": arguments},
+        )
+
+    # Decisions from both web processes, concurrently: one intact chain.
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: call("roster.shift.read", READ), range(40)))
+    assert [a.status_code for a in answers] == [200] * 40
+    assert len({a.headers["X-RABS-Process"] for a in answers}) == 2, "one process answered all"
+    assert verify_chain("henry") is None
+
+    # Approvals: two reviewers approve each call at once, through whichever process answers;
+    # the workers run each approved call exactly once.
+    pending = [call("test.multi.notify", {"n": n}) for n in range(10)]
+    assert {p.status_code for p in pending} == {202}
+    alice, bob = _reviewer(stack, "alice"), _reviewer(stack, "bob")
+
+    def approve(client: httpx.Client, approval_id: str) -> int:
+        return client.post(
+            f"/api/v1/review/approvals/{approval_id}/approve/",
+            json={"reason": "ok"},
+            headers={"X-CSRFToken": client.cookies["csrftoken"]},
+        ).status_code
+
+    ids = [p.json()["approval_id"] for p in pending]
+    with ThreadPoolExecutor(4) as pool:
+        codes = list(pool.map(lambda a: approve(*a), [(c, i) for i in ids for c in (alice, bob)]))
+    assert codes.count(200) == 10, codes  # one decision per approval, the other refused
+    call_ids = [p.json()["call_id"] for p in pending]
+
+    def all_ran() -> bool:
+        return all(
+            ToolCall.objects.get(pk=c).outcome == ToolCall.Outcome.SUCCEEDED for c in call_ids
+        )
+
+    deadline = time.monotonic() + 60
+    while not all_ran():
+        assert time.monotonic() < deadline, "approved calls did not all run"
+        time.sleep(0.3)
+    time.sleep(1)  # a duplicate execution, if any, would arrive now
+    assert {c: receiver["counts"][c] for c in call_ids} == dict.fromkeys(call_ids, 1)
+    assert sum(receiver["counts"].values()) == 10
+    assert set(ApprovalRequest.objects.filter(pk__in=ids).values_list("status", flat=True)) == {
+        "approved"
+    }
+    assert verify_chain("henry") is None
+
+
+def test_live_updates_cross_processes(stack: str) -> None:
+    """A board connected (websocket) to one web process shows calls the other one answered."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry"))
+    from brainframe.models import Tool
+
+    Tool.objects.filter(tool_id="roster.shift.read").update(execution_mode="auto")
+    user = f.UserFactory(username="carol", is_staff=True)
+    user.set_password("pw-for-tests-1")
+    user.save()
+    user.groups.add(Group.objects.get(name="reviewers"))
+    session = _reviewer(stack, "carol")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context()
+        context.add_cookies(
+            [
+                {"name": name, "value": value, "url": stack}
+                for name, value in session.cookies.items()
+            ]
+        )
+        page = context.new_page()
+        page.goto(f"{stack}/board/?agent=henry")
+        page.wait_for_selector("#live-state[data-ok='1']", timeout=15000)
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(
+                pool.map(
+                    lambda _: signed_request(
+                        stack,
+                        "henry",
+                        secret,
+                        "POST",
+                        "/api/v1/tool-calls/",
+                        {"tool_id": "roster.shift.read", "reason": "live", "arguments": READ},
+                    ),
+                    range(24),
+                )
+            )
+        assert len({a.headers["X-RABS-Process"] for a in answers}) == 2
+        for answer in answers:
+            page.locator(f"#action-log #call-{answer.json()['call_id']}").first.wait_for(
+                timeout=5000
+            )
+        browser.close()
