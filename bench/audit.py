@@ -52,7 +52,7 @@ def _switch(name: str) -> None:
     from django.db import connection, connections
 
     connections.close_all()
-    connection.close_pool()
+    connection.close_pool()  # type: ignore[attr-defined]  # the PostgreSQL backend has it
     connections.databases["default"]["NAME"] = name
     connection.ensure_connection()
     with connection.cursor() as cursor:
