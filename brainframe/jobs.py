@@ -13,9 +13,17 @@ from django.utils import timezone
 
 
 def _expire_approvals(day: date) -> Any:
-    from broker.services.approvals import approvals_expire, approvals_recover
+    from broker.services.approvals import (
+        approvals_expire,
+        approvals_recover,
+        calls_interrupted_seal,
+    )
 
-    return {"expired": approvals_expire(), "re-enqueued": approvals_recover()}
+    return {
+        "expired": approvals_expire(),
+        "re-enqueued": approvals_recover(),
+        "interrupted": calls_interrupted_seal(),
+    }
 
 
 def _alignment(day: date) -> Any:

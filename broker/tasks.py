@@ -32,6 +32,6 @@ def notify_approval(approval_id: str, event: str) -> dict[str, Any]:
 
 @shared_task
 def expire_approvals() -> list[str]:
-    from .services.approvals import approvals_expire, approvals_recover
+    from .services.approvals import approvals_expire, approvals_recover, calls_interrupted_seal
 
-    return approvals_expire() + approvals_recover()
+    return approvals_expire() + approvals_recover() + calls_interrupted_seal()

@@ -32,7 +32,7 @@ class HandlerTimeout(Exception):
     pass
 
 
-def _timeout(tool: Tool) -> float:
+def handler_timeout(tool: Tool) -> float:
     return float(tool.handler_config.get("timeout_s") or settings.RABS_HANDLER_TIMEOUT_SECONDS)
 
 
@@ -48,7 +48,9 @@ def run_handler(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID) ->
     started = time.monotonic()
     try:
         runner = runners[tool.handler_type]
-        output = runner(tool=tool, arguments=arguments, call_id=call_id, timeout=_timeout(tool))
+        output = runner(
+            tool=tool, arguments=arguments, call_id=call_id, timeout=handler_timeout(tool)
+        )
     except HandlerTimeout as exc:
         return HandlerResult(
             ToolCall.Outcome.TIMED_OUT, None, str(exc) or "timed out", _elapsed(started)

@@ -282,9 +282,10 @@ def approved_call_execute(*, approval_id: Any) -> str:
     if approval.status not in (Status.APPROVED, Status.MODIFIED) or approval.tool_call is None:
         return "not_approved"
     call = approval.tool_call
-    # The claim: only one caller moves the outcome from not_run to pending.
+    # The claim: only one caller moves the outcome from not_run to pending; executed_at marks
+    # when it started until the outcome overwrites it (see calls_interrupted_seal).
     claimed = ToolCall.objects.filter(pk=call.pk, outcome=ToolCall.Outcome.NOT_RUN).update(
-        outcome=ToolCall.Outcome.PENDING
+        outcome=ToolCall.Outcome.PENDING, executed_at=timezone.now()
     )
     if not claimed:
         return "already_claimed"
@@ -362,3 +363,46 @@ def approvals_recover(*, now: Any = None, grace: timedelta = timedelta(minutes=1
     for approval_id in ids:
         _enqueue_execution(approval_id)
     return ids
+
+
+INTERRUPTED = (
+    "interrupted: the process running it was lost before it reported back; it may or may not "
+    "have taken effect, and it is not run again (at most once)"
+)
+
+
+def calls_interrupted_seal(
+    *, now: Any = None, grace: timedelta = timedelta(minutes=2)
+) -> list[str]:
+    """Seal calls that started but never reported back (a worker or web process killed mid-run).
+
+    A call is running while its outcome is ``pending``; it started when it was decided (an
+    auto-executed call) or claimed (an approved one, ``executed_at``). Once it has been running
+    longer than its handler's timeout plus ``grace``, nothing can still be working on it: its
+    outcome becomes ``failed`` with the reason, written only if it is still ``pending`` (a late
+    result and this seal cannot both land). It is never re-run: nothing is executed twice.
+    """
+    from django.db.models.functions import Coalesce
+
+    from ..handlers import handler_timeout
+
+    now = now or timezone.now()
+    candidates = (
+        ToolCall.objects.filter(outcome=ToolCall.Outcome.PENDING)
+        .annotate(started=Coalesce("executed_at", "timestamp"))
+        .filter(started__lte=now - grace)
+        .select_related("tool")
+    )
+    sealed = []
+    for call in candidates:
+        limit = timedelta(seconds=handler_timeout(call.tool) if call.tool else 0) + grace
+        if call.started > now - limit:
+            continue
+        if record_outcome(
+            call, outcome=ToolCall.Outcome.FAILED, output=None, error=INTERRUPTED, duration_ms=0
+        ):
+            sealed.append(str(call.pk))
+            from ..events import publish_tool_call
+
+            publish_tool_call(call)
+    return sealed
