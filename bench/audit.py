@@ -34,42 +34,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
 BENCH_DB = "rabs_bench_audit"
 
 
-def _use_bench_db() -> None:
-    from django.db import connection, connections
-
-    connection.ensure_connection()
-    raw = connection.connection
-    raw.autocommit = True
-    raw.execute(f"DROP DATABASE IF EXISTS {BENCH_DB}")
-    raw.execute(f"CREATE DATABASE {BENCH_DB}")
-    # Threads each take their own pooled connection to the bench database.
-    connections.databases["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": 20}
-    _switch(BENCH_DB)
-
-
-def _switch(name: str) -> None:
-    """Point the default alias at database ``name`` (its pool too, which outlives connections)."""
-    from django.db import connection, connections
-
-    connections.close_all()
-    connection.close_pool()  # type: ignore[attr-defined]  # the PostgreSQL backend has it
-    connections.databases["default"]["NAME"] = name
-    connection.ensure_connection()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_database()")
-        assert cursor.fetchone()[0] == name, "still connected to another database"
-
-
-def _drop_bench_db(name: str) -> None:
-    _switch(name)
-    from django.db import connection
-
-    connection.ensure_connection()
-    raw = connection.connection
-    raw.autocommit = True
-    raw.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-
-
 def _appends(writers: int, seconds: float, *, one_chain: bool) -> float:
     from django.db import connection
 
@@ -204,7 +168,8 @@ def main() -> int:
 
     django.setup()
     from django.conf import settings
-    from django.core.management import call_command
+
+    from bench._db import throwaway_database
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--writers", type=int, default=8)
@@ -212,16 +177,10 @@ def main() -> int:
     parser.add_argument("--verify-rows", type=int, default=1_000_000)
     args = parser.parse_args()
 
-    original = settings.DATABASES["default"]["NAME"]
     # Measure the audit write, not the embedding queue behind it.
     settings.RABS_INDEX_ON_COMMIT = False
-    _use_bench_db()
-    try:
-        started = time.perf_counter()
-        call_command("migrate", verbosity=0)
-        from brainframe.services.seed import seed_brainframe
-
-        seed_brainframe()
+    started = time.perf_counter()
+    with throwaway_database(BENCH_DB):
         print(f"bench database migrated and seeded in {time.perf_counter() - started:.1f} s")
         for one_chain in (True, False):
             rate = _appends(args.writers, args.seconds, one_chain=one_chain)
@@ -234,8 +193,6 @@ def main() -> int:
                 f"verify_chain over {args.verify_rows:,} rows: {elapsed:.1f} s "
                 f"({args.verify_rows / elapsed:,.0f} rows/s)"
             )
-    finally:
-        _drop_bench_db(original)
     return 0
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks and drills: commands that print figures (see the README)."""

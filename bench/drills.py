@@ -1,0 +1,321 @@
+"""Fault drills: processes killed in the middle of a call; afterwards nothing lost, nothing twice.
+
+    .venv/bin/python bench/drills.py [--runs 20] [--drill worker|web|all]
+
+Runs in a throwaway database (``rabs_drills``). The tool under test posts to a real local HTTP
+receiver that counts deliveries per call (``X-RABS-Call-Id``) and takes 1.5 s to answer, so the
+kill always lands while the call is executing.
+
+- **worker**: a call is approved; a real Celery worker (``-P solo``) claims and runs it; when the
+  receiver has the request, the worker is killed with SIGKILL and a new one started. Then the
+  minute job's recovery runs (as it will once the handler's time is up).
+- **web**: a daphne process executes an auto call inline; when the receiver has the request,
+  daphne is killed with SIGKILL and restarted. The agent retries with the same Idempotency-Key
+  (as the SDK does) and must get the recorded answer, not a second execution.
+
+Each run counts: deliveries to the receiver for the call (more than one = duplicated), whether
+the call ends with a recorded outcome (none = lost), and approvals decided more than once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
+DB = "rabs_drills"
+QUEUE = "rabs-drills"
+SLOW_SECONDS = 1.5
+
+
+class Receiver:
+    def __init__(self) -> None:
+        self.arrived: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver.lock:
+                    receiver.arrived[self.headers["X-RABS-Call-Id"]] += 1
+                time.sleep(SLOW_SECONDS)
+                body = json.dumps({"delivered": True}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    pass  # the caller was killed meanwhile
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/deliver"
+
+    def wait_for(self, call_id: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while self.arrived[call_id] == 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"call {call_id} never reached the receiver")
+            time.sleep(0.02)
+
+
+def _env() -> dict[str, str]:
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "rabs.settings.base",
+        "DATABASE_URL": f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+        "REDIS_URL": settings.REDIS.cache,
+        "RABS_INDEX_ON_COMMIT": "false",
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+    }
+
+
+def _spawn(argv: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _worker() -> subprocess.Popen[bytes]:
+    bin_dir = Path(sys.executable).parent
+    return _spawn([str(bin_dir / "celery"), "-A", "rabs", "worker", "-P", "solo", "-Q", QUEUE,
+                   "-l", "warning"])  # fmt: skip
+
+
+def _finished(call_id: str) -> bool:
+    from brainframe.models import ToolCall
+
+    return ToolCall.objects.get(pk=call_id).outcome not in ("not_run", "pending")
+
+
+def _recover() -> dict[str, Any]:
+    """What the minute job does, once the interrupted call's handler time is up."""
+    from django.utils import timezone
+
+    from broker.services.approvals import approvals_recover, calls_interrupted_seal
+
+    later = timezone.now() + timedelta(minutes=3)
+    return {
+        "re-enqueued": approvals_recover(now=later),
+        "sealed": calls_interrupted_seal(now=later),
+    }
+
+
+def _tool(receiver: Receiver, mode: str) -> None:
+    from brainframe.models import Tool
+
+    Tool.objects.update_or_create(
+        tool_id=f"drill.deliver.{mode}",
+        defaults={
+            "description": "Deliver a message to the drill's receiver",
+            "category": "comms",
+            "risk_level": "write",
+            "context_bucket": "comms_staff",
+            "data_class": "logistics",
+            "handler_type": "api",
+            "handler_config": {"method": "POST", "url": receiver.url, "timeout_s": 10},
+            "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            "agent_access": ["henry"],
+            "execution_mode": mode,
+            "validation_mode": "monitor",
+        },
+    )
+
+
+def drill_worker(runs: int, receiver: Receiver) -> dict[str, int]:
+    from django.contrib.auth.models import Group, User
+
+    from brainframe.models import Agent, ApprovalRequest, ToolCall
+    from broker.audit import record_decision
+    from broker.pipeline.context import CallRequest, Outcome, Verdict
+    from broker.services.approvals import approval_decide
+    from broker.services.calls import prepare
+
+    _tool(receiver, "review")
+    reviewer, _ = User.objects.get_or_create(username="drill-reviewer")
+    reviewer.groups.add(Group.objects.get(name="reviewers"))
+    agent = Agent.objects.get(agent_id="henry")
+    worker = _worker()
+    totals: Counter[str] = Counter()
+    try:
+        for n in range(runs):
+            ctx = prepare(
+                agent=agent,
+                request=CallRequest(
+                    tool_id="drill.deliver.review", arguments={"n": n}, reason="drill"
+                ),
+            )
+            recorded = record_decision(
+                ctx, Verdict(Outcome.PENDING, "drill", approval_kind="pre_execution")
+            )
+            assert recorded.approval is not None
+            call_id = str(recorded.call.pk)
+            approval_decide(approval_id=recorded.approval.pk, reviewer=reviewer, action="approve")
+            receiver.wait_for(call_id)
+            _kill(worker)  # mid-execution
+            worker = _worker()
+            _recover()
+            deadline = time.monotonic() + 30
+            while not _finished(call_id) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)
+            call = ToolCall.objects.get(pk=call_id)
+            totals["runs"] += 1
+            totals["delivered once"] += receiver.arrived[call_id] == 1
+            totals["duplicated"] += receiver.arrived[call_id] > 1
+            totals["lost"] += call.outcome in ("not_run", "pending")
+            totals[f"outcome {call.outcome}"] += 1
+            decisions = ApprovalRequest.objects.filter(pk=recorded.approval.pk).values_list(
+                "status", flat=True
+            )
+            totals["approvals decided once"] += list(decisions) == ["approved"]
+    finally:
+        _kill(worker)
+    return dict(totals)
+
+
+def drill_web(runs: int, receiver: Receiver) -> dict[str, int]:
+    import httpx
+
+    from agents_vm.sdk import BrokerClient
+    from brainframe.models import Agent, ToolCall
+    from brainframe.services.credentials import agent_credential_issue
+
+    _tool(receiver, "auto")
+    secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    bin_dir = Path(sys.executable).parent
+
+    def daphne() -> subprocess.Popen[bytes]:
+        process = _spawn([str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(port),
+                          "rabs.asgi:application"])  # fmt: skip
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{url}/api/schema/", timeout=1)
+                return process
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("daphne did not start") from None
+                time.sleep(0.2)
+
+    server = daphne()
+    totals: Counter[str] = Counter()
+    try:
+        for n in range(runs):
+            key = str(uuid.uuid4())
+            answers: list[Any] = []
+
+            def send(n: int, key: str, retries: int = 0) -> Any:
+                with BrokerClient(url, agent_id="henry", secret=secret, retries=retries) as sdk:
+                    return sdk.call_tool(
+                        "drill.deliver.auto", {"n": n}, reason="drill", idempotency_key=key
+                    )
+
+            def first(n: int, key: str, answers: list[Any]) -> None:
+                try:
+                    answers.append(send(n, key))
+                except httpx.HTTPError as exc:
+                    answers.append(exc)
+
+            thread = threading.Thread(target=first, args=(n, key, answers))
+            thread.start()
+            call_id = None
+            deadline = time.monotonic() + 30
+            while call_id is None and time.monotonic() < deadline:
+                row = ToolCall.objects.filter(idempotency_key=key).values_list("pk", flat=True)
+                call_id = str(row[0]) if row else None
+                time.sleep(0.02)
+            assert call_id is not None, "the call was never recorded"
+            receiver.wait_for(call_id)
+            _kill(server)  # mid-request, the handler running inline
+            thread.join()
+            server = daphne()
+            _recover()
+            retry = send(n, key, retries=4)  # the SDK's retry: same key
+            time.sleep(0.3)
+            call = ToolCall.objects.get(pk=call_id)
+            totals["runs"] += 1
+            totals["first answer lost with the process"] += isinstance(answers[0], Exception)
+            totals["retry got the sealed outcome"] += getattr(retry, "outcome", "") == call.outcome
+            totals["delivered once"] += receiver.arrived[call_id] == 1
+            totals["duplicated"] += receiver.arrived[call_id] > 1
+            totals["lost"] += call.outcome in ("not_run", "pending")
+            totals[f"outcome {call.outcome}"] += 1
+            totals["extra calls recorded"] += (
+                ToolCall.objects.filter(idempotency_key=key).count() - 1
+            )
+    finally:
+        _kill(server)
+    return dict(totals)
+
+
+def main() -> int:
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from bench._db import throwaway_database
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--drill", choices=["worker", "web", "all"], default="all")
+    args = parser.parse_args()
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.CELERY_TASK_DEFAULT_QUEUE = QUEUE
+    from rabs.celery import app
+
+    app.conf.task_default_queue = QUEUE
+    receiver = Receiver()
+    with throwaway_database(DB):
+        for name, drill in (("worker", drill_worker), ("web", drill_web)):
+            if args.drill in (name, "all"):
+                started = time.monotonic()
+                result = drill(args.runs, receiver)
+                print(f"drill {name} ({time.monotonic() - started:.0f} s): {json.dumps(result)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
