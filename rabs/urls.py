@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
@@ -18,3 +19,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
+
+if settings.RABS_BENCH_ENDPOINTS:  # bench/broker_load.py only
+    from rabs.bench_views import bare_insert
+
+    urlpatterns.append(path("bench/insert/", bare_insert))

@@ -251,6 +251,8 @@ RABS_LLM_TIMEOUT_SECONDS = env.float("RABS_LLM_TIMEOUT_SECONDS", default=30.0)
 # Queue embedding and bucket classification (Celery) when rows commit. The periodic sweep
 # catches anything a failed enqueue left behind.
 RABS_INDEX_ON_COMMIT = env.bool("RABS_INDEX_ON_COMMIT", default=True)
+# A bare one-INSERT endpoint at /bench/insert/ for bench/broker_load.py (never in a deployment).
+RABS_BENCH_ENDPOINTS = env.bool("RABS_BENCH_ENDPOINTS", default=False)
 # Answer with X-RABS-Process: <pid> (the multi-process checks; off in a deployment).
 RABS_PROCESS_HEADER = env.bool("RABS_PROCESS_HEADER", default=False)
 # Observations whose current_score fell below this stop surfacing to agents (not deleted).

@@ -1,0 +1,254 @@
+"""Benchmark: signed agents over HTTP against the running stack (two daphne processes).
+
+    .venv/bin/python bench/broker_load.py [--web 2] [--concurrency 32] [--seconds 15]
+                                          [--rate 100] [--open-seconds 20]
+
+Starts ``python -m rabs.devstack`` on a throwaway database (``rabs_load``) with ``--web`` daphne
+processes behind one port, the rate limit lifted and DEBUG off; 8 agents (credentials issued
+here) call ``roster.shift.read`` (auto: the whole pipeline, the hash-chained audit write and the
+handler) with RABS-HMAC signatures.
+
+(a) Closed loop at saturation: ``--concurrency`` clients for ``--seconds``; decisions/s and
+    errors; then the bare endpoint of the same stack (``/bench/insert/``: one ORM INSERT) the
+    same way, and the ratio.
+(b) Open loop: requests offered at ``--rate``/s for ``--open-seconds`` (each sent at its
+    scheduled time whatever the others do); latency p50/p99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
+DB = "rabs_load"
+AGENTS = [f"load-{n}" for n in range(8)]
+PAYLOAD = json.dumps(
+    {
+        "tool_id": "roster.shift.read",
+        "reason": "load test",
+        "arguments": {"date_from": "2026-03-02", "date_to": "2026-03-02"},
+    }
+).encode()
+
+
+def _signed(agent_id: str, secret: str) -> dict[str, str]:
+    from agents_vm.signing import sign
+
+    ts, nonce = str(int(time.time())), secrets.token_hex(16)
+    sig = sign(secret.encode(), "POST", "/api/v1/tool-calls/", ts, nonce, PAYLOAD)
+    return {
+        "Authorization": f"RABS-HMAC agent={agent_id},ts={ts},nonce={nonce},sig={sig}",
+        "Content-Type": "application/json",
+    }
+
+
+def _percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+async def _closed(url: str, secrets_by_agent: dict[str, str], *, bare: bool, clients: int,
+                  seconds: float) -> dict[str, Any]:  # fmt: skip
+    import httpx
+
+    codes: dict[int, int] = {}
+    errors = 0
+    stop = time.monotonic() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+
+        async def one_client(n: int) -> None:
+            nonlocal errors
+            agent = AGENTS[n % len(AGENTS)]
+            while time.monotonic() < stop:
+                try:
+                    if bare:
+                        response = await client.post("/bench/insert/")
+                    else:
+                        response = await client.post(
+                            "/api/v1/tool-calls/",
+                            content=PAYLOAD,
+                            headers=_signed(agent, secrets_by_agent[agent]),
+                        )
+                    codes[response.status_code] = codes.get(response.status_code, 0) + 1
+                except httpx.HTTPError:
+                    errors += 1
+
+        started = time.monotonic()
+        await asyncio.gather(*(one_client(n) for n in range(clients)))
+        elapsed = time.monotonic() - started
+    ok = codes.get(200, 0)
+    total = sum(codes.values()) + errors
+    return {
+        "per_second": ok / elapsed,
+        "codes": codes,
+        "transport_errors": errors,
+        "5xx_share": sum(v for k, v in codes.items() if k >= 500) / max(1, total),
+    }
+
+
+async def _open(url: str, secrets_by_agent: dict[str, str], *, rate: float,
+                seconds: float) -> dict[str, Any]:  # fmt: skip
+    import httpx
+
+    latencies: list[float] = []
+    codes: dict[int, int] = {}
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+
+        async def one(n: int, at: float) -> None:
+            await asyncio.sleep(max(0.0, at - time.monotonic()))
+            agent = AGENTS[n % len(AGENTS)]
+            sent = time.monotonic()
+            response = await client.post(
+                "/api/v1/tool-calls/",
+                content=PAYLOAD,
+                headers=_signed(agent, secrets_by_agent[agent]),
+            )
+            latencies.append((time.monotonic() - sent) * 1000)
+            codes[response.status_code] = codes.get(response.status_code, 0) + 1
+
+        start = time.monotonic() + 0.5
+        count = int(rate * seconds)
+        await asyncio.gather(*(one(n, start + n / rate) for n in range(count)))
+    return {
+        "offered": count,
+        "p50_ms": statistics.median(latencies),
+        "p99_ms": _percentile(latencies, 99),
+        "codes": codes,
+    }
+
+
+def main() -> int:
+    import django
+
+    django.setup()
+    import httpx
+    from django.conf import settings
+
+    from bench._db import throwaway_database
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--web", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--rate", type=float, default=100)
+    parser.add_argument("--open-seconds", type=float, default=20)
+    args = parser.parse_args()
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    with throwaway_database(DB):
+        from brainframe.models import Agent, Tool
+        from brainframe.services.credentials import agent_credential_issue
+
+        Tool.objects.filter(tool_id="roster.shift.read").update(
+            execution_mode="auto", agent_access=AGENTS
+        )
+        secrets_by_agent = {}
+        for agent_id in AGENTS:
+            agent, _ = Agent.objects.get_or_create(
+                agent_id=agent_id, defaults={"name": agent_id, "type": "type_2_sandboxed"}
+            )
+            secrets_by_agent[agent_id] = agent_credential_issue(agent=agent)
+        db = settings.DATABASES["default"]
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "rabs.settings.base",
+            "DATABASE_URL": f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+            "REDIS_URL": settings.REDIS.cache,
+            "DJANGO_DEBUG": "false",
+            "DJANGO_SECRET_KEY": settings.SECRET_KEY,  # agent secrets are encrypted with it
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "RABS_PORT": str(port),
+            "RABS_WEB_PROCESSES": str(args.web),
+            "RABS_WORKER_PROCESSES": "1",
+            "RABS_AGENT_RATE": "10000000/min",
+            "RABS_INDEX_ON_COMMIT": "false",
+            "RABS_BENCH_ENDPOINTS": "true",
+            "RABS_ADMIN_CREDENTIALS_FILE": str(ROOT / "var" / "bench" / "load-admin.json"),
+            "LOG_LEVEL": "WARNING",
+        }
+        log = ROOT / "var" / "bench" / "broker_load.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "wb") as out:
+            stack = subprocess.Popen(
+                [sys.executable, "-m", "rabs.devstack"],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if httpx.post(f"{url}/bench/insert/", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if stack.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"the stack did not start; see {log}")
+                time.sleep(0.5)
+            print(f"stack up: {args.web} daphne process(es) on one port")
+            # Warm every process's connections and caches.
+            asyncio.run(_closed(url, secrets_by_agent, bare=False, clients=8, seconds=3))
+            decisions = asyncio.run(
+                _closed(
+                    url,
+                    secrets_by_agent,
+                    bare=False,
+                    clients=args.concurrency,
+                    seconds=args.seconds,
+                )  # fmt: skip
+            )
+            bare = asyncio.run(
+                _closed(
+                    url, secrets_by_agent, bare=True, clients=args.concurrency, seconds=args.seconds
+                )  # fmt: skip
+            )
+            opened = asyncio.run(
+                _open(url, secrets_by_agent, rate=args.rate, seconds=args.open_seconds)
+            )
+        finally:
+            stack.send_signal(signal.SIGTERM)
+            try:
+                stack.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(stack.pid, signal.SIGKILL)
+    print(
+        f"(a) closed loop, {args.concurrency} clients, {args.seconds:g} s: "
+        f"{decisions['per_second']:.0f} decisions/s (codes {decisions['codes']}, "
+        f"transport errors {decisions['transport_errors']}, "
+        f"5xx {decisions['5xx_share']:.2%}); bare INSERT endpoint {bare['per_second']:.0f} req/s; "
+        f"ratio {decisions['per_second'] / bare['per_second']:.2f}"
+    )
+    print(
+        f"(b) open loop at {args.rate:g}/s offered for {args.open_seconds:g} s "
+        f"({opened['offered']} requests, codes {opened['codes']}): "
+        f"p50 {opened['p50_ms']:.1f} ms, p99 {opened['p99_ms']:.1f} ms"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
