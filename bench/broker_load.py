@@ -219,12 +219,12 @@ def main() -> int:
                     bare=False,
                     clients=args.concurrency,
                     seconds=args.seconds,
-                )  # fmt: skip
+                )
             )
             bare = asyncio.run(
                 _closed(
                     url, secrets_by_agent, bare=True, clients=args.concurrency, seconds=args.seconds
-                )  # fmt: skip
+                )
             )
             opened = asyncio.run(
                 _open(url, secrets_by_agent, rate=args.rate, seconds=args.open_seconds)

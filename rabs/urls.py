@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.urls import include, path, re_path
+from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -18,7 +20,21 @@ urlpatterns = [
     path("api/v1/", include("broker.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Any other address under /api/ answers a JSON 404, like every API error (also in DEBUG).
+    re_path(r"^api/", lambda request: api_not_found(request, Http404())),
 ]
+
+
+def api_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Under /api/, an unknown address answers JSON like every other API error."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"code": "not_found", "detail": f"no such endpoint: {request.path}"}, status=404
+        )
+    return page_not_found(request, exception)
+
+
+handler404 = api_not_found
 
 if settings.RABS_BENCH_ENDPOINTS:  # bench/broker_load.py only
     from rabs.bench_views import bare_insert

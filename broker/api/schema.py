@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 
 
 class AgentSignatureScheme(OpenApiAuthenticationExtension):
@@ -22,3 +22,65 @@ class AgentSignatureScheme(OpenApiAuthenticationExtension):
                 "sha256_hex(body)."
             ),
         }
+
+
+# The answers every agent endpoint can give besides its own: documented once, for all of them.
+ERROR_RESPONSES = {
+    "400": "Malformed request (code and field name the problem)",
+    "401": "Missing or invalid RABS-HMAC signature",
+    "403": "Not allowed for this agent",
+    "404": "No such thing of this agent's",
+    "405": "Method not allowed",
+    "406": "Not acceptable",
+    "409": "Conflict with the current state",
+    "413": "Body too large",
+    "415": "Unsupported media type",
+    "429": "Rate limit (Retry-After)",
+    "503": "A dependency (audit store, queue) is unavailable: nothing was done",
+}
+ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string"},
+        "detail": {"type": "string"},
+        "field": {"type": "string"},
+        "errors": {"type": "array", "items": {"type": "object"}},
+    },
+    "required": ["code"],
+}
+
+
+def document_errors(result: dict[str, Any], generator: Any, request: Any, public: Any) -> Any:
+    """drf-spectacular postprocessing hook: every operation documents the error answers (with
+    the error body) and a JSON body for success answers that had none described."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault("BrokerError", ERROR_SCHEMA)
+    ref = {"$ref": "#/components/schemas/BrokerError"}
+    for path, operations in result.get("paths", {}).items():
+        if not path.startswith("/api/v1/"):
+            continue
+        for operation in operations.values():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            responses = operation["responses"]
+            for code, description in ERROR_RESPONSES.items():
+                responses.setdefault(
+                    code,
+                    {"description": description, "content": {"application/json": {"schema": ref}}},
+                )
+            for code, response in responses.items():
+                if code.startswith("2") and "content" not in response:
+                    response["content"] = {"application/json": {"schema": {"type": "object"}}}
+    return result
+
+
+class StrictSerializerSchema(OpenApiSerializerExtension):
+    """Strict request bodies say so: no properties beyond the documented ones."""
+
+    target_class = "broker.api.serializers.StrictSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> Any:
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        schema["additionalProperties"] = False
+        return schema

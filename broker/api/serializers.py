@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from brainframe.choices import ContextBucket
@@ -217,3 +218,11 @@ class ObservationSerializer(StrictSerializer):
 class DeliverableUploadSerializer(StrictSerializer):
     file = serializers.FileField()
     task_id = serializers.UUIDField(required=False, allow_null=True)  # multipart: always text
+
+
+#: A tool-call request refused: an audited answer, or an error before any call was recorded.
+CALL_REFUSAL = PolymorphicProxySerializer(
+    component_name="ToolCallRefusal",
+    serializers=[ToolCallAnswerSerializer, ErrorSerializer],
+    resource_type_field_name=None,
+)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers as drf_serializers
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -40,6 +43,26 @@ class AgentAPIView(APIView):
     permission_classes = [IsAuthenticated]
     throttle_classes = [AgentRateThrottle]
     max_body_bytes = settings.RABS_MAX_BODY_BYTES
+    #: Query parameters this endpoint reads; any other is refused, naming it.
+    query_parameters: frozenset[str] = frozenset()
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        unknown = sorted(set(request.query_params) - self.query_parameters)
+        if unknown:
+            raise BrokerRefusal(400, "invalid_request", "unknown query parameter", field=unknown[0])
+
+    @staticmethod
+    def uuid_param(request: Request, name: str) -> uuid.UUID | None:
+        value = request.query_params.get(name)
+        if not value:
+            return None
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            raise BrokerRefusal(
+                400, "invalid_request", f"{name} must be a UUID", field=name
+            ) from None
 
     def agent(self, request: Request) -> Agent:
         agent = request.auth
@@ -76,9 +99,11 @@ class ToolCallsView(AgentAPIView):
         responses={
             200: s.ToolCallAnswerSerializer,
             202: s.ToolCallAnswerSerializer,
-            400: s.ToolCallAnswerSerializer,
-            403: s.ToolCallAnswerSerializer,
-            404: s.ToolCallAnswerSerializer,
+            # An audited answer (invalid arguments, denied, unknown tool) or a request refused
+            # before it became a call (malformed, unknown task…).
+            400: s.CALL_REFUSAL,
+            403: s.CALL_REFUSAL,
+            404: s.CALL_REFUSAL,
             409: s.ErrorSerializer,
             503: s.ErrorSerializer,
         },
@@ -124,6 +149,8 @@ class ToolCallDetailView(AgentAPIView):
 
 
 class TasksView(AgentAPIView):
+    query_parameters = frozenset({"status"})
+
     @extend_schema(
         parameters=[OpenApiParameter("status", str, enum=AgentTask.Status.values)],
         responses=s.TaskSerializer(many=True),
@@ -195,6 +222,7 @@ class TaskFailView(TaskActionView):
 
 
 class DeliverablesView(AgentAPIView):
+    parser_classes = [MultiPartParser]
     max_body_bytes = settings.RABS_DELIVERABLE_MAX_BYTES + 64 * 1024  # the multipart envelope
 
     @extend_schema(
@@ -245,25 +273,29 @@ class HeartbeatView(AgentAPIView):
 
 
 class ContextView(AgentAPIView):
+    query_parameters = frozenset({"task_id", "bucket", "q", "limit"})
+
     @extend_schema(
         parameters=[
-            OpenApiParameter("task_id", str),
+            OpenApiParameter("task_id", OpenApiTypes.UUID),
             OpenApiParameter("bucket", str, enum=ContextBucket.values),
             OpenApiParameter("q", str, description="What to find observations about"),
-            OpenApiParameter("limit", int),
+            OpenApiParameter("limit", int, description="1 to 50 (default 10)"),
         ],
         responses={200: None},
         summary="Standing notes, directives preamble and relevant observations",
     )
     def get(self, request: Request) -> Response:
-        task_id = request.query_params.get("task_id")
+        task_id = self.uuid_param(request, "task_id")
         task = self.own_task(request, task_id) if task_id else None
         try:
-            limit = min(50, max(1, int(request.query_params.get("limit", 10))))
+            limit = int(request.query_params.get("limit", 10))
         except ValueError:
+            limit = 0
+        if not 1 <= limit <= 50:
             raise BrokerRefusal(
-                400, "invalid_request", "limit must be a number", field="limit"
-            ) from None
+                400, "invalid_request", "limit must be a whole number from 1 to 50", field="limit"
+            )
         bucket = request.query_params.get("bucket") or None
         if bucket is not None and bucket not in ContextBucket.values:
             raise BrokerRefusal(400, "invalid_request", "unknown context bucket", field="bucket")

@@ -163,10 +163,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON everywhere; the deliverables upload alone takes multipart.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "broker.api.exceptions.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
@@ -179,6 +177,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"ContextBucketEnum": "brainframe.choices.ContextBucket"},
+    # A non-blank text field says so (minLength 1), as the serializers enforce.
+    "ENFORCE_NON_BLANK_FIELDS": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "broker.api.schema.document_errors",
+    ],
 }
 
 # --- Brainframe --------------------------------------------------------------------------------
