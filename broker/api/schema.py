@@ -55,6 +55,17 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
     the error body) and a JSON body for success answers that had none described."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault("BrokerError", ERROR_SCHEMA)
+    refusal = schemas.get("ToolCallRefusal", {})
+    if "oneOf" in refusal:  # an audited answer carries a code too: either may match, or both
+        refusal["anyOf"] = refusal.pop("oneOf")
+    if "ToolCallRequest" in schemas:
+        # A call starts a chain (origin), joins one (o_tag) or follows a decision
+        # (parent_r_tag): at most one of the three, as the broker enforces.
+        given = [{"type": "object", "required": [n], "properties": {n: {"not": {"type": "null"}}}}
+                 for n in ("origin", "o_tag", "parent_r_tag")]  # fmt: skip
+        schemas["ToolCallRequest"]["not"] = {
+            "anyOf": [{"allOf": [a, b]} for i, a in enumerate(given) for b in given[i + 1 :]]
+        }
     ref = {"$ref": "#/components/schemas/BrokerError"}
     for path, operations in result.get("paths", {}).items():
         if not path.startswith("/api/v1/"):

@@ -55,7 +55,7 @@ class StrictSerializer(serializers.Serializer):
 
 class OriginSerializer(StrictSerializer):
     origin_type = serializers.ChoiceField(choices=OriginRegistry.OriginType.choices)
-    source_ref = serializers.CharField(max_length=500)
+    source_ref = StrictCharField(max_length=500)
     metadata = serializers.DictField(required=False, default=dict)
 
     def validate_metadata(self, value: dict[str, Any]) -> dict[str, Any]:
@@ -150,7 +150,7 @@ class TaskSerializer(serializers.ModelSerializer):
 
 class TaskProgressSerializer(StrictSerializer):
     progress = serializers.IntegerField(min_value=0, max_value=100)
-    note = serializers.CharField(max_length=2000, required=False, default="")
+    note = StrictCharField(max_length=2000, required=False, default="", allow_blank=True)
 
 
 class TaskCompleteSerializer(StrictSerializer):
@@ -162,7 +162,7 @@ class TaskCompleteSerializer(StrictSerializer):
 
 
 class TaskFailSerializer(StrictSerializer):
-    reason = serializers.CharField(max_length=4000)
+    reason = StrictCharField(max_length=4000)
 
 
 class HeartbeatSerializer(StrictSerializer):
@@ -208,9 +208,9 @@ class UsageSerializer(StrictSerializer):
 class ObservationSerializer(StrictSerializer):
     # Without a bucket, the bucket checker picks one (the observation is queued: 202).
     bucket = serializers.ChoiceField(choices=ContextBucket.choices, required=False)
-    entity = serializers.CharField(max_length=200)
+    entity = StrictCharField(max_length=200)
     pattern_type = serializers.RegexField(r"^[a-z][a-z0-9_]{0,59}$")
-    observation = serializers.CharField(max_length=4000)
+    observation = StrictCharField(max_length=4000)
     severity = serializers.IntegerField(min_value=1, max_value=5, default=1)
     repeatable = serializers.FloatField(min_value=0.5, max_value=1.5, default=1.0)
 

@@ -55,7 +55,7 @@ class AgentAPIView(APIView):
     @staticmethod
     def uuid_param(request: Request, name: str) -> uuid.UUID | None:
         value = request.query_params.get(name)
-        if not value:
+        if value is None:
             return None
         try:
             return uuid.UUID(value)
@@ -158,7 +158,7 @@ class TasksView(AgentAPIView):
     )
     def get(self, request: Request) -> Response:
         status = request.query_params.get("status")
-        if status and status not in AgentTask.Status.values:
+        if status is not None and status not in AgentTask.Status.values:
             raise BrokerRefusal(
                 400,
                 "invalid_request",
@@ -280,7 +280,9 @@ class ContextView(AgentAPIView):
             OpenApiParameter("task_id", OpenApiTypes.UUID),
             OpenApiParameter("bucket", str, enum=ContextBucket.values),
             OpenApiParameter("q", str, description="What to find observations about"),
-            OpenApiParameter("limit", int, description="1 to 50 (default 10)"),
+            OpenApiParameter(
+                "limit", {"type": "integer", "minimum": 1, "maximum": 50}, description="default 10"
+            ),
         ],
         responses={200: None},
         summary="Standing notes, directives preamble and relevant observations",
