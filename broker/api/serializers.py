@@ -25,7 +25,12 @@ def _no_nul(value: Any, path: str = "") -> None:
 
 
 class StrictCharField(serializers.CharField):
-    """A string, and only a string: no coercion of numbers."""
+    """A string, and only a string: no coercion of numbers, kept as sent (not trimmed: the audit
+    records exactly what the agent said, and the schema's minLength means what it says)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
@@ -105,8 +110,8 @@ class ToolCallAnswerSerializer(serializers.Serializer):
 
 class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField()
-    detail = serializers.CharField()
-    field = serializers.CharField(required=False)
+    detail = serializers.CharField(allow_blank=True)
+    field = serializers.CharField(required=False, allow_blank=True)  # "" for a field named ""
     errors = serializers.ListField(  # type: ignore[assignment]
         child=serializers.DictField(), required=False
     )

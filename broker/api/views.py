@@ -298,7 +298,7 @@ class ContextView(AgentAPIView):
             raise BrokerRefusal(
                 400, "invalid_request", "limit must be a whole number from 1 to 50", field="limit"
             )
-        bucket = request.query_params.get("bucket") or None
+        bucket = request.query_params.get("bucket")
         if bucket is not None and bucket not in ContextBucket.values:
             raise BrokerRefusal(400, "invalid_request", "unknown context bucket", field="bucket")
         query = request.query_params.get("q", "")[:1000] or None
