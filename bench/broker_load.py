@@ -101,23 +101,31 @@ async def _closed(url: str, secrets_by_agent: dict[str, str], *, bare: bool, cli
     }
 
 
-async def _open(url: str, secrets_by_agent: dict[str, str], *, rate: float,
-                seconds: float) -> dict[str, Any]:  # fmt: skip
+async def _open(
+    url: str, secrets_by_agent: dict[str, str], *, rate: float, seconds: float
+) -> dict[str, Any]:
     import httpx
 
     latencies: list[float] = []
     codes: dict[int, int] = {}
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+    errors = 0
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
 
         async def one(n: int, at: float) -> None:
             await asyncio.sleep(max(0.0, at - time.monotonic()))
+            nonlocal errors
             agent = AGENTS[n % len(AGENTS)]
             sent = time.monotonic()
-            response = await client.post(
-                "/api/v1/tool-calls/",
-                content=PAYLOAD,
-                headers=_signed(agent, secrets_by_agent[agent]),
-            )
+            try:
+                response = await client.post(
+                    "/api/v1/tool-calls/",
+                    content=PAYLOAD,
+                    headers=_signed(agent, secrets_by_agent[agent]),
+                )
+            except httpx.HTTPError:
+                errors += 1
+                return
             latencies.append((time.monotonic() - sent) * 1000)
             codes[response.status_code] = codes.get(response.status_code, 0) + 1
 
@@ -129,6 +137,7 @@ async def _open(url: str, secrets_by_agent: dict[str, str], *, rate: float,
         "p50_ms": statistics.median(latencies),
         "p99_ms": _percentile(latencies, 99),
         "codes": codes,
+        "errors": errors,
     }
 
 
@@ -244,7 +253,7 @@ def main() -> int:
     )
     print(
         f"(b) open loop at {args.rate:g}/s offered for {args.open_seconds:g} s "
-        f"({opened['offered']} requests, codes {opened['codes']}): "
+        f"({opened['offered']} requests, codes {opened['codes']}, errors {opened['errors']}): "
         f"p50 {opened['p50_ms']:.1f} ms, p99 {opened['p99_ms']:.1f} ms"
     )
     return 0

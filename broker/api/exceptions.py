@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.utils import OperationalError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -43,6 +44,14 @@ def _flatten(detail: Any, path: str = "") -> list[dict[str, str]]:
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, OperationalError):
+        # No database connection to be had (server down, pool exhausted under overload):
+        # nothing was done; say so, and when to try again, instead of a bare 500.
+        return Response(
+            {"code": "database_unavailable", "detail": "the database is unavailable; retry"},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "1"},
+        )
     if isinstance(exc, BrokerRefusal):
         return Response(exc.body(), status=exc.status)
     if isinstance(exc, ApprovalError):
