@@ -113,13 +113,14 @@ RETURNING t.id, t.tool_id, t.agent_id, t.alignment_rating, t.alignment_reasons
 _RATE_ONE_SQL = _RATE_SQL_TEMPLATE.replace("{only_call}", "AND c.id = %(call_id)s")
 _RATE_ALL_SQL = _RATE_SQL_TEMPLATE.replace("{only_call}", "")
 
-# Recency-weighted 90-day average per subject (tool_id or agent_id), as of a moment.
+# Recency-weighted 90-day average per subject (tool_id or agent_id), as of a moment. In float8:
+# EXTRACT returns numeric, and numeric POWER over millions of rows is many times slower.
 _SCORE_SQL = """
 SELECT {key} AS subject,
-       SUM(alignment_rating * POWER(0.5, EXTRACT(EPOCH FROM (%(as_of)s - timestamp))
-                                          / 86400.0 / {half_life}))
-     / NULLIF(SUM(POWER(0.5, EXTRACT(EPOCH FROM (%(as_of)s - timestamp))
-                                / 86400.0 / {half_life})), 0) AS score,
+       SUM(alignment_rating * POWER(0.5::float8, EXTRACT(EPOCH FROM (%(as_of)s - timestamp))::float8
+                                                 / 86400.0 / {half_life}))
+     / NULLIF(SUM(POWER(0.5::float8, EXTRACT(EPOCH FROM (%(as_of)s - timestamp))::float8
+                                       / 86400.0 / {half_life})), 0) AS score,
        COUNT(*) FILTER (WHERE timestamp >= %(since_30)s) AS volume_30d,
        COUNT(*) FILTER (WHERE timestamp >= %(since_30)s
                           AND alignment_rating < {misaligned}) AS misalignments_30d,
