@@ -174,6 +174,8 @@ def main() -> int:
                 agent_id=agent_id, defaults={"name": agent_id, "type": "type_2_sandboxed"}
             )
             secrets_by_agent[agent_id] = agent_credential_issue(agent=agent)
+        from rabs.embedded import database_url
+
         db = settings.DATABASES["default"]
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
@@ -181,7 +183,7 @@ def main() -> int:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "rabs.settings.base",
-            "DATABASE_URL": f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+            "DATABASE_URL": database_url(db),
             "REDIS_URL": settings.REDIS.cache,
             "DJANGO_DEBUG": "false",
             "DJANGO_SECRET_KEY": settings.SECRET_KEY,  # agent secrets are encrypted with it

@@ -88,11 +88,13 @@ class Receiver:
 def _env() -> dict[str, str]:
     from django.conf import settings
 
+    from rabs.embedded import database_url
+
     db = settings.DATABASES["default"]
     return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "rabs.settings.base",
-        "DATABASE_URL": f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+        "DATABASE_URL": database_url(db),
         "REDIS_URL": settings.REDIS.cache,
         "RABS_INDEX_ON_COMMIT": "false",
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -161,53 +163,68 @@ def _tool(receiver: Receiver, mode: str) -> None:
     )
 
 
-def drill_worker(runs: int, receiver: Receiver) -> dict[str, int]:
+def _reviewer() -> Any:
     from django.contrib.auth.models import Group, User
 
-    from brainframe.models import Agent, ApprovalRequest, ToolCall
-    from broker.audit import record_decision
-    from broker.pipeline.context import CallRequest, Outcome, Verdict
-    from broker.services.approvals import approval_decide
-    from broker.services.calls import prepare
-
-    _tool(receiver, "review")
     reviewer, _ = User.objects.get_or_create(username="drill-reviewer")
     reviewer.groups.add(Group.objects.get(name="reviewers"))
-    agent = Agent.objects.get(agent_id="henry")
+    return reviewer
+
+
+def _pending_call(n: int) -> tuple[str, Any]:
+    """A call of Henry's to the review tool, waiting for a reviewer: (call id, approval id)."""
+    from brainframe.models import Agent
+    from broker.audit import record_decision
+    from broker.pipeline.context import CallRequest, Outcome, Verdict
+    from broker.services.calls import prepare
+
+    ctx = prepare(
+        agent=Agent.objects.get(agent_id="henry"),
+        request=CallRequest(tool_id="drill.deliver.review", arguments={"n": n}, reason="drill"),
+    )
+    recorded = record_decision(
+        ctx, Verdict(Outcome.PENDING, "drill", approval_kind="pre_execution")
+    )
+    assert recorded.approval is not None
+    return str(recorded.call.pk), recorded.approval.pk
+
+
+def _settle_and_count(
+    totals: Counter[str], receiver: Receiver, call_id: str, approval_id: Any, wait: float
+) -> None:
+    """Wait for the call's outcome, then count deliveries, losses and approval decisions."""
+    from brainframe.models import ApprovalRequest, ToolCall
+
+    deadline = time.monotonic() + wait
+    while not _finished(call_id) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    call = ToolCall.objects.get(pk=call_id)
+    totals["runs"] += 1
+    totals["delivered once"] += receiver.arrived[call_id] == 1
+    totals["duplicated"] += receiver.arrived[call_id] > 1
+    totals["lost"] += call.outcome in ("not_run", "pending")
+    totals[f"outcome {call.outcome}"] += 1
+    statuses = list(ApprovalRequest.objects.filter(pk=approval_id).values_list("status", flat=True))
+    totals["approvals decided once"] += statuses == ["approved"]
+
+
+def drill_worker(runs: int, receiver: Receiver) -> dict[str, int]:
+    from broker.services.approvals import approval_decide
+
+    _tool(receiver, "review")
+    reviewer = _reviewer()
     worker = _worker()
     totals: Counter[str] = Counter()
     try:
         for n in range(runs):
-            ctx = prepare(
-                agent=agent,
-                request=CallRequest(
-                    tool_id="drill.deliver.review", arguments={"n": n}, reason="drill"
-                ),
-            )
-            recorded = record_decision(
-                ctx, Verdict(Outcome.PENDING, "drill", approval_kind="pre_execution")
-            )
-            assert recorded.approval is not None
-            call_id = str(recorded.call.pk)
-            approval_decide(approval_id=recorded.approval.pk, reviewer=reviewer, action="approve")
+            call_id, approval_id = _pending_call(n)
+            approval_decide(approval_id=approval_id, reviewer=reviewer, action="approve")
             receiver.wait_for(call_id)
             _kill(worker)  # mid-execution
             worker = _worker()
             _recover()
-            deadline = time.monotonic() + 30
-            while not _finished(call_id) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            time.sleep(0.5)
-            call = ToolCall.objects.get(pk=call_id)
-            totals["runs"] += 1
-            totals["delivered once"] += receiver.arrived[call_id] == 1
-            totals["duplicated"] += receiver.arrived[call_id] > 1
-            totals["lost"] += call.outcome in ("not_run", "pending")
-            totals[f"outcome {call.outcome}"] += 1
-            decisions = ApprovalRequest.objects.filter(pk=recorded.approval.pk).values_list(
-                "status", flat=True
-            )
-            totals["approvals decided once"] += list(decisions) == ["approved"]
+            _settle_and_count(totals, receiver, call_id, approval_id, wait=30)
     finally:
         _kill(worker)
     return dict(totals)
@@ -331,23 +348,17 @@ class PrivateRedis:
 
 def drill_redis(runs: int, receiver: Receiver, redis: PrivateRedis) -> dict[str, int]:
     from django.conf import settings
-    from django.contrib.auth.models import Group, User
     from django.test import Client
 
     from agents_vm.signing import sign
-    from brainframe.models import Agent, ApprovalRequest, ToolCall
+    from brainframe.models import Agent
     from brainframe.services.credentials import agent_credential_issue
-    from broker.audit import record_decision
-    from broker.pipeline.context import CallRequest, Outcome, Verdict
     from broker.services.approvals import approval_decide
-    from broker.services.calls import prepare
 
     _tool(receiver, "review")
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
-    reviewer, _ = User.objects.get_or_create(username="drill-reviewer")
-    reviewer.groups.add(Group.objects.get(name="reviewers"))
-    agent = Agent.objects.get(agent_id="henry")
-    secret = agent_credential_issue(agent=agent).encode()
+    reviewer = _reviewer()
+    secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry")).encode()
     client = Client()
 
     def agent_call(body: dict[str, Any]) -> Any:
@@ -367,20 +378,10 @@ def drill_redis(runs: int, receiver: Receiver, redis: PrivateRedis) -> dict[str,
     totals: Counter[str] = Counter()
     try:
         for n in range(runs):
-            ctx = prepare(
-                agent=agent,
-                request=CallRequest(
-                    tool_id="drill.deliver.review", arguments={"n": n}, reason="drill"
-                ),
-            )
-            recorded = record_decision(
-                ctx, Verdict(Outcome.PENDING, "drill", approval_kind="pre_execution")
-            )
-            assert recorded.approval is not None
-            call_id = str(recorded.call.pk)
+            call_id, approval_id = _pending_call(n)
             redis.kill()
             # While Redis is down: the reviewer's decision is kept; an agent's call is refused.
-            approval_decide(approval_id=recorded.approval.pk, reviewer=reviewer, action="approve")
+            approval_decide(approval_id=approval_id, reviewer=reviewer, action="approve")
             asked = agent_call(
                 {"tool_id": "roster.shift.read", "reason": "x",
                  "arguments": {"date_from": "2026-03-02", "date_to": "2026-03-02"}}
@@ -388,21 +389,7 @@ def drill_redis(runs: int, receiver: Receiver, redis: PrivateRedis) -> dict[str,
             totals[f"agent call while down: {asked.status_code}"] += 1
             redis.start()
             _recover()
-            deadline = time.monotonic() + 60
-            while not _finished(call_id) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            time.sleep(0.3)
-            call = ToolCall.objects.get(pk=call_id)
-            totals["runs"] += 1
-            totals["delivered once"] += receiver.arrived[call_id] == 1
-            totals["duplicated"] += receiver.arrived[call_id] > 1
-            totals["lost"] += call.outcome in ("not_run", "pending")
-            totals[f"outcome {call.outcome}"] += 1
-            totals["approvals decided once"] += list(
-                ApprovalRequest.objects.filter(pk=recorded.approval.pk).values_list(
-                    "status", flat=True
-                )
-            ) == ["approved"]
+            _settle_and_count(totals, receiver, call_id, approval_id, wait=60)
     finally:
         _kill(worker)
     return dict(totals)

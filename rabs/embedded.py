@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import time
+import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -320,3 +321,8 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def database_url(db: dict[str, typing.Any]) -> str:
+    """The URL of a configured database (``settings.DATABASES[alias]``), for child processes."""
+    return f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}"

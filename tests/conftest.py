@@ -18,6 +18,7 @@ from brainframe.models import Agent
 from brainframe.services.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
 from broker.handlers.function import register
+from rabs.embedded import database_url
 from tests.signing import SignedClient
 
 
@@ -73,7 +74,7 @@ def live_server_url(django_db_setup: Any, django_db_blocker: Any) -> Iterator[st
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+        "DATABASE_URL": database_url(db),
         "REDIS_URL": settings.REDIS.cache,
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DJANGO_DEBUG": "true",

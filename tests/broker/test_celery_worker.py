@@ -17,6 +17,7 @@ from brainframe.models import ToolCall
 from broker.audit import arguments_hash
 from broker.services.approvals import approval_decide
 from rabs.celery import app as celery_app
+from rabs.embedded import database_url
 from tests import factories as f
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +30,7 @@ def worker(django_db_setup: Any, settings: Any) -> Iterator[subprocess.Popen[byt
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+        "DATABASE_URL": database_url(db),
         "REDIS_URL": settings.REDIS.cache,
     }
     process = subprocess.Popen(

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from rabs.embedded import _pid_alive
+from rabs.embedded import _pid_alive, database_url
 from rabs.redis_urls import redis_urls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,8 +140,7 @@ def test_a_killed_holder_does_not_keep_the_servers_forever(tmp_path: Path) -> No
 
 def test_configured_servers_are_used_and_nothing_embedded_starts(tmp_path: Path) -> None:
     db = settings.DATABASES["default"]
-    database_url = f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}"
-    env = _env(tmp_path) | {"DATABASE_URL": database_url, "REDIS_URL": settings.REDIS.cache}
+    env = _env(tmp_path) | {"DATABASE_URL": database_url(db), "REDIS_URL": settings.REDIS.cache}
     code = (
         "import django, json; django.setup(); from django.db import connection; "
         "connection.ensure_connection(); print(json.dumps(connection.settings_dict['HOST']))"

@@ -28,6 +28,7 @@ from django.contrib.auth.models import Group
 from brainframe.models import Agent, ApprovalRequest, ToolCall
 from brainframe.services.credentials import agent_credential_issue
 from broker.audit import verify_chain
+from rabs.embedded import database_url
 from tests import factories as f
 from tests.signing import signed_request
 
@@ -77,7 +78,7 @@ def stack(transactional_db: None, tmp_path: Path) -> Iterator[str]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+        "DATABASE_URL": database_url(db),
         "REDIS_URL": settings.REDIS.cache,
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DJANGO_DEBUG": "true",
