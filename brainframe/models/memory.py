@@ -89,8 +89,9 @@ class ContextBucketEntry(models.Model):
                 ef_construction=64,
                 opclasses=["vector_cosine_ops"],
             ),
-            # Relevant observations for a task: one bucket, highest score first.
-            models.Index(fields=["bucket", "-current_score"], name="context_buckets_score_idx"),
+            # No index on current_score: the nightly decay rewrites every score, and an index
+            # on it would turn each row's update from a heap-only (HOT) one into one that
+            # touches every index. The table's fillfactor (migration 0011) leaves the room.
             # Family boost and the admin: all observations about one entity.
             models.Index(fields=["entity", "bucket"], name="context_buckets_entity_idx"),
         ]

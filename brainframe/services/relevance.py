@@ -15,8 +15,10 @@ Nothing is deleted: stale entries keep decaying until they stop surfacing.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, time
+from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from brainframe.models import DecayRun
@@ -25,38 +27,45 @@ DAILY_FACTOR = 0.98
 FAMILY_STEP = 0.25
 FAMILY_CAP = 2.0
 
-# One statement for every entry. Nights since reinforcement = the night's date minus the
-# Brisbane date of (last_reinforced_at − 2 h): a reinforcement at 01:00 still sees that 02:00.
+# One statement for every entry, joined only to the per-family counts (no self-join by id).
+# Nights since reinforcement = the number of 02:00 local instants after ``last_reinforced_at``
+# up to the night's own 02:00 (``%(cut)s``, computed in Python in settings.TIME_ZONE): whole days
+# counted in float8 epoch seconds, which for a zone without daylight saving (Brisbane) equals
+# the night's date minus the local date of (last_reinforced_at − 2 h) and is several times
+# cheaper than converting every row's timestamp. A reinforcement at 01:00 still sees that 02:00.
+_DECAY = (
+    f"POWER({DAILY_FACTOR}::float8, GREATEST(0::float8, "
+    "CEIL((%(cut)s::float8 - date_part('epoch', c.last_reinforced_at)) / 86400)))"
+)
+_BOOST = f"LEAST({FAMILY_CAP}::float8, 1.0::float8 + {FAMILY_STEP}::float8 * f.others)"
 _DECAY_SQL = f"""
 WITH family AS (
     SELECT bucket, entity, COUNT(*) - 1 AS others
       FROM context_buckets GROUP BY bucket, entity
-), target AS (
-    SELECT c.id,
-           -- float8 throughout: numeric POWER over a million rows is many times slower
-           POWER({DAILY_FACTOR}::float8, GREATEST(0, %(night)s::date - ((c.last_reinforced_at
-                 - interval '2 hours') AT TIME ZONE %(tz)s)::date)::float8) AS decay,
-           LEAST({FAMILY_CAP}::float8, 1.0::float8 + {FAMILY_STEP}::float8 * f.others)
-               AS family_boost
-      FROM context_buckets c JOIN family f USING (bucket, entity)
 )
 UPDATE context_buckets c
-   SET decay = t.decay,
-       family_boost = t.family_boost,
-       current_score = c.severity * c.frequency * t.decay * c.repeatable * t.family_boost
-  FROM target t
- WHERE c.id = t.id
-   AND (c.decay IS DISTINCT FROM t.decay OR c.family_boost IS DISTINCT FROM t.family_boost)
+   SET decay = {_DECAY},
+       family_boost = {_BOOST},
+       current_score = c.severity * c.frequency * {_DECAY} * c.repeatable * {_BOOST}
+  FROM family f
+ WHERE c.bucket = f.bucket AND c.entity = f.entity
+   AND (c.decay IS DISTINCT FROM {_DECAY} OR c.family_boost IS DISTINCT FROM {_BOOST})
 """
+
+
+def night_cut(night: date) -> float:
+    """The epoch seconds of 02:00 on ``night`` in settings.TIME_ZONE (when that night runs)."""
+    local = datetime.combine(night, time(2, 0), tzinfo=ZoneInfo(settings.TIME_ZONE))
+    return local.timestamp()
 
 
 def decay_run(*, night: date) -> dict[str, int | bool]:
     """Apply the decay for ``night`` (idempotent; safe late and after missed nights)."""
-    from django.conf import settings
-
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(_DECAY_SQL, {"night": night, "tz": settings.TIME_ZONE})
+            # The family counts are hashed in memory rather than spilled to disk in batches.
+            cursor.execute("SET LOCAL work_mem = '64MB'")
+            cursor.execute(_DECAY_SQL, {"cut": night_cut(night)})
             updated = cursor.rowcount
         _, first_time = DecayRun.objects.get_or_create(
             night=night, defaults={"rows_updated": updated}
