@@ -10,6 +10,12 @@ letter-spaced words are joined; and every view is also read in ROT13. Patterns m
 *compact* view (letters and digits only, digits read as the letters they imitate), which sees
 through spacing, separators and leetspeak. Text inside quotation marks is content, not a
 command ("content ≠ command"): a phrase that appears only inside quotes does not count.
+
+Matching runs on Hyperscan: every pattern is compiled into one multi-pattern database per kind
+of view (approximately, as a prefilter), so a text is scanned once per view whatever the number
+of patterns; each candidate it reports is then confirmed with Python's ``re`` on that view, so
+the verdict is exactly the patterns' ``re`` semantics. The costlier normalisation steps
+(letter-spacing, quotation removal, base64) run only when the same scan says they can apply.
 """
 
 from __future__ import annotations
@@ -19,12 +25,15 @@ import binascii
 import codecs
 import html
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
-from brainframe.guardian_patterns import PATTERNS, PREFILTER_WORDS, ThreatPattern
+import hyperscan
+
+from brainframe.guardian_patterns import PATTERNS, ThreatPattern
 
 BLOCK_AT = 0.8
 FLAG_AT = 0.5
@@ -165,37 +174,72 @@ def _leet_regex(expression: str) -> str:
     return "".join(out)
 
 
-# The prefilter reads digits as letters and "l" as "i" (leetspeak's "1" is either), so a plain
-# substring test can tell whether a pattern's leading word occurs at all.
-_PREFILTER = str.maketrans("0134579l", "oieastgi")
+_ALNUM = b"abcdefghijklmnopqrstuvwxyz0123456789"
+#: Deleting every other byte from a lower-cased ASCII view gives its compact form.
+_NOT_ALNUM = bytes(b for b in range(256) if b not in _ALNUM)
+_ROT13_BYTES = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz", b"nopqrstuvwxyzabcdefghijklm")
+
+_UNICODE = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_UCP
+_PREFILTER = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH
+
+# Gates: whether a normalisation step can change anything in a folded text.
+_GATE_LETTER_SPACED, _GATE_QUOTED = 0, 1
 
 
-def _trigger_words(expression: str) -> tuple[str, ...] | None:
-    """The words a compact pattern must start with, or None when it has no such group."""
-    match = re.match(r"^\(([a-z|]+)\)", expression)
-    if match is None:
-        return None
-    return tuple(word.translate(_PREFILTER) for word in match.group(1).split("|"))
+@dataclass(frozen=True)
+class _Engine:
+    compact: tuple[tuple[ThreatPattern, re.Pattern[str]], ...]  # ids = positions
+    folded: tuple[tuple[ThreatPattern, re.Pattern[str]], ...]
+    compact_db: hyperscan.Database  # over compact views (ASCII bytes)
+    folded_db: hyperscan.Database  # over folded views (UTF-8)
+    gate_db: hyperscan.Database  # letter spacing and quotations, over folded text (UTF-8)
+    base64_db: hyperscan.Database  # base64 runs, over the raw text's bytes
+
+
+def _database(expressions: list[str], flags: list[int]) -> hyperscan.Database:
+    db = hyperscan.Database()
+    db.compile(
+        expressions=[e.encode() for e in expressions],
+        ids=list(range(len(expressions))),
+        elements=len(expressions),
+        flags=flags,
+    )
+    return db
 
 
 @lru_cache(maxsize=1)
-def _compiled() -> tuple[tuple[ThreatPattern, re.Pattern[str], bool, tuple[str, ...] | None], ...]:
-    """(pattern, regex, on_folded_text, trigger words) for every pattern."""
-    compiled = []
+def _engine() -> _Engine:
+    compact, folded = [], []
     for p in PATTERNS:
         if p.expression.startswith("re:"):
-            # Cheap necessary conditions: an address needs "@", a URL "http", a role marker ":".
-            needs = tuple(
-                literal
-                for literal, marker in (("@", "@"), ("http", "https?"), (":", "\\s*:"))
-                if marker in p.expression
-            )
-            compiled.append((p, re.compile(p.expression[3:]), True, needs or None))
+            folded.append((p, re.compile(p.expression[3:])))
         else:
-            regex = re.compile(_leet_regex(p.expression))
-            triggers = PREFILTER_WORDS.get(p.name) or _trigger_words(p.expression)
-            compiled.append((p, regex, False, triggers))
-    return tuple(compiled)
+            compact.append((p, re.compile(_leet_regex(p.expression))))
+    return _Engine(
+        compact=tuple(compact),
+        folded=tuple(folded),
+        compact_db=_database([r.pattern for _, r in compact], [_PREFILTER] * len(compact)),
+        folded_db=_database([r.pattern for _, r in folded], [_PREFILTER | _UNICODE] * len(folded)),
+        gate_db=_database(
+            [_LETTER_SPACED.pattern, _QUOTED.pattern],
+            [_PREFILTER | _UNICODE, _PREFILTER | _UNICODE | hyperscan.HS_FLAG_DOTALL],
+        ),
+        base64_db=_database([_BASE64_RUN.pattern], [hyperscan.HS_FLAG_SINGLEMATCH]),
+    )
+
+
+_scratch = threading.local()
+
+
+def _scan(db: hyperscan.Database, data: bytes) -> set[int]:
+    """The ids of the expressions of ``db`` that match somewhere in ``data``."""
+    scratches: dict[int, hyperscan.Scratch] = _scratch.__dict__.setdefault("by_db", {})
+    scratch = scratches.get(id(db))
+    if scratch is None:  # Hyperscan scratch space is per thread
+        scratch = scratches[id(db)] = hyperscan.Scratch(db)
+    found: set[int] = set()
+    db.scan(data, match_event_handler=lambda i, *_: found.add(i), scratch=scratch)
+    return found
 
 
 def _fold(text: str) -> str:
@@ -226,7 +270,12 @@ def _decodings(text: str) -> list[str]:
         decoded = html.unescape(text)
         if decoded != text:
             found.append(decoded)
-    for run in _BASE64_RUN.findall(text):
+    runs = (
+        _BASE64_RUN.findall(text)
+        if _scan(_engine().base64_db, text.encode("utf-8", "surrogatepass"))
+        else []
+    )
+    for run in runs:
         try:
             raw = base64.b64decode(run + "=" * (-len(run) % 4), validate=False)
             decoded = raw.decode("utf-8")
@@ -238,48 +287,56 @@ def _decodings(text: str) -> list[str]:
     return found
 
 
-def views(text: str) -> tuple[list[str], list[str], list[str]]:
-    """(folded views, compact views, names of decodings applied)."""
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "replace")  # lone surrogates: Hyperscan needs valid UTF-8
+
+
+def _views(text: str) -> tuple[list[str], list[bytes], list[str]]:
+    """(folded views, compact views as ASCII bytes, names of decodings applied)."""
+    engine = _engine()
     sources = [(text, "")]
     sources += [(d, "decoded") for d in _decodings(text)]
-    folded_views, compact, applied = [], [], []
+    folded_views: list[str] = []
+    compact: list[bytes] = []
+    applied: list[str] = []
     for source, how in sources:
-        folded = _join_letter_spacing(_fold(source))
-        unquoted = _QUOTED.sub(" ", folded)
-        for variant, name in ((unquoted, how), (codecs.decode(unquoted, "rot13"), "rot13")):
-            folded_views.append(variant)
-            compact.append(re.sub(r"[^a-z0-9]", "", variant))
-            if name:
-                applied.append(name)
+        folded = _fold(source)
+        gates = _scan(engine.gate_db, _utf8(folded))
+        if _GATE_LETTER_SPACED in gates:
+            folded = _join_letter_spacing(folded)
+            gates = _scan(engine.gate_db, _utf8(folded))
+        unquoted = _QUOTED.sub(" ", folded) if _GATE_QUOTED in gates else folded
+        squeezed = unquoted.encode("ascii", "ignore").translate(None, _NOT_ALNUM)
+        folded_views += [unquoted, codecs.decode(unquoted, "rot13")]
+        compact += [squeezed, squeezed.translate(_ROT13_BYTES)]
+        applied += [how, "rot13"] if how else ["rot13"]
     return folded_views, compact, sorted(set(applied))
+
+
+def views(text: str) -> tuple[list[str], list[str], list[str]]:
+    """(folded views, compact views, names of decodings applied)."""
+    folded_views, compact, applied = _views(text)
+    return folded_views, [view.decode("ascii") for view in compact], applied
 
 
 def assess(text: str, trust: str = "standard") -> Assessment:
     """Assess one text from a source of the given trust level."""
     if trust not in TRUST_MULTIPLIERS:
         raise ValueError(f"unknown trust level {trust!r}; one of {sorted(TRUST_MULTIPLIERS)}")
-    folded_views, compact_views, applied = views(text[:65536])
-    prefiltered = [view.translate(_PREFILTER) for view in compact_views]
+    engine = _engine()
+    folded_views, compact_views, applied = _views(text[:65536])
     matched: dict[str, ThreatPattern] = {}
-    for pattern, regex, on_folded, triggers in _compiled():
-        if on_folded:
-            words = PREFILTER_WORDS.get(pattern.name)
-            candidates = [
-                view
-                for view in folded_views
-                if (triggers is None or all(literal in view for literal in triggers))
-                and (words is None or any(word in view.translate(_PREFILTER) for word in words))
-            ]
-        elif triggers is None:
-            candidates = compact_views
-        else:  # only views where one of the pattern's leading words occurs
-            candidates = [
-                view
-                for view, cheap in zip(compact_views, prefiltered, strict=True)
-                if any(word in cheap for word in triggers)
-            ]
-        if any(regex.search(view) for view in candidates):
-            matched[pattern.name] = pattern
+    # Hyperscan names the candidates; Python's re decides on the view it was found in.
+    for view in compact_views:
+        for i in _scan(engine.compact_db, view):
+            pattern, regex = engine.compact[i]
+            if pattern.name not in matched and regex.search(view.decode("ascii")):
+                matched[pattern.name] = pattern
+    for text_view in folded_views:
+        for i in _scan(engine.folded_db, _utf8(text_view)):
+            pattern, regex = engine.folded[i]
+            if pattern.name not in matched and regex.search(text_view):
+                matched[pattern.name] = pattern
     if matched:
         by_category: dict[str, float] = {}
         for pattern in matched.values():

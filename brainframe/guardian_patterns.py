@@ -244,24 +244,3 @@ PATTERNS: tuple[ThreatPattern, ...] = tuple(
     ThreatPattern(name, category, CATEGORY_RISK[category], expression)
     for name, category, expression in _P
 )
-
-#: Words of which at least one must occur (digits read as letters, "l" as "i") before a pattern
-#: is worth running; by default a pattern's leading alternatives. Listed here where those are
-#: too short to tell anything (like "tu" or "ai") or the pattern has no leading group.
-PREFILTER_WORDS: dict[str, tuple[str, ...]] = {
-    "you_are_now_admin": ("admin", "root", "superuser", "system", "developer", "systeme"),
-    "assistant_directive_comment": ("ignor", "reveai", "send", "envoyer", "approve", "bypass"),
-    "hidden_prompt_ask": ("invite", "prompt", "regies"),
-    "user_is_admin": ("admin", "superuser", "root"),
-    "fake_system_turn": ("system", "sistema", "deveioper", "admin", "root"),
-    "other_tenant_data": (
-        "tenant",
-        "iocataire",
-        "inquiiino",
-        "mandant",
-        "customer",
-        "user",
-        "ciient",
-        "autre",
-    ),
-}
