@@ -25,7 +25,6 @@ import binascii
 import codecs
 import html
 import re
-import threading
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -33,6 +32,7 @@ from urllib.parse import unquote
 
 import hyperscan
 
+from brainframe.fastre import PREFILTER, UNICODE, database, scan, utf8
 from brainframe.guardian_patterns import PATTERNS, ThreatPattern
 
 BLOCK_AT = 0.8
@@ -179,9 +179,6 @@ _ALNUM = b"abcdefghijklmnopqrstuvwxyz0123456789"
 _NOT_ALNUM = bytes(b for b in range(256) if b not in _ALNUM)
 _ROT13_BYTES = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz", b"nopqrstuvwxyzabcdefghijklm")
 
-_UNICODE = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_UCP
-_PREFILTER = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH
-
 # Gates: whether a normalisation step can change anything in a folded text.
 _GATE_LETTER_SPACED, _GATE_QUOTED = 0, 1
 
@@ -196,17 +193,6 @@ class _Engine:
     base64_db: hyperscan.Database  # base64 runs, over the raw text's bytes
 
 
-def _database(expressions: list[str], flags: list[int]) -> hyperscan.Database:
-    db = hyperscan.Database()
-    db.compile(
-        expressions=[e.encode() for e in expressions],
-        ids=list(range(len(expressions))),
-        elements=len(expressions),
-        flags=flags,
-    )
-    return db
-
-
 @lru_cache(maxsize=1)
 def _engine() -> _Engine:
     compact, folded = [], []
@@ -218,28 +204,14 @@ def _engine() -> _Engine:
     return _Engine(
         compact=tuple(compact),
         folded=tuple(folded),
-        compact_db=_database([r.pattern for _, r in compact], [_PREFILTER] * len(compact)),
-        folded_db=_database([r.pattern for _, r in folded], [_PREFILTER | _UNICODE] * len(folded)),
-        gate_db=_database(
+        compact_db=database([r.pattern for _, r in compact], [PREFILTER] * len(compact)),
+        folded_db=database([r.pattern for _, r in folded], [PREFILTER | UNICODE] * len(folded)),
+        gate_db=database(
             [_LETTER_SPACED.pattern, _QUOTED.pattern],
-            [_PREFILTER | _UNICODE, _PREFILTER | _UNICODE | hyperscan.HS_FLAG_DOTALL],
+            [PREFILTER | UNICODE, PREFILTER | UNICODE | hyperscan.HS_FLAG_DOTALL],
         ),
-        base64_db=_database([_BASE64_RUN.pattern], [hyperscan.HS_FLAG_SINGLEMATCH]),
+        base64_db=database([_BASE64_RUN.pattern], [hyperscan.HS_FLAG_SINGLEMATCH]),
     )
-
-
-_scratch = threading.local()
-
-
-def _scan(db: hyperscan.Database, data: bytes) -> set[int]:
-    """The ids of the expressions of ``db`` that match somewhere in ``data``."""
-    scratches: dict[int, hyperscan.Scratch] = _scratch.__dict__.setdefault("by_db", {})
-    scratch = scratches.get(id(db))
-    if scratch is None:  # Hyperscan scratch space is per thread
-        scratch = scratches[id(db)] = hyperscan.Scratch(db)
-    found: set[int] = set()
-    db.scan(data, match_event_handler=lambda i, *_: found.add(i), scratch=scratch)
-    return found
 
 
 def _fold(text: str) -> str:
@@ -272,7 +244,7 @@ def _decodings(text: str) -> list[str]:
             found.append(decoded)
     runs = (
         _BASE64_RUN.findall(text)
-        if _scan(_engine().base64_db, text.encode("utf-8", "surrogatepass"))
+        if scan(_engine().base64_db, text.encode("utf-8", "surrogatepass"))
         else []
     )
     for run in runs:
@@ -287,10 +259,6 @@ def _decodings(text: str) -> list[str]:
     return found
 
 
-def _utf8(text: str) -> bytes:
-    return text.encode("utf-8", "replace")  # lone surrogates: Hyperscan needs valid UTF-8
-
-
 def _views(text: str) -> tuple[list[str], list[bytes], list[str]]:
     """(folded views, compact views as ASCII bytes, names of decodings applied)."""
     engine = _engine()
@@ -301,10 +269,10 @@ def _views(text: str) -> tuple[list[str], list[bytes], list[str]]:
     applied: list[str] = []
     for source, how in sources:
         folded = _fold(source)
-        gates = _scan(engine.gate_db, _utf8(folded))
+        gates = scan(engine.gate_db, utf8(folded))
         if _GATE_LETTER_SPACED in gates:
             folded = _join_letter_spacing(folded)
-            gates = _scan(engine.gate_db, _utf8(folded))
+            gates = scan(engine.gate_db, utf8(folded))
         unquoted = _QUOTED.sub(" ", folded) if _GATE_QUOTED in gates else folded
         squeezed = unquoted.encode("ascii", "ignore").translate(None, _NOT_ALNUM)
         folded_views += [unquoted, codecs.decode(unquoted, "rot13")]
@@ -328,12 +296,12 @@ def assess(text: str, trust: str = "standard") -> Assessment:
     matched: dict[str, ThreatPattern] = {}
     # Hyperscan names the candidates; Python's re decides on the view it was found in.
     for view in compact_views:
-        for i in _scan(engine.compact_db, view):
+        for i in scan(engine.compact_db, view):
             pattern, regex = engine.compact[i]
             if pattern.name not in matched and regex.search(view.decode("ascii")):
                 matched[pattern.name] = pattern
     for text_view in folded_views:
-        for i in _scan(engine.folded_db, _utf8(text_view)):
+        for i in scan(engine.folded_db, utf8(text_view)):
             pattern, regex = engine.folded[i]
             if pattern.name not in matched and regex.search(text_view):
                 matched[pattern.name] = pattern

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
+
+from brainframe import fastre
 
 MISSING: Any = object()
 
@@ -27,11 +28,6 @@ def resolve(facts: Mapping[str, Any], path: str) -> Any:
         else:
             return MISSING
     return value
-
-
-@lru_cache(maxsize=512)
-def _pattern(expression: str) -> re.Pattern[str]:
-    return re.compile(expression, re.IGNORECASE)
 
 
 def _number(value: Any) -> float | None:
@@ -95,7 +91,7 @@ def holds(condition: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
     if op == "contains":
         return any(_text_contains(item, expected) for item in _items(actual))
     if op == "matches":
-        pattern = _pattern(str(expected))
+        pattern = fastre.compiled(str(expected), re.IGNORECASE)
         return any(isinstance(item, str) and pattern.search(item) for item in _items(actual))
     raise ValueError(f"unknown operator {op!r}")
 

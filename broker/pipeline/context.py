@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from brainframe.models import Agent, AgentTask, ReasonLog, Tool, ValidationPolicy
@@ -85,9 +86,21 @@ class CallContext:
     findings: list[Finding] = field(default_factory=list)
     threat: dict[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
+    _facts: dict[str, Any] | None = field(default=None, init=False, repr=False)
+
+    @cached_property
+    def free_text(self) -> str:
+        """Every string in the arguments (nested ones too), one per line."""
+        return "\n".join(argument_strings(self.request.arguments))
 
     def facts(self) -> dict[str, Any]:
-        """What V-Pol rules and directive predicates can refer to."""
+        """What V-Pol rules and directive predicates can refer to (built once per decision,
+        after the context is complete; read-only for the stages)."""
+        if self._facts is None:
+            self._facts = self._build_facts()
+        return self._facts
+
+    def _build_facts(self) -> dict[str, Any]:
         tool = self.tool
         return {
             "arguments": self.request.arguments,
@@ -112,7 +125,7 @@ class CallContext:
                 "task_id": str(self.task.task_id) if self.task else None,
                 "reason": self.request.reason,
                 # Every string in the arguments, for predicates that look at all of it.
-                "text": "\n".join(argument_strings(self.request.arguments)),
+                "text": self.free_text,
                 "confidence": self.request.confidence,
             },
         }

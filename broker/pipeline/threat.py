@@ -13,7 +13,7 @@ from brainframe.guardian import TRUST_MULTIPLIERS
 from brainframe.guardian import assess as guardian_assess
 from brainframe.models import Agent
 
-from .context import CallContext, argument_strings
+from .context import CallContext
 
 
 def trust_for(agent: Agent) -> str:
@@ -21,7 +21,7 @@ def trust_for(agent: Agent) -> str:
 
 
 def assess(ctx: CallContext) -> dict[str, Any]:
-    text = "\n".join(argument_strings(ctx.request.arguments))
+    text = ctx.free_text
     if not text.strip():
         return {
             "detector": "guardian",

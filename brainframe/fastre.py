@@ -1,0 +1,80 @@
+"""Regular expressions on Hyperscan, with Python's ``re`` keeping the last word.
+
+Hyperscan scans a text for many expressions at once, at memory speed, but lacks some of
+``re``'s constructs (lookarounds, back-references). Expressions are therefore compiled with
+``HS_FLAG_PREFILTER``: Hyperscan accepts them all and may report a superset of the matches,
+and every candidate it reports is confirmed with ``re`` on the same text. The answer is always
+exactly ``re``'s; the time is Hyperscan's when, as usual, nothing matches.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+
+import hyperscan
+
+UNICODE = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_UCP
+PREFILTER = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH
+
+_scratch = threading.local()
+
+
+def database(expressions: list[str], flags: list[int]) -> hyperscan.Database:
+    """One block-mode database; expression ``i`` reports id ``i``."""
+    db = hyperscan.Database()
+    db.compile(
+        expressions=[e.encode() for e in expressions],
+        ids=list(range(len(expressions))),
+        elements=len(expressions),
+        flags=flags,
+    )
+    return db
+
+
+def utf8(text: str) -> bytes:
+    return text.encode("utf-8", "replace")  # lone surrogates: Hyperscan needs valid UTF-8
+
+
+def scan(db: hyperscan.Database, data: bytes) -> set[int]:
+    """The ids of the expressions of ``db`` that (may) match somewhere in ``data``."""
+    scratches: dict[int, hyperscan.Scratch] = _scratch.__dict__.setdefault("by_db", {})
+    scratch = scratches.get(id(db))
+    if scratch is None:  # scratch space is per thread
+        scratch = scratches[id(db)] = hyperscan.Scratch(db)
+    found: set[int] = set()
+    db.scan(data, match_event_handler=lambda i, *_: found.add(i), scratch=scratch)
+    return found
+
+
+class Pattern:
+    """One ``re`` pattern whose ``search`` is screened by Hyperscan first."""
+
+    def __init__(self, expression: str, flags: int = 0) -> None:
+        self.regex = re.compile(expression, flags)
+        # re's case-insensitive matching knows folds Hyperscan may not (ſ/s, K/k): for such
+        # patterns only ASCII texts are screened.
+        self.caseless = bool(flags & re.IGNORECASE) or expression.startswith("(?i)")
+        hs_flags = PREFILTER | UNICODE
+        if flags & re.IGNORECASE:
+            hs_flags |= hyperscan.HS_FLAG_CASELESS
+        if flags & re.DOTALL:
+            hs_flags |= hyperscan.HS_FLAG_DOTALL
+        if flags & re.MULTILINE:
+            hs_flags |= hyperscan.HS_FLAG_MULTILINE
+        try:
+            self.db: hyperscan.Database | None = database([expression], [hs_flags])
+        except hyperscan.error:  # a construct even the prefilter cannot take: re alone
+            self.db = None
+
+    def search(self, text: str) -> bool:
+        screened = self.db is not None and (text.isascii() or not self.caseless)
+        if screened and not scan(self.db, utf8(text)):  # type: ignore[arg-type]
+            return False
+        return self.regex.search(text) is not None
+
+
+@lru_cache(maxsize=512)
+def compiled(expression: str, flags: int = 0) -> Pattern:
+    return Pattern(expression, flags)

@@ -1,0 +1,42 @@
+"""Hyperscan-screened patterns answer exactly as Python's re does, constructs Hyperscan lacks
+included; the Guardian and directive predicates rely on that."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from brainframe import fastre
+
+CASES = [
+    # (expression, flags, text)
+    (r"https?://(?!127\.0\.0\.1|localhost)[^/\s]+/control/", 0, "see http://10.0.0.5/control/x"),
+    (r"https?://(?!127\.0\.0\.1|localhost)[^/\s]+/control/", 0, "see http://localhost/control/"),
+    (r"(['\"]).{2,20}?\1", 0, "he said 'stop now' twice"),
+    (r"(['\"]).{2,20}?\1", 0, "he said 'stop now twice"),
+    (r"(?i)\b(tfn|tax file)\b\D{0,20}\d[\d ]{7,12}\d", re.I, "My TFN is 123 456 782"),
+    (r"(?i)\b(tfn|tax file)\b\D{0,20}\d[\d ]{7,12}\d", re.I, "the TFN form is blank"),
+    (r"\bsuicid\w*", re.I, "SUICIDAL ideation"),
+    (r"\bsuicid\w*", re.I, "ſuicidal (long s folds to s in re)"),
+    (r"(?<=@)evil\.example", 0, "bcc: x@evil.example"),
+    (r"a*", 0, "matches the empty string: Hyperscan refuses it, re alone answers"),
+]
+
+
+@pytest.mark.parametrize(("expression", "flags", "text"), CASES)
+def test_same_answer_as_re(expression: str, flags: int, text: str) -> None:
+    expected = re.compile(expression, flags).search(text) is not None
+    assert fastre.compiled(expression, flags).search(text) is expected
+
+
+def test_the_screen_answers_no_without_re_when_nothing_can_match() -> None:
+    pattern = fastre.Pattern(r"\bambulance\b", re.I)
+    assert pattern.db is not None
+    assert pattern.search("Community outing to the museum.") is False
+    assert pattern.search("Call an AMBULANCE now") is True
+
+
+def test_invalid_expression_is_refused_like_re() -> None:
+    with pytest.raises(re.error):
+        fastre.Pattern(r"(unclosed")
