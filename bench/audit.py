@@ -5,7 +5,7 @@
 Runs in a database of its own (``rabs_bench_audit`` on the same server, migrated at start and
 dropped at the end: audit rows can never be deleted, so they are not written into yours).
 
-- **appends**: ``writers`` threads, each with its own connection, record decisions through the
+- **appends**: ``writers`` processes, each with its own connection, record decisions through the
   real write path (``broker.audit.record_decision``: origin, reason, edges and the chained
   tool-call row, the agent's chain locked for the next ``seq``, the board event), (a) all on one
   agent's chain, (b) one chain per writer. The call is prepared once and embedding-after-commit
@@ -19,9 +19,9 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+import multiprocessing
 import os
 import sys
-import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -35,7 +35,7 @@ BENCH_DB = "rabs_bench_audit"
 
 
 def _appends(writers: int, seconds: float, *, one_chain: bool) -> float:
-    from django.db import connection
+    from django.db import connection, connections
 
     from brainframe.models import Agent
     from broker.audit import record_decision
@@ -57,40 +57,54 @@ def _appends(writers: int, seconds: float, *, one_chain: bool) -> float:
     verdict = Verdict(Outcome.DENY, "bench", "benchmark denial")
     # The call is prepared once per agent (policy lookups are not the audit's cost).
     templates = {a.agent_id: prepare(agent=a, request=request) for a in agents}
-    stop = time.monotonic() + seconds
-    counts = [0] * writers
-    errors: list[BaseException] = []
+    # Writers are processes, as web and worker processes are: one Python process would
+    # measure its own interpreter lock rather than the audit.
+    connections.close_all()
+    connection.close_pool()  # type: ignore[attr-defined]  # the PostgreSQL backend has it
+    ready, go = multiprocessing.Barrier(writers + 1), multiprocessing.Event()
+    results: multiprocessing.Queue[tuple[int, str]] = multiprocessing.Queue()
 
     def write(n: int) -> None:
         agent = agents[0 if one_chain else n]
+        count, error = 0, ""
         try:
+            ready.wait()
+            go.wait()
+            stop = time.monotonic() + seconds
             while time.monotonic() < stop:
                 ctx = copy.copy(templates[agent.agent_id])
                 ctx.call_id, ctx.findings = uuid.uuid4(), []
                 record_decision(ctx, verdict)
-                counts[n] += 1
+                count += 1
         except BaseException as exc:
-            errors.append(exc)
+            error = repr(exc)
         finally:
-            connection.close()
+            connections.close_all()
+            results.put((count, error))
 
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=write, args=(n,)) for n in range(writers)]
+    for process in processes:
+        process.start()
+    ready.wait()
     started = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    go.set()
+    outcomes = [results.get() for _ in processes]
+    elapsed = time.monotonic() - started
+    for process in processes:
+        process.join()
+    errors = [error for _, error in outcomes if error]
     if errors:
-        raise errors[0]
-    return sum(counts) / (time.monotonic() - started)
+        raise SystemExit(f"a writer failed: {errors[0]}")
+    return sum(count for count, _ in outcomes) / elapsed
 
 
-def _verify(rows: int) -> tuple[float, float]:
+def _verify(rows: int, workers: int) -> tuple[float, float]:
     from django.db import connection
     from psycopg.types.json import Jsonb
 
     from brainframe.models import Agent, OriginRegistry, ReasonLog, ToolCall
-    from broker.audit import GENESIS_HASH, compute_row_hash, verify_chain
+    from broker.audit import GENESIS_HASH, HASH_SCHEME, compute_row_hash, verify_chain
 
     agent = Agent.objects.create(agent_id="bench-verify", name="bench", type="type_2_sandboxed")
     origin = OriginRegistry.objects.create(origin_type="manual", source_ref="bench")
@@ -125,6 +139,7 @@ def _verify(rows: int) -> tuple[float, float]:
         "executed_at": None,
         "alignment_reasons": [],
         "outcome_hash": "",
+        "hash_scheme": HASH_SCHEME,
     }
     json_columns = {
         "input", "decision_errors", "threat_assessment", "executed_arguments",
@@ -156,7 +171,7 @@ def _verify(rows: int) -> tuple[float, float]:
             )
     written = time.perf_counter() - started
     started = time.perf_counter()
-    problem = verify_chain(agent.agent_id)
+    problem = verify_chain(agent.agent_id, workers=workers)
     elapsed = time.perf_counter() - started
     if problem is not None:
         raise SystemExit(f"verify found a break in generated data: {problem}")
@@ -175,6 +190,9 @@ def main() -> int:
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--verify-rows", type=int, default=1_000_000)
+    parser.add_argument(
+        "--verify-workers", type=int, default=os.cpu_count() or 1, help="as verify_audit --workers"
+    )
     args = parser.parse_args()
 
     # Measure the audit write, not the embedding queue behind it.
@@ -187,10 +205,11 @@ def main() -> int:
             where = "one chain" if one_chain else f"{args.writers} chains"
             print(f"appends, {args.writers} writers, {where}: {rate:,.0f} chained rows/s")
         if args.verify_rows:
-            written, elapsed = _verify(args.verify_rows)
+            written, elapsed = _verify(args.verify_rows, args.verify_workers)
             print(f"generated {args.verify_rows:,} chained rows in {written:.1f} s")
             print(
-                f"verify_chain over {args.verify_rows:,} rows: {elapsed:.1f} s "
+                f"verify_chain over {args.verify_rows:,} rows, {args.verify_workers} worker(s): "
+                f"{elapsed:.1f} s "
                 f"({args.verify_rows / elapsed:,.0f} rows/s)"
             )
     return 0

@@ -1,29 +1,36 @@
 """The tamper-evident audit: every decision becomes rows in reason_log, origin_registry,
 reason_edges and tool_calls, written in one transaction before anything executes.
 
-``tool_calls`` rows are hash-chained per agent. ``row_hash`` is sha256 over the canonical JSON of
-the row's recorded content (``HASHED_FIELDS``, which include ``seq`` and ``prev_hash``), so
-editing, deleting or reordering any row breaks the chain from that row on. When the execution
-outcome is written (once), ``outcome_hash`` = sha256(row_hash + canonical outcome) seals it too.
-Writers for one agent are serialised by a row lock on the agent.
+``tool_calls`` rows are hash-chained per agent. The application computes ``content_hash``,
+sha256 over the canonical JSON of the row's recorded content (``CONTENT_FIELDS``); the database
+function ``brainframe_record_decision`` (migration 0012) then writes every row of the decision in
+one call and, under a lock on the agent's row, sets ``seq`` and ``prev_hash`` from the chain's
+end and ``row_hash`` = sha256("prev_hash:seq:content_hash"). Editing, deleting or reordering any
+row breaks the chain from that row on. When the execution outcome is written (once),
+``outcome_hash`` = sha256(row_hash + canonical outcome) seals it too. Rows of hash scheme 1
+(written before the function existed) hash ``HASHED_FIELDS`` directly and verify as before.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, connections, models, transaction
+from django.db.models import Max
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from brainframe.models import (
-    Agent,
     ApprovalRequest,
     OriginRegistry,
     ReasonEdge,
@@ -57,6 +64,9 @@ HASHED_FIELDS = (
     "prev_hash",
     "timestamp",
 )
+# Scheme 2: the content the application hashes; seq and prev_hash enter in the database.
+CONTENT_FIELDS = (*(f for f in HASHED_FIELDS if f not in ("seq", "prev_hash")), "hash_scheme")
+HASH_SCHEME = 2
 OUTCOME_FIELDS = (
     "outcome",
     "output",
@@ -89,8 +99,16 @@ def _json_default(value: Any) -> str:
     return str(value)
 
 
+def compute_content_hash(values: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json({k: values[k] for k in CONTENT_FIELDS})).hexdigest()
+
+
 def compute_row_hash(values: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json({k: values[k] for k in HASHED_FIELDS})).hexdigest()
+    """The row hash of a tool_calls row, by its ``hash_scheme``."""
+    if values.get("hash_scheme", 1) == 1:
+        return hashlib.sha256(canonical_json({k: values[k] for k in HASHED_FIELDS})).hexdigest()
+    link = f"{values['prev_hash']}:{values['seq']}:{compute_content_hash(values)}"
+    return hashlib.sha256(link.encode()).hexdigest()
 
 
 def compute_outcome_hash(row_hash: str, values: dict[str, Any]) -> str:
@@ -142,107 +160,130 @@ def _summary(ctx: CallContext) -> str:
 
 
 def record_decision(ctx: CallContext, verdict: Verdict) -> Recorded:
-    """Write the decision's audit rows atomically. Raises DatabaseError if the audit is down."""
+    """Write the decision's audit rows atomically. Raises DatabaseError if the audit is down.
+
+    Every row is built here and written by one call of ``brainframe_record_decision``: the
+    origin (when the decision registers one), the reason and its edges, the chained tool call
+    and the approval request (when the verdict asks for one).
+    """
     req = ctx.request
     now = timezone.now()
-    with transaction.atomic():
-        # Serialise this agent's chain: the next seq and prev_hash are read under the lock.
-        Agent.objects.select_for_update().filter(pk=ctx.agent.pk).values_list("pk").get()
-
-        if ctx.parent is not None:
-            o_tag_id = ctx.parent.o_tag_id
-            chain_id = ctx.parent.chain_id
-            vpol_id, vpol_version = ctx.parent.vpol_id, ctx.parent.vpol_version
+    origin = None
+    if ctx.parent is not None:
+        o_tag_id = ctx.parent.o_tag_id
+        chain_id = ctx.parent.chain_id
+        vpol_id, vpol_version = ctx.parent.vpol_id, ctx.parent.vpol_version
+    else:
+        if req.origin is not None:
+            origin = OriginRegistry(
+                origin_type=req.origin["origin_type"],
+                source_ref=req.origin["source_ref"],
+                metadata=req.origin.get("metadata") or {},
+                registered_by=ctx.agent,
+            )
+        elif req.o_tag is not None:
+            o_tag_id = req.o_tag
+        elif ctx.task is not None and ctx.task.o_tag_id is not None:
+            o_tag_id = ctx.task.o_tag_id
         else:
-            if req.origin is not None:
-                origin = OriginRegistry.objects.create(
-                    origin_type=req.origin["origin_type"],
-                    source_ref=req.origin["source_ref"],
-                    metadata=req.origin.get("metadata") or {},
-                    registered_by=ctx.agent,
-                )
-                o_tag_id = origin.id
-                classify_origin_after_commit(origin.id)
-            elif req.o_tag is not None:
-                o_tag_id = req.o_tag
-            elif ctx.task is not None and ctx.task.o_tag_id is not None:
-                o_tag_id = ctx.task.o_tag_id
-            else:
-                origin = OriginRegistry.objects.create(
-                    origin_type=OriginRegistry.OriginType.AGENT,
-                    source_ref=f"agent:{ctx.agent.agent_id}"
-                    + (f":task:{ctx.task.task_id}" if ctx.task else ""),
-                    metadata={"note": "no origin given: the agent's own initiative"},
-                    registered_by=ctx.agent,
-                )
-                o_tag_id = origin.id
-            chain_id = None
-            vpol_id = ctx.vpol.id if ctx.vpol else None
-            vpol_version = ctx.vpol.version if ctx.vpol else None
+            origin = OriginRegistry(
+                origin_type=OriginRegistry.OriginType.AGENT,
+                source_ref=f"agent:{ctx.agent.agent_id}"
+                + (f":task:{ctx.task.task_id}" if ctx.task else ""),
+                metadata={"note": "no origin given: the agent's own initiative"},
+                registered_by=ctx.agent,
+            )
+        if origin is not None:
+            o_tag_id = origin.id
+        chain_id = None
+        vpol_id = ctx.vpol.id if ctx.vpol else None
+        vpol_version = ctx.vpol.version if ctx.vpol else None
 
-        reason_id = uuid.uuid4()
-        reason = ReasonLog.objects.create(
-            id=reason_id,
-            parent=ctx.parent,
-            o_tag_id=o_tag_id,
-            vpol_id=vpol_id,
-            vpol_version=vpol_version,
-            chain_id=chain_id or reason_id,
-            agent=ctx.agent,
-            tool=ctx.tool,
-            thought=req.reason,
-            confidence=req.confidence,
-            risk=ctx.threat.get("risk"),
-        )
-        index_after_commit("reason", [reason.id])
-        ReasonEdge.objects.bulk_create(
-            [
-                ReasonEdge(reason=reason, entity_type=t, entity_id=i, relationship=r)
-                for t, i, r in dict.fromkeys(_entity_edges(ctx))
-            ],
-            ignore_conflicts=True,
-        )
+    reason_id = uuid.uuid4()
+    reason = ReasonLog(
+        id=reason_id,
+        parent=ctx.parent,
+        o_tag_id=o_tag_id,
+        vpol_id=vpol_id,
+        vpol_version=vpol_version,
+        chain_id=chain_id or reason_id,
+        agent=ctx.agent,
+        tool=ctx.tool,
+        thought=req.reason,
+        confidence=req.confidence,
+        risk=ctx.threat.get("risk"),
+    )
+    edges = [
+        ReasonEdge(reason=reason, entity_type=t, entity_id=i, relationship=r)
+        for t, i, r in dict.fromkeys(_entity_edges(ctx))
+    ]
+    findings = [{"source": f.source, "detail": f.detail} for f in ctx.findings]
+    call = ToolCall(
+        id=ctx.call_id,
+        agent=ctx.agent,
+        tool=ctx.tool,
+        requested_tool_id=req.tool_id[:200],
+        task=ctx.task,
+        r_tag=reason,
+        o_tag_id=o_tag_id,
+        vpol_id=vpol_id,
+        input=req.arguments,
+        decision=_DECISIONS[verdict.outcome],
+        decision_code=verdict.code[:80],
+        decision_detail=verdict.detail,
+        decision_errors=list(verdict.errors),
+        threat_assessment={**ctx.threat, "findings": findings} if findings else ctx.threat,
+        idempotency_key=req.idempotency_key,
+        request_hash=req.request_hash,
+        outcome=ToolCall.Outcome.PENDING if verdict.executes else ToolCall.Outcome.NOT_RUN,
+        hash_scheme=HASH_SCHEME,
+        timestamp=now,
+    )
+    approval = _approval(ctx, verdict, call, reason, now) if verdict.approval_kind else None
 
-        last = (
-            ToolCall.objects.filter(agent=ctx.agent)
-            .order_by("-seq")
-            .values_list("seq", "row_hash")
-            .first()
+    document: dict[str, Any] = {
+        "reason": _row(reason, now),
+        "edges": [_row(edge, now) for edge in edges],
+        "call": _row(call, now),
+        "content_hash": compute_content_hash({f: getattr(call, f) for f in CONTENT_FIELDS}),
+    }
+    if origin is not None:
+        document["origin"] = _row(origin, now)
+    if approval is not None:
+        document["approval"] = _row(approval, now)
+    # Inside a caller's transaction, a savepoint keeps a refused write (a duplicate
+    # Idempotency-Key) from spoiling it; on its own the one statement is its own transaction.
+    atomic = transaction.atomic() if connection.in_atomic_block else nullcontext()
+    with atomic, connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT out_seq, out_prev_hash, out_row_hash FROM brainframe_record_decision(%s)",
+            [Jsonb(document, dumps=_dumps)],  # type: ignore[list-item]  # psycopg adapts it
         )
-        seq, prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
-        findings = [{"source": f.source, "detail": f.detail} for f in ctx.findings]
-        call = ToolCall(
-            id=ctx.call_id,
-            agent=ctx.agent,
-            tool=ctx.tool,
-            requested_tool_id=req.tool_id[:200],
-            task=ctx.task,
-            r_tag=reason,
-            o_tag_id=o_tag_id,
-            vpol_id=vpol_id,
-            input=req.arguments,
-            decision=_DECISIONS[verdict.outcome],
-            decision_code=verdict.code[:80],
-            decision_detail=verdict.detail,
-            decision_errors=list(verdict.errors),
-            threat_assessment={**ctx.threat, "findings": findings} if findings else ctx.threat,
-            idempotency_key=req.idempotency_key,
-            request_hash=req.request_hash,
-            outcome=ToolCall.Outcome.PENDING if verdict.executes else ToolCall.Outcome.NOT_RUN,
-            seq=seq,
-            prev_hash=prev_hash,
-            timestamp=now,
-        )
-        call.row_hash = compute_row_hash({f: getattr(call, f) for f in HASHED_FIELDS})
-        call.save(force_insert=True)
-
-        approval = None
-        if verdict.approval_kind:
-            approval = _create_approval(ctx, verdict, call, reason, now)
+        call.seq, call.prev_hash, call.row_hash = cursor.fetchone()
+    for written in (origin, reason, call, approval):
+        if written is not None:
+            written._state.adding, written._state.db = False, "default"
+    if origin is not None:
+        classify_origin_after_commit(origin.id)
+    index_after_commit("reason", [reason.id])
     return Recorded(call=call, reason=reason, approval=approval)
 
 
-def _create_approval(
+def _row(instance: models.Model, now: Any) -> dict[str, Any]:
+    """The row of a model instance as jsonb_populate_record reads it (column → value)."""
+    row = {}
+    for f in instance._meta.concrete_fields:
+        if getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False):
+            setattr(instance, f.attname, now)
+        row[f.column] = getattr(instance, f.attname)
+    return row
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=_json_default)
+
+
+def _approval(
     ctx: CallContext, verdict: Verdict, call: ToolCall, reason: ReasonLog, now: Any
 ) -> ApprovalRequest:
     tool = ctx.tool
@@ -251,7 +292,7 @@ def _create_approval(
     senior = verdict.reviewer_group == ApprovalRequest.ReviewerGroup.SENIOR
     tags = [tool.context_bucket, f"risk:{tool.risk_level}", f"decision:{verdict.code}"]
     tags += [f.source for f in ctx.findings]
-    return ApprovalRequest.objects.create(
+    return ApprovalRequest(
         tool=tool,
         agent=ctx.agent,
         tool_call=call,
@@ -334,18 +375,71 @@ class ChainBreak:
         )
 
 
-def verify_chain(agent_id: str, *, chunk_size: int = 5000) -> ChainBreak | None:
-    """The first row of ``agent_id``'s chain that does not match, or None if it is intact."""
-    expected_seq, prev_hash = 1, GENESIS_HASH
-    columns = (*HASHED_FIELDS, "row_hash", "outcome_hash", *OUTCOME_FIELDS)
-    rows: Iterator[dict[str, Any]] = (
-        ToolCall.objects.filter(agent_id=agent_id)
-        .order_by("seq")
-        .values(*columns)
-        .iterator(chunk_size=chunk_size)
+#: Below this many rows a chain is verified in this process; above it, in ``workers`` processes.
+PARALLEL_FROM_ROWS = 100_000
+
+
+def verify_chain(
+    agent_id: str,
+    *,
+    workers: int = 1,
+    parallel_from: int = PARALLEL_FROM_ROWS,
+    chunk_size: int = 5000,
+) -> ChainBreak | None:
+    """The first row of ``agent_id``'s chain that does not match, or None if it is intact.
+
+    With ``workers`` > 1 a long chain is cut into that many runs of ``seq`` verified side by
+    side in forked processes (each run checks its first row against the stored hash of the row
+    before it, which the previous run verifies); the break with the lowest ``seq`` is named.
+    Not for daemonic processes (a Celery worker's children cannot fork): the command uses it.
+    """
+    last = 0
+    if workers > 1:
+        last = ToolCall.objects.filter(agent_id=agent_id).aggregate(m=Max("seq"))["m"] or 0
+    if workers <= 1 or last < parallel_from:
+        return _verify_run(agent_id, 1, None, chunk_size)
+    step = -(-last // workers)
+    runs = [
+        (agent_id, first, min(first + step - 1, last), chunk_size)
+        for first in range(1, last + 1, step)
+    ]
+    # Children must not share the parent's database connections: close them before forking.
+    connections.close_all()
+    if hasattr(connection, "close_pool"):
+        connection.close_pool()
+    with ProcessPoolExecutor(len(runs), mp_context=multiprocessing.get_context("fork")) as pool:
+        breaks = [found for found in pool.map(_verify_run_in_child, runs) if found is not None]
+    return min(breaks, key=lambda found: found.seq) if breaks else None
+
+
+def _verify_run_in_child(run: tuple[str, int, int, int]) -> ChainBreak | None:
+    try:
+        return _verify_run(*run)
+    finally:
+        connections.close_all()
+
+
+def _verify_run(agent_id: str, first: int, last: int | None, chunk_size: int) -> ChainBreak | None:
+    """Verify rows ``first``..``last`` (to the end when None) of one chain."""
+    expected_seq = first
+    prev_hash: str | None = GENESIS_HASH
+    if first > 1:
+        prev_hash = (
+            ToolCall.objects.filter(agent_id=agent_id, seq=first - 1)
+            .values_list("row_hash", flat=True)
+            .first()
+        )
+    columns = (*HASHED_FIELDS, "hash_scheme", "row_hash", "outcome_hash", *OUTCOME_FIELDS)
+    rows = ToolCall.objects.filter(agent_id=agent_id, seq__gte=first)
+    if last is not None:
+        rows = rows.filter(seq__lte=last)
+    stream: Iterator[dict[str, Any]] = (
+        rows.order_by("seq").values(*columns).iterator(chunk_size=chunk_size)
     )
-    for row in rows:
+    for row in stream:
         where = (agent_id, row["id"], row["seq"])
+        if prev_hash is None:  # the row before this run is gone
+            return ChainBreak(*where, f"expected seq {first - 1} (a row is missing)")
         if row["seq"] != expected_seq:
             return ChainBreak(*where, f"expected seq {expected_seq} (a row is missing)")
         if row["prev_hash"] != prev_hash:

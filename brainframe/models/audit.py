@@ -277,6 +277,10 @@ class ToolCall(AppendOnlyModel):
     alignment_rating = models.FloatField(null=True, blank=True)
     alignment_reasons = models.JSONField(default=list, blank=True)
     # Hash chain.
+    #: 1: row_hash = sha256(canonical content incl. seq and prev_hash), computed in Python.
+    #: 2: row_hash = sha256("prev_hash:seq:content_hash") computed in the database under the
+    #: chain's lock, content_hash = sha256(canonical content incl. this scheme) from Python.
+    hash_scheme = models.PositiveSmallIntegerField(default=2)
     seq = models.PositiveBigIntegerField()
     prev_hash = models.CharField(max_length=64)
     row_hash = models.CharField(max_length=64)

@@ -92,3 +92,26 @@ def test_an_edited_outcome_is_found(history: None) -> None:
     problem = verify_chain("henry")
     assert problem is not None and problem.call_id == victim.id
     assert "outcome edited" in problem.problem
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chain_verified_in_parallel_names_the_same_rows(history: None) -> None:
+    """Cut into runs checked in forked processes, the chain gives the sequential answers."""
+    rows = list(ToolCall.objects.filter(agent_id="henry").order_by("seq"))
+    assert len(rows) >= 6
+    parallel = {"workers": 3, "parallel_from": 1}
+    assert verify_chain("henry", **parallel) is None
+
+    edited = rows[4]  # inside the second or third run, not its first row
+    _tamper("UPDATE tool_calls SET input = %s WHERE id = %s", ['{"x": 1}', edited.id])
+    found = verify_chain("henry", **parallel)
+    assert found is not None and found.call_id == edited.id and "row edited" in found.problem
+    assert found == verify_chain("henry")
+
+    # A row deleted at the end of a run is found at the first row of the next one.
+    step = -(-len(rows) // 3)
+    boundary = rows[step - 1]
+    _tamper("DELETE FROM tool_calls WHERE id = %s", [boundary.id])
+    found = verify_chain("henry", **parallel)
+    assert found is not None and found.seq == boundary.seq + 1 and "missing" in found.problem
+    assert found.call_id == verify_chain("henry").call_id  # type: ignore[union-attr]

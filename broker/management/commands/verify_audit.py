@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -16,6 +17,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--agent", help="verify only this agent's chain")
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=os.cpu_count() or 1,
+            help="processes per long chain (default: one per CPU; 1 verifies in this process)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         agents = (
@@ -26,7 +33,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         broken = []
         for agent_id in agents:
-            problem = verify_chain(agent_id)
+            problem = verify_chain(agent_id, workers=max(1, options["workers"]))
             if problem is not None:
                 broken.append(problem)
                 self.stderr.write(str(problem))
