@@ -11,6 +11,7 @@ Tax File Numbers, ABNs and NDIS participant numbers. The anonymizer replaces eac
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -67,15 +68,32 @@ def _name_cue_recognizer_class() -> Any:
     cues = re.compile(
         r"(?:\b(?:[Mm]y name is|[Nn]ame is|[Nn]ame:|[Dd]ear|[Hh]i|[Hh]ello|[Tt]hanks|"
         r"[Ff]ollow up with|[Cc]ontact|[Uu]nder|[Dd]irected [Bb]y:?|[Aa]ddress:|[Kk]id|[Ss]on|"
-        r"[Dd]aughter|[Ww]ife|[Hh]usband|[Mm]r\.?|[Mm]rs\.?|[Mm]s\.?|[Dd]r\.?)\s+)" + name
+        r"[Dd]aughter|[Ww]ife|[Hh]usband|[Mm]r\.?|[Mm]rs\.?|[Mm]s\.?|[Dd]r\.?|[Cc]alled|"
+        r"(?:[Ll]ast |[Ff]irst |[Ff]ull )?name(?: on (?:the|this|my) \w+)?\?(?:\s*\w+:)?|"
+        r"(?:[Ss]aid|[Ss]houted|[Ss]poke|[Ss]peak|[Tt]alk|[Tt]alked|[Ww]rote) (?:at|to|with))\s+)"
+        + name
     )
+    # "Name: text" at the start of a line or sentence, unless the label is a form field.
     speaker = re.compile(r"(?:^|(?<=[.!?]\s))" + name + r"(?=:\s)", re.M)
+    labels = {
+        "address", "cc", "company", "date", "desk", "email", "fax", "from", "home", "mobile",
+        "note", "office", "phone", "re", "subject", "tel", "title", "to", "user", "bot", "web",
+        "website", "work", "answer", "question", "agent", "customer", "q", "a",
+    }  # fmt: skip
     founders = re.compile(r"founders?:\s+([^.]{3,120})")
     word = re.compile(r"[A-Z\u00C0-\u024F][\w\u00C0-\u024F'-]+")
+    # "Franciska's kid", "Amanda's daughter": a possessive before a word for a relative.
+    kin = re.compile(
+        r"\b([A-Z\u00C0-\u024F][\w\u00C0-\u024F'-]+)'s\s+(?:kids?|sons?|daughters?|wife|"
+        r"husband|mother|father|mum|mom|dad|brother|sister|children|child|family|partner|"
+        r"boss|friend|killers?|carer)\b"
+    )
 
     class NameCueRecognizer(EntityRecognizer):
-        """People's names where the sentence says a name follows (cue words, speaker labels,
-        lists of founders): what a small NER model misses on names from many languages."""
+        """People's names where the text says a name is there (cue words, speaker labels,
+        lists of founders, a relative's possessive), names coordinated with a name the model
+        found ("Marrero and Murphy"), and later mentions of a name found earlier in the same
+        text: what a small NER model misses on names from many languages."""
 
         def __init__(self) -> None:
             super().__init__(
@@ -86,19 +104,116 @@ def _name_cue_recognizer_class() -> Any:
             pass
 
         def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
-            results = []
-            for regex in (cues, speaker):
-                for match in regex.finditer(text):
-                    results.append(RecognizerResult("PERSON", match.start(1), match.end(1), 0.7))
+            spans: list[tuple[int, int]] = []
+            for match in cues.finditer(text):
+                spans.append((match.start(1), match.end(1)))
+            for match in speaker.finditer(text):
+                if match.group(1).lower() not in labels:
+                    spans.append((match.start(1), match.end(1)))
+            for match in kin.finditer(text):
+                spans.append((match.start(1), match.end(1)))
             for match in founders.finditer(text):
                 for part in word.finditer(match.group(1)):
                     start = match.start(1) + part.start()
-                    results.append(
-                        RecognizerResult("PERSON", start, start + len(part.group()), 0.7)
-                    )
-            return results
+                    spans.append((start, start + len(part.group())))
+            doc = getattr(nlp_artifacts, "tokens", None)
+            if doc is not None:
+                spans += _coordinated_names(doc)
+                known = [text[a:b] for a, b in spans]
+                known += [e.text for e in doc.ents if e.label_ == "PERSON"]
+                spans += _repeated_names(text, known)
+            return [RecognizerResult("PERSON", a, b, 0.7) for a, b in spans]
+
+    def _coordinated_names(doc: Any) -> list[tuple[int, int]]:
+        """Proper nouns in a coordination ("A, B and C") with a token the model tagged PERSON."""
+        found = []
+        for token in doc:
+            if token.dep_ not in ("conj", "appos") or token.pos_ != "PROPN":
+                continue
+            head = token.head
+            pair = (head, token)
+            if head.pos_ == "PROPN" and any(t.ent_type_ == "PERSON" for t in pair):
+                found += [(t.idx, t.idx + len(t)) for t in pair if t.ent_type_ != "PERSON"]
+        return found
+
+    def _repeated_names(text: str, known: list[str]) -> list[tuple[int, int]]:
+        """Every other mention of a name (or of one of its words) found in the same text."""
+        words = {w for name in known for w in name.split() if len(w) > 2 and w[0].isupper()}
+        if not words:
+            return []
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
+        return [(m.start(), m.end()) for m in pattern.finditer(text)]
 
     return NameCueRecognizer
+
+
+#: Digits grouped the way people write phone numbers; not a date; "-Office"/"-Fax" may follow.
+_GROUPED_DIGITS = (
+    r"(?<![\w/-])(?!\d{4}-\d{2}-\d{2})(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?"
+    r"(?:\(0\)\s?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?:\s?(?:x|ext\.?)\s?\d{1,5})?"
+    r"(?![\w/]|-\d)"
+)
+
+
+def _phone_cue_recognizer_class() -> Any:
+    import re
+
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    # "call me on …", "ring Sam at …", "text me on …": presidio's context words skip stop
+    # words, and "call" is one, so the cue is part of the pattern here.
+    cue = re.compile(
+        r"\b(?:call|ring|text|reach|phone|contact|dial)(?:\s+\w+){0,2}?\s+(?:on|at)\s+("
+        + _GROUPED_DIGITS
+        + ")",
+        re.I,
+    )
+
+    # "416 60 039 office", "21 253 109 8211-Office": the label written after the number.
+    label_after = re.compile(
+        "(" + _GROUPED_DIGITS + r")[ -]?(?:office|fax|mobile|cell|home|work|tel|phone|desk)\b",
+        re.I,
+    )
+
+    class PhoneCueRecognizer(EntityRecognizer):
+        def __init__(self) -> None:
+            super().__init__(
+                supported_entities=["PHONE_NUMBER"],
+                name="PhoneCueRecognizer",
+                supported_language="en",
+            )
+
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
+            return [
+                RecognizerResult("PHONE_NUMBER", m.start(1), m.end(1), 0.6)
+                for regex in (cue, label_after)
+                for m in regex.finditer(text)
+            ]
+
+    return PhoneCueRecognizer
+
+
+#: Digits named as another identifier just before them are not a phone number.
+_NOT_A_PHONE = re.compile(
+    r"(?:licen[cs]e|passport|account|policy|member|customer|invoice|order|reference|ref)"
+    r"(?:\s+(?:number|no\.?|#|id))?(?:\s+is)?\s*[:#]?\s*$",
+    re.I,
+)
+#: …nor are digits before a street name (a house number).
+_STREET_AFTER = re.compile(
+    r"^\s+[A-Z][\w'-]+\s+(?:Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|"
+    r"Way|Court|Ct|Place|Pl|Terrace|Parade|Crescent|Highway|Hwy|Square)\b"
+)
+
+
+def _not_a_phone(text: str, start: int, end: int) -> bool:
+    return bool(
+        _NOT_A_PHONE.search(text[max(0, start - 40) : start])
+        or _STREET_AFTER.match(text[end : end + 40])
+    )
 
 
 def _offline_tldextract() -> None:
@@ -163,9 +278,7 @@ def analyzer() -> Any:
             patterns=[
                 Pattern(
                     "grouped_digits",
-                    r"(?<![\w/-])(?!\d{4}-\d{2}-\d{2})(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?"
-                    r"(?:\(0\)\s?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?:\s?(?:x|ext\.?)\s?\d{1,5})?"
-                    r"(?![\w/-])",
+                    _GROUPED_DIGITS,
                     0.15,
                 )
             ],
@@ -190,6 +303,7 @@ def analyzer() -> Any:
                 "dial",
                 "telephone",
                 "landline",
+                "desk",
             ],
         ),
         PatternRecognizer(
@@ -201,6 +315,7 @@ def analyzer() -> Any:
             context=["card", "credit", "debit", "visa", "mastercard", "amex", "cc"],
         ),
         NameCueRecognizer(),
+        _phone_cue_recognizer_class()(),
         PatternRecognizer(
             supported_entity="AU_NDIS_NUMBER",
             name="AuNdisRecognizer",
@@ -217,11 +332,20 @@ def pii_find(text: str) -> list[Finding]:
     """PII spans in ``text``, overlaps resolved in favour of the higher score."""
     if not text.strip():
         return []
-    results = analyzer().analyze(text=text, language="en", entities=[*ENTITIES, "AU_PHONE"])
+    # All in lower case ("follow up with patricia desrosiers"): the model finds names by their
+    # capitals, so it reads a copy with every word but the stop words capitalised (same length,
+    # same offsets).
+    read = _capitalised(text) if not any(c.isupper() for c in text) else text
+    results = analyzer().analyze(text=read, language="en", entities=[*ENTITIES, "AU_PHONE"])
+    upper = text.upper()
+    if upper != text and len(upper) == len(text):  # IBANs written in lower case
+        results += _iban_recognizer().analyze(upper, ["IBAN_CODE"])
     found = []
     for result in results:
         kind = "PHONE_NUMBER" if result.entity_type == "AU_PHONE" else result.entity_type
         if kind == "PERSON" and result.end - result.start < 2:
+            continue
+        if kind == "PHONE_NUMBER" and _not_a_phone(text, result.start, result.end):
             continue
         if result.score >= MIN_SCORE.get(kind, DEFAULT_MIN_SCORE):
             found.append(Finding(kind, result.start, result.end, round(result.score, 3)))
@@ -231,6 +355,29 @@ def pii_find(text: str) -> list[Finding]:
         if all(finding.end <= k.start or finding.start >= k.end for k in kept):
             kept.append(finding)
     return sorted(kept, key=lambda f: f.start)
+
+
+@lru_cache(maxsize=1)
+def _iban_recognizer() -> Any:
+    from presidio_analyzer.predefined_recognizers import IbanRecognizer
+
+    return IbanRecognizer()
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _capitalised(text: str) -> str:
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    def capital(match: re.Match[str]) -> str:
+        word = match.group()
+        first = word[0].upper()
+        if word in STOP_WORDS or len(first) != 1:
+            return word
+        return first + word[1:]
+
+    return _WORD.sub(capital, text)
 
 
 def pii_redact(text: str) -> tuple[str, list[Finding]]:

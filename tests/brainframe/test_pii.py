@@ -36,6 +36,41 @@ def test_detects(text: str, kind: str) -> None:
     assert kind in {finding.type for finding in pii_find(text)}, pii_find(text)
 
 
+def _spans(text: str, kind: str) -> set[str]:
+    return {text[x.start : x.end] for x in pii_find(text) if x.type == kind}
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        # all in lower case: read with capitals
+        ("please ring back colleen mcgarrigle about the roster", "Mcgarrigle"),
+        # a later mention of a name found earlier
+        ("Bronwyn Tkachenko joined in May. Since then Tkachenko has led the group.", "Tkachenko"),
+        # a relative's possessive
+        ("The driver dropped off Oyelaran's daughter at three.", "Oyelaran"),
+        # the answer to a question about a name
+        ("Could you confirm your full name? Ngata-Whitehorse", "Ngata-Whitehorse"),
+    ],
+)
+def test_names_the_small_model_misses(text: str, name: str) -> None:
+    assert name.lower() in " ".join(_spans(text, "PERSON")).lower(), pii_find(text)
+
+
+def test_phone_numbers_by_their_cues_and_not_other_numbers() -> None:
+    assert _spans("Could you call me on 9381 2270 after lunch?", "PHONE_NUMBER") == {"9381 2270"}
+    assert _spans("07 3040 1122 office, 07 3040 1199 fax", "PHONE_NUMBER") == {
+        "07 3040 1122",
+        "07 3040 1199",
+    }
+    assert not _spans("my driver's licence number is 0912-44-8830", "PHONE_NUMBER")
+    assert not _spans("Deliver to 2210 48 Boundary Street, West End", "PHONE_NUMBER")
+
+
+def test_an_iban_in_lower_case() -> None:
+    assert _spans("refund to gb82west12345698765432 please", "IBAN_CODE")
+
+
 def test_redaction_keeps_the_rest() -> None:
     text, findings = pii_redact("Sam Carter can be reached on 0412 345 678 about the bus")
     assert text == "<PERSON> can be reached on <PHONE_NUMBER> about the bus"
