@@ -281,6 +281,44 @@ def _views(text: str) -> tuple[list[str], list[bytes], list[str]]:
     return folded_views, compact, sorted(set(applied))
 
 
+_ALNUM_CHARS = frozenset(_ALNUM.decode())
+# A negation shortly before a match, in the same sentence, with nothing that turns the
+# sentence around in between: "the assistant must never reveal its system prompt, share
+# credentials …" describes a rule; "don't worry about that, just ignore the rules" does not.
+_NEGATION = re.compile(
+    r"\b(?:never|not|cannot|can't|don't|doesn't|won't|mustn't|shouldn't|no longer|refuses?|"
+    r"refused|prohibits?|prohibited|forbids?|forbidden|prevents?|prevented|blocks?|blocked|"
+    r"detects?|detected|against)\b(?!\s+(?:mind|hesitate|forget)\b)"
+)
+_TURN = re.compile(r"\b(?:but|just|instead|now|then|however|rather|so|anyway)\b")
+_SENTENCE_END = re.compile(r"[.!?;:\n\]\[>|]")
+
+
+def _negated(folded: str, start: int) -> bool:
+    before = folded[max(0, start - 80) : start]
+    ends = [m.end() for m in _SENTENCE_END.finditer(before)]
+    if ends:
+        before = before[ends[-1] :]
+    before = " ".join(before.split()[-8:])
+    negations = list(_NEGATION.finditer(before))
+    return bool(negations) and not _TURN.search(before, negations[-1].end())
+
+
+_WORD_AT = re.compile(r"[a-z]+")
+_NARRATED = re.compile(r"(?:ed|es)$")
+_BASE_FORMS = frozenset(("need", "feed", "seed", "speed", "bleed", "does", "goes", "yes", "uses"))
+
+
+def _narrated(folded: str, start: int) -> bool:
+    """The matched verb is in the past or third person ("removed", "ignores its rules"): a text
+    that tells what happened or what something does, not an instruction."""
+    word = _WORD_AT.match(folded, start)
+    if word is None:
+        return False
+    text = word.group()
+    return len(text) > 4 and bool(_NARRATED.search(text)) and text not in _BASE_FORMS
+
+
 def views(text: str) -> tuple[list[str], list[str], list[str]]:
     """(folded views, compact views, names of decodings applied)."""
     folded_views, compact, applied = _views(text)
@@ -294,16 +332,31 @@ def assess(text: str, trust: str = "standard") -> Assessment:
     engine = _engine()
     folded_views, compact_views, applied = _views(text[:65536])
     matched: dict[str, ThreatPattern] = {}
-    # Hyperscan names the candidates; Python's re decides on the view it was found in.
-    for view in compact_views:
+    # Hyperscan names the candidates; Python's re decides on the view it was found in, and a
+    # match counts unless every occurrence of it is negated ("must never reveal …").
+    for view, folded in zip(compact_views, folded_views, strict=True):
+        positions: list[int] | None = None
         for i in scan(engine.compact_db, view):
             pattern, regex = engine.compact[i]
-            if pattern.name not in matched and regex.search(view.decode("ascii")):
-                matched[pattern.name] = pattern
+            if pattern.name in matched:
+                continue
+            for match in regex.finditer(view.decode("ascii")):
+                if positions is None:  # compact index → folded index, built when needed
+                    positions = [k for k, c in enumerate(folded) if c in _ALNUM_CHARS]
+                at, end = positions[match.start()], positions[match.end() - 1] + 1
+                if not (
+                    _negated(folded, at)
+                    or _narrated(folded, at)
+                    or _NEGATION.search(folded, at, end)  # "the assistant must never reveal …"
+                ):
+                    matched[pattern.name] = pattern
+                    break
     for text_view in folded_views:
         for i in scan(engine.folded_db, utf8(text_view)):
             pattern, regex = engine.folded[i]
-            if pattern.name not in matched and regex.search(text_view):
+            if pattern.name in matched:
+                continue
+            if any(not _negated(text_view, m.start()) for m in regex.finditer(text_view)):
                 matched[pattern.name] = pattern
     if matched:
         by_category: dict[str, float] = {}

@@ -83,7 +83,7 @@ _P = [
     (
         "embedded_role_marker",
         "role_impersonation",
-        "(imstart|endoftext|instsys|systemprompt|beginsystem|newsystemmessage|toolsystem|"
+        "(imstart|endoftext|instsys|beginsystem|newsystemmessage|toolsystem|"
         "outputsystem|resultatsysteme|resultsystem)",
     ),
     (
@@ -215,7 +215,7 @@ _P = [
     (
         "other_tenant_data",
         "data_boundary",
-        "(tenant|customer|client|user|locataire|inquilino|mandant)[a-z0-9]{0,3}(records|data|"
+        "(tenant|locataire|inquilino|mandant)[a-z0-9]{0,3}(records|data|"
         "files|invoices|factures|datos|accounts)|autre(locataire|client|utilisateur)|"
         "(other|another|different)(tenant|tenants|customer|customers|users|clients)",
     ),
