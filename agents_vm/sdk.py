@@ -156,7 +156,8 @@ class BrokerClient:
         files: Any = None,
         data: Any = None,
     ) -> httpx.Response:
-        """Send a signed request; retry transport failures (a fresh nonce each time)."""
+        """Send a signed request; retry transport failures and 503 answers (a fresh nonce each
+        time)."""
         if files is not None:
             built = self.http.build_request(method, path, files=files, data=data)
             body, content_type = built.read(), built.headers["Content-Type"]
@@ -174,12 +175,22 @@ class BrokerClient:
                 **(headers or {}),
             }
             try:
-                return self.http.request(method, path, content=body or None, headers=all_headers)
+                response = self.http.request(
+                    method, path, content=body or None, headers=all_headers
+                )
             except httpx.TransportError:
                 attempt += 1
                 if attempt > self.retries:
                     raise
                 time.sleep(self.backoff * 2 ** (attempt - 1))
+                continue
+            # 503: a dependency of the broker (its database, the audit, the queue) was down and
+            # nothing was done, so asking again (same Idempotency-Key) is safe.
+            if response.status_code == 503 and attempt < self.retries:
+                attempt += 1
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+                continue
+            return response
 
     def _json(self, response: httpx.Response, ok: tuple[int, ...] = (200, 201)) -> Any:
         body = response.json() if response.content else {}

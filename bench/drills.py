@@ -1,6 +1,6 @@
 """Fault drills: processes killed in the middle of a call; afterwards nothing lost, nothing twice.
 
-    .venv/bin/python bench/drills.py [--runs 20] [--drill worker|web|redis|all]
+    .venv/bin/python bench/drills.py [--runs 20] [--drill worker|web|redis|postgres|all]
 
 Runs in a throwaway database (``rabs_drills``). The tool under test posts to a real local HTTP
 receiver that counts deliveries per call (``X-RABS-Call-Id``) and takes 1.5 s to answer, so the
@@ -17,6 +17,11 @@ kill always lands while the call is executing.
   all on it). Each run kills it with SIGKILL, then a reviewer approves a call and an agent asks
   for one while it is down, then Redis comes back (empty: it keeps nothing on disk) and the
   minute job's recovery runs.
+
+- **postgres**: two agents call over HTTP (the SDK, retrying 503s with the same key) while an
+  approved call executes in a worker; when the receiver has that call, the embedded PostgreSQL
+  is crashed and restarted (``pg_ctl restart -m immediate``). Every load call is then looked up
+  by its Idempotency-Key: answered but not recorded = lost, recorded twice = duplicated.
 
 Each run counts: deliveries to the receiver for the call (more than one = duplicated), whether
 the call ends with a recorded outcome (none = lost), and approvals decided more than once.
@@ -121,6 +126,32 @@ def _worker() -> subprocess.Popen[bytes]:
     bin_dir = Path(sys.executable).parent
     return _spawn([str(bin_dir / "celery"), "-A", "rabs", "worker", "-P", "solo", "-Q", QUEUE,
                    "-l", "warning"])  # fmt: skip
+
+
+def _web() -> tuple[str, Any]:
+    """(base URL, start()) of a daphne process serving the app on a free local port."""
+    import httpx
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    bin_dir = Path(sys.executable).parent
+
+    def start() -> subprocess.Popen[bytes]:
+        process = _spawn([str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(port),
+                          "rabs.asgi:application"])  # fmt: skip
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{url}/api/schema/", timeout=1)
+                return process
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("daphne did not start") from None
+                time.sleep(0.2)
+
+    return url, start
 
 
 def _finished(call_id: str) -> bool:
@@ -239,25 +270,7 @@ def drill_web(runs: int, receiver: Receiver) -> dict[str, int]:
 
     _tool(receiver, "auto")
     secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry"))
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    bin_dir = Path(sys.executable).parent
-
-    def daphne() -> subprocess.Popen[bytes]:
-        process = _spawn([str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(port),
-                          "rabs.asgi:application"])  # fmt: skip
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{url}/api/schema/", timeout=1)
-                return process
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("daphne did not start") from None
-                time.sleep(0.2)
-
+    url, daphne = _web()
     server = daphne()
     totals: Counter[str] = Counter()
     try:
@@ -395,10 +408,79 @@ def drill_redis(runs: int, receiver: Receiver, redis: PrivateRedis) -> dict[str,
     return dict(totals)
 
 
+def drill_postgres(runs: int, receiver: Receiver) -> dict[str, int]:
+    """PostgreSQL crashes and restarts (immediate mode: WAL recovery, every connection cut)
+    while an approved call executes in a worker and two agents keep calling over HTTP."""
+    from django.db import connections
+
+    from agents_vm.sdk import BrokerClient
+    from brainframe.models import Agent, ToolCall
+    from brainframe.services.credentials import agent_credential_issue
+    from broker.services.approvals import approval_decide
+    from rabs.embedded import restart_postgres
+
+    if os.environ.get("DATABASE_URL"):
+        raise SystemExit("the postgres drill restarts the embedded server: unset DATABASE_URL")
+    _tool(receiver, "review")
+    reviewer = _reviewer()
+    secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry"))
+    url, daphne = _web()
+    server, worker = daphne(), _worker()
+    read = {"date_from": "2026-03-02", "date_to": "2026-03-02"}
+    totals: Counter[str] = Counter()
+
+    def load(stop: threading.Event, sent: list[tuple[str, Any]]) -> None:
+        with BrokerClient(url, agent_id="henry", secret=secret, retries=6) as sdk:
+            while not stop.is_set():
+                key = str(uuid.uuid4())
+                try:
+                    answer: Any = sdk.call_tool(
+                        "roster.shift.read", read, reason="drill load", idempotency_key=key
+                    )
+                except Exception as exc:  # counted below, by kind
+                    answer = exc
+                sent.append((key, answer))
+
+    try:
+        for n in range(runs):
+            stop, sent = threading.Event(), []  # type: ignore[var-annotated]
+            agents = [threading.Thread(target=load, args=(stop, sent)) for _ in range(2)]
+            for thread in agents:
+                thread.start()
+            call_id, approval_id = _pending_call(n)
+            approval_decide(approval_id=approval_id, reviewer=reviewer, action="approve")
+            receiver.wait_for(call_id)
+            restart_postgres()  # mid-execution, under load
+            connections.close_all()
+            time.sleep(2.0)
+            stop.set()
+            for thread in agents:
+                thread.join()
+            _recover()
+            _settle_and_count(totals, receiver, call_id, approval_id, wait=60)
+            for key, answer in sent:
+                rows = list(ToolCall.objects.filter(idempotency_key=key).values_list("outcome"))
+                totals["load calls"] += 1
+                totals["load: duplicated"] += len(rows) > 1
+                answered = not isinstance(answer, Exception)
+                totals["load: answered"] += answered
+                totals["load: lost (answered, no record)"] += answered and not rows
+                totals["load: refused, nothing recorded"] += (not answered) and not rows
+                totals["load: unfinished"] += any(o in ("pending", "not_run") for (o,) in rows)
+                if not answered:
+                    totals[f"load: error {type(answer).__name__}"] += 1
+    finally:
+        _kill(server)
+        _kill(worker)
+    return dict(totals)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--drill", choices=["worker", "web", "redis", "all"], default="all")
+    parser.add_argument(
+        "--drill", choices=["worker", "web", "redis", "postgres", "all"], default="all"
+    )
     args = parser.parse_args()
     redis = PrivateRedis()
     if args.drill in ("redis", "all"):
@@ -433,6 +515,7 @@ def _main(args: argparse.Namespace, redis: PrivateRedis) -> int:
             "worker": lambda: drill_worker(args.runs, receiver),
             "web": lambda: drill_web(args.runs, receiver),
             "redis": lambda: drill_redis(args.runs, receiver, redis),
+            "postgres": lambda: drill_postgres(args.runs, receiver),
         }
         for name, drill in drills.items():
             if args.drill in (name, "all"):

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import multiprocessing
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -25,7 +27,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, connections, models, transaction
+from django.db import DatabaseError, connection, connections, models, transaction
 from django.db.models import Max
 from django.utils import timezone
 from psycopg.types.json import Jsonb
@@ -40,6 +42,8 @@ from brainframe.models import (
 from brainframe.services.indexing import classify_origin_after_commit, index_after_commit
 
 from .pipeline.context import CallContext, Outcome, Verdict
+
+log = logging.getLogger(__name__)
 
 GENESIS_HASH = "0" * 64
 
@@ -341,6 +345,28 @@ def record_outcome(
         for key, value in values.items():
             setattr(call, key, value)
     return bool(written)
+
+
+#: How long an execution keeps trying to write its outcome while the database is unreachable (a
+#: restart, a failover) before it gives up; the interrupted-call seal waits longer than this.
+OUTCOME_PATIENCE_SECONDS = 20.0
+
+
+def record_outcome_patiently(call: ToolCall, **values: Any) -> bool:
+    """``record_outcome``, retried with backoff while the database is unreachable, so that a
+    handler's real result survives a database restart. Inside a transaction it tries once."""
+    deadline = time.monotonic() + OUTCOME_PATIENCE_SECONDS
+    delay = 0.1
+    while True:
+        try:
+            return record_outcome(call, **values)
+        except DatabaseError:
+            if connection.in_atomic_block or time.monotonic() + delay > deadline:
+                raise
+            log.warning("outcome of call %s not written yet (database unreachable)", call.pk)
+            connection.close()  # a connection the restart broke is not reused
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 def record_cancelled(call: ToolCall, reason: str) -> bool:

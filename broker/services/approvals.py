@@ -21,7 +21,7 @@ from django.utils import timezone
 from brainframe.choices import ExecutionMode
 from brainframe.models import ApprovalRequest, OriginRegistry, ToolCall, ValidationPolicy
 
-from ..audit import arguments_hash, record_cancelled, record_outcome
+from ..audit import arguments_hash, record_cancelled, record_outcome, record_outcome_patiently
 from ..events import publish
 from ..handlers import run_handler
 from ..pipeline.context import CallContext, CallRequest
@@ -295,13 +295,13 @@ def approved_call_execute(*, approval_id: Any) -> str:
     try:
         outbound = prepare_outbound(tool=approval.tool, arguments=final_arguments)
     except OutboundFilterUnavailable as exc:
-        record_outcome(
+        record_outcome_patiently(
             call, outcome=ToolCall.Outcome.FAILED, output=None, error=str(exc), duration_ms=0
         )
         return "executed"
     result = run_handler(tool=approval.tool, arguments=outbound.arguments, call_id=call.id)
     executed = outbound.arguments if outbound.arguments != call.input else None
-    record_outcome(
+    record_outcome_patiently(
         call,
         outcome=result.outcome,
         output=result.output,

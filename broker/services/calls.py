@@ -28,7 +28,7 @@ from brainframe.models import (
     ValidationPolicy,
 )
 
-from ..audit import record_decision, record_outcome
+from ..audit import record_decision, record_outcome_patiently
 from ..errors import BrokerRefusal
 from ..events import publish_tool_call
 from ..handlers import run_handler
@@ -167,14 +167,14 @@ def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) 
     try:
         outbound = prepare_outbound(tool=tool, arguments=arguments)
     except OutboundFilterUnavailable as exc:
-        record_outcome(
+        record_outcome_patiently(
             call, outcome=ToolCall.Outcome.FAILED, output=None, error=str(exc), duration_ms=0
         )
         publish_tool_call(call)
         return
     result = run_handler(tool=tool, arguments=outbound.arguments, call_id=call.id)
     try:
-        record_outcome(
+        record_outcome_patiently(
             call,
             outcome=result.outcome,
             output=result.output,

@@ -42,6 +42,9 @@ if "host" in _db["OPTIONS"]:  # a unix-socket URL (…?host=/path) names its soc
 # psycopg's pool, not CONN_MAX_AGE: under daphne persistent connections piled up until
 # PostgreSQL refused new ones, the pool did not.
 _db["CONN_MAX_AGE"] = 0
+# The pool checks a connection before handing it out: after a database restart no request
+# gets a dead one (one short round trip per checkout).
+_db["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_HEALTH_CHECKS", default=True)
 if env.bool("DATABASE_POOL", default=True):
     _db["OPTIONS"]["pool"] = {
         "min_size": env.int("DATABASE_POOL_MIN", default=1),
