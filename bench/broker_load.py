@@ -22,10 +22,7 @@ import asyncio
 import json
 import os
 import secrets
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -145,10 +142,9 @@ def main() -> int:
     import django
 
     django.setup()
-    import httpx
-    from django.conf import settings
 
     from bench._db import throwaway_database
+    from bench._stack import running_stack
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--web", type=int, default=2)
@@ -161,91 +157,24 @@ def main() -> int:
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
-    with throwaway_database(DB):
-        from brainframe.models import Agent, Tool
-        from brainframe.services.credentials import agent_credential_issue
-
-        Tool.objects.filter(tool_id="roster.shift.read").update(
-            execution_mode="auto", agent_access=AGENTS
+    with throwaway_database(DB), running_stack(AGENTS, web=args.web, name="broker_load") as stack:
+        url, secrets_by_agent = stack.url, stack.secrets
+        print(f"stack up: {args.web} daphne process(es) on one port")
+        # Warm every process's connections and caches.
+        asyncio.run(_closed(url, secrets_by_agent, bare=False, clients=8, seconds=3))
+        decisions = asyncio.run(
+            _closed(
+                url, secrets_by_agent, bare=False, clients=args.concurrency, seconds=args.seconds
+            )
         )
-        secrets_by_agent = {}
-        for agent_id in AGENTS:
-            agent, _ = Agent.objects.get_or_create(
-                agent_id=agent_id, defaults={"name": agent_id, "type": "type_2_sandboxed"}
+        bare = asyncio.run(
+            _closed(
+                url, secrets_by_agent, bare=True, clients=args.concurrency, seconds=args.seconds
             )
-            secrets_by_agent[agent_id] = agent_credential_issue(agent=agent)
-        from rabs.embedded import database_url
-
-        db = settings.DATABASES["default"]
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "rabs.settings.base",
-            "DATABASE_URL": database_url(db),
-            "REDIS_URL": settings.REDIS.cache,
-            "DJANGO_DEBUG": "false",
-            "DJANGO_SECRET_KEY": settings.SECRET_KEY,  # agent secrets are encrypted with it
-            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "RABS_PORT": str(port),
-            "RABS_WEB_PROCESSES": str(args.web),
-            "RABS_WORKER_PROCESSES": "1",
-            "RABS_AGENT_RATE": "10000000/min",
-            "RABS_INDEX_ON_COMMIT": "false",
-            "RABS_BENCH_ENDPOINTS": "true",
-            "RABS_ADMIN_CREDENTIALS_FILE": str(ROOT / "var" / "bench" / "load-admin.json"),
-            "LOG_LEVEL": "WARNING",
-        }
-        log = ROOT / "var" / "bench" / "broker_load.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "wb") as out:
-            stack = subprocess.Popen(
-                [sys.executable, "-m", "rabs.devstack"],
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.post(f"{url}/bench/insert/", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if stack.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"the stack did not start; see {log}")
-                time.sleep(0.5)
-            print(f"stack up: {args.web} daphne process(es) on one port")
-            # Warm every process's connections and caches.
-            asyncio.run(_closed(url, secrets_by_agent, bare=False, clients=8, seconds=3))
-            decisions = asyncio.run(
-                _closed(
-                    url,
-                    secrets_by_agent,
-                    bare=False,
-                    clients=args.concurrency,
-                    seconds=args.seconds,
-                )
-            )
-            bare = asyncio.run(
-                _closed(
-                    url, secrets_by_agent, bare=True, clients=args.concurrency, seconds=args.seconds
-                )
-            )
-            opened = asyncio.run(
-                _open(url, secrets_by_agent, rate=args.rate, seconds=args.open_seconds)
-            )
-        finally:
-            stack.send_signal(signal.SIGTERM)
-            try:
-                stack.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(stack.pid, signal.SIGKILL)
+        )
+        opened = asyncio.run(
+            _open(url, secrets_by_agent, rate=args.rate, seconds=args.open_seconds)
+        )
     print(
         f"(a) closed loop, {args.concurrency} clients, {args.seconds:g} s: "
         f"{decisions['per_second']:.0f} decisions/s (codes {decisions['codes']}, "
