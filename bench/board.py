@@ -78,6 +78,17 @@ async def _offer(url: str, secret: str, *, rate: float, seconds: float) -> dict[
     return sent
 
 
+def _offer_in_thread(url: str, secret: str, *, rate: float, seconds: float) -> dict[str, float]:
+    # Playwright's sync API keeps an event loop on this thread; the sender gets its own. The
+    # page records arrivals by itself (its observer runs in the browser).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(
+            lambda: asyncio.run(_offer(url, secret, rate=rate, seconds=seconds))
+        ).result()
+
+
 def _percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
@@ -124,11 +135,11 @@ def main() -> int:
             page.wait_for_selector("#live-state[data-ok='1']", timeout=15000)
             page.evaluate(OBSERVE)
             # Warm up: a few calls before measuring.
-            asyncio.run(_offer(stack.url, stack.secrets[AGENT], rate=10, seconds=1))
+            _offer_in_thread(stack.url, stack.secrets[AGENT], rate=10, seconds=1)
             page.wait_for_timeout(1000)
             page.evaluate("() => { window.__seen = {}; }")
-            sent = asyncio.run(
-                _offer(stack.url, stack.secrets[AGENT], rate=args.rate, seconds=args.seconds)
+            sent = _offer_in_thread(
+                stack.url, stack.secrets[AGENT], rate=args.rate, seconds=args.seconds
             )
             page.wait_for_timeout(3000)
             seen: dict[str, Any] = page.evaluate("() => window.__seen")

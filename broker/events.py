@@ -62,6 +62,9 @@ def publish_tool_call(call: ToolCall) -> Future[Any] | None:
         {
             "call_id": str(call.id),
             "agent_id": call.agent_id,
+            # Enough to render the board's row without a database read (see dashboard.render).
+            "agent_name": call.agent.name,
+            "o_tag": str(call.o_tag_id) if call.o_tag_id else None,
             "tool_id": call.requested_tool_id,
             "decision": call.decision,
             "code": call.decision_code,

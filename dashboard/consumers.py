@@ -9,7 +9,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from broker.events import BOARD_GROUP
 
-from .render import render_event
+from .render import render_call_event, render_event
 
 
 class BoardConsumer(AsyncWebsocketConsumer):
@@ -27,8 +27,12 @@ class BoardConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_discard(BOARD_GROUP, self.channel_name)
 
     async def board_event(self, message: dict[str, Any]) -> None:
-        html = await database_sync_to_async(render_event)(
-            message["event"], message["payload"], self.scope["user"]
-        )
+        # A tool call's row needs no database read: render it here rather than queue it behind
+        # the process's synchronous requests (which share one thread) at high call rates.
+        html = render_call_event(message["payload"]) if message["event"] == "tool_call" else None
+        if html is None:
+            html = await database_sync_to_async(render_event)(
+                message["event"], message["payload"], self.scope["user"]
+            )
         if html:
             await self.send(text_data=html)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -15,6 +16,27 @@ from . import selectors
 
 def _log_row(entry: dict[str, Any]) -> str:
     return render_to_string("dashboard/partials/log_row.html", {"entry": entry, "oob": True})
+
+
+def render_call_event(payload: dict[str, Any]) -> str | None:
+    """A tool call's row straight from its event (no database read), or None when the event
+    does not carry what the row shows."""
+    if "agent_name" not in payload:
+        return None
+    entry = selectors.call_log_entry(
+        call_id=payload["call_id"],
+        at=datetime.fromisoformat(payload["timestamp"]),
+        actor=payload["agent_name"],
+        tool_id=payload["tool_id"],
+        decision=payload["decision"],
+        code=payload["code"],
+        outcome=payload["outcome"],
+        duration_ms=payload["duration_ms"],
+        o_tag=payload.get("o_tag"),
+    )
+    # A call's row is replaced as it progresses (review → approved → OK): drop the old row,
+    # then put the current one on top.
+    return f'<li id="{entry["id"]}" hx-swap-oob="delete"></li>\n' + _log_row(entry)
 
 
 def render_event(event: str, payload: dict[str, Any], user: Any) -> str:

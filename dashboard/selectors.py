@@ -92,32 +92,58 @@ def deliverables(agent: Agent) -> list[Deliverable]:
 
 
 def log_entry_for_call(call: ToolCall) -> dict[str, Any]:
-    if call.decision in (ToolCall.Decision.EXECUTED, ToolCall.Decision.EXECUTED_POST_REVIEW):
+    return call_log_entry(
+        call_id=str(call.id),
+        at=call.timestamp,
+        actor=call.agent.name if hasattr(call, "agent") else call.agent_id,
+        tool_id=call.requested_tool_id,
+        decision=call.decision,
+        code=call.decision_code,
+        outcome=call.outcome,
+        duration_ms=call.duration_ms,
+        o_tag=call.o_tag_id,
+    )
+
+
+def call_log_entry(
+    *,
+    call_id: str,
+    at: Any,
+    actor: str,
+    tool_id: str,
+    decision: str,
+    code: str,
+    outcome: str,
+    duration_ms: int | None,
+    o_tag: Any,
+) -> dict[str, Any]:
+    """A tool call's row in the action log, from the call's values (a row or a board event)."""
+    if decision in (ToolCall.Decision.EXECUTED, ToolCall.Decision.EXECUTED_POST_REVIEW):
         label = {
             "succeeded": "OK",
             "pending": "RUNNING",
             "failed": "FAILED",
             "timed_out": "TIMED OUT",
-        }.get(call.outcome, call.outcome.upper())
-        tone = {"succeeded": "ok", "pending": "warn"}.get(call.outcome, "bad")
-    elif call.decision == ToolCall.Decision.PENDING_APPROVAL:
+        }.get(outcome, outcome.upper())
+        tone = {"succeeded": "ok", "pending": "warn"}.get(outcome, "bad")
+    elif decision == ToolCall.Decision.PENDING_APPROVAL:
         label, tone = {
             "succeeded": ("APPROVED · OK", "ok"),
             "failed": ("APPROVED · FAILED", "bad"),
             "cancelled": ("NOT RUN", "muted"),
-        }.get(call.outcome, ("REVIEW", "warn"))
+        }.get(outcome, ("REVIEW", "warn"))
     else:
-        label, tone = f"{call.get_decision_display().upper()} {call.decision_code}", "bad"
+        label, tone = f"{ToolCall.Decision(decision).label.upper()} {code}", "bad"
     return {
-        "id": f"call-{call.id}",
-        "at": call.timestamp,
-        "actor": call.agent.name if hasattr(call, "agent") else call.agent_id,
+        "id": f"call-{call_id}",
+        "at": at,
+        "actor": actor,
         "kind": "tool_call",
-        "subject": call.requested_tool_id,
+        "subject": tool_id,
         "label": label,
         "tone": tone,
-        "duration_ms": call.duration_ms,
-        "o_tag": call.o_tag_id,
+        "duration_ms": duration_ms,
+        "o_tag": o_tag,
     }
 
 

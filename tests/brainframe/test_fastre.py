@@ -4,6 +4,7 @@ included; the Guardian and directive predicates rely on that."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -40,3 +41,18 @@ def test_the_screen_answers_no_without_re_when_nothing_can_match() -> None:
 def test_invalid_expression_is_refused_like_re() -> None:
     with pytest.raises(re.error):
         fastre.Pattern(r"(unclosed")
+
+
+def test_compiled_databases_are_kept_and_a_damaged_one_is_compiled_again(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RABS_VAR_DIR", str(tmp_path))
+    expression = r"\bcallback\s*url\b"
+    first = fastre.Pattern(expression)
+    (kept,) = (tmp_path / "cache" / "hyperscan").glob("*.db")
+    again = fastre.Pattern(expression)  # loaded from the file
+    assert first.search("the callback url is") and again.search("the callback url is")
+    assert not again.search("no such thing")
+    kept.write_bytes(b"not a database")
+    repaired = fastre.Pattern(expression)
+    assert repaired.search("callback  URL".lower()) and kept.read_bytes() != b"not a database"
