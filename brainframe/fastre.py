@@ -23,6 +23,7 @@ UNICODE = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_UCP
 PREFILTER = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH
 
 _scratch = threading.local()
+_HS_VERSION = getattr(hyperscan, "__version__", "")
 
 
 def database(expressions: list[str], flags: list[int]) -> hyperscan.Database:
@@ -33,9 +34,7 @@ def database(expressions: list[str], flags: list[int]) -> hyperscan.Database:
     by the expressions, their flags and the library version; a database that will not load on
     this CPU is compiled again), so only the first process on a machine pays.
     """
-    key = hashlib.sha256(
-        json.dumps([hyperscan.__version__, expressions, flags]).encode()
-    ).hexdigest()
+    key = hashlib.sha256(json.dumps([_HS_VERSION, expressions, flags]).encode()).hexdigest()
     path = _cache_dir() / f"{key}.db"
     try:
         return hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
