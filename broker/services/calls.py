@@ -159,7 +159,7 @@ def tool_call_submit(*, agent: Agent, request: CallRequest) -> CallAnswer:
     if verdict.executes:
         assert ctx.tool is not None
         tool_call_execute(call=call, tool=ctx.tool, arguments=request.arguments)
-    return call_answer(call)
+    return call_answer(call, recorded.approval)
 
 
 def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> None:
@@ -255,11 +255,16 @@ def _tags(call: ToolCall) -> dict[str, Any]:
     }
 
 
-def call_answer(call: ToolCall) -> CallAnswer:
-    """The answer for a call, from its audit row (fresh, replayed or polled)."""
+_LOOK_UP: Any = object()
+
+
+def call_answer(call: ToolCall, approval: ApprovalRequest | None = _LOOK_UP) -> CallAnswer:
+    """The answer for a call, from its audit row (fresh, replayed or polled). ``approval``: the
+    call's approval request when the caller has it (None: it has none)."""
     body = _tags(call)
     decision = call.decision
-    approval = ApprovalRequest.objects.filter(tool_call=call).first()
+    if approval is _LOOK_UP:
+        approval = ApprovalRequest.objects.filter(tool_call=call).first()
     if decision in (ToolCall.Decision.EXECUTED, ToolCall.Decision.EXECUTED_POST_REVIEW):
         body.update(
             status="executed",

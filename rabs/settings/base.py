@@ -146,7 +146,9 @@ CACHES = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS.channels], "prefix": "rabs:channels"},
+        # capacity: events a board may fall behind by before the layer drops them (default
+        # 100 lost rows at high call rates).
+        "CONFIG": {"hosts": [REDIS.channels], "prefix": "rabs:channels", "capacity": 1000},
     }
 }
 CELERY_BROKER_URL = REDIS.celery
