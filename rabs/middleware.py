@@ -1,7 +1,9 @@
-"""``X-RABS-Process: <pid>`` on every response, when ``RABS_PROCESS_HEADER`` is on.
+"""Project middleware.
 
-For the multi-process checks (``make run-multi`` and its test): which web process answered.
-Off by default: a deployment has no reason to tell clients its process ids.
+``ProcessHeaderMiddleware``: ``X-RABS-Process: <pid>`` on every response, when
+``RABS_PROCESS_HEADER`` is on. For the multi-process checks (``make run-multi`` and its test):
+which web process answered. Off by default: a deployment has no reason to tell clients its
+process ids.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ import os
 from collections.abc import Callable
 
 from django.conf import settings
-from django.core.exceptions import MiddlewareNotUsed
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import DisallowedHost, MiddlewareNotUsed
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 
 class ProcessHeaderMiddleware:
@@ -25,3 +27,26 @@ class ProcessHeaderMiddleware:
         response = self.get_response(request)
         response["X-RABS-Process"] = self.pid
         return response
+
+
+class ApiHostMiddleware:
+    """Under /api/, a Host header this deployment does not serve is refused with a JSON 400
+    (``disallowed_host``), like every other API error, instead of Django's HTML page."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith("/api/"):
+            try:
+                request.get_host()
+            except DisallowedHost:
+                return JsonResponse(
+                    {
+                        "code": "disallowed_host",
+                        "detail": "this server does not answer for that Host",
+                        "field": "Host",
+                    },
+                    status=400,
+                )
+        return self.get_response(request)

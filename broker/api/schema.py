@@ -85,6 +85,62 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
     return result
 
 
+#: OpenAPI links: how an agent goes from one answer to the next request (and how stateful API
+#: fuzzing chains real identifiers instead of random ones).
+LINKS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
+    ("/api/v1/tool-calls/", "post"): {
+        "PollToolCall": {
+            "operationId": "v1_tool_calls_retrieve",
+            "parameters": {"call_id": "$response.body#/call_id"},
+            "description": "Poll the call (its outcome, or its approval while pending).",
+        },
+    },
+    ("/api/v1/tasks/", "get"): {
+        "ClaimTask": {
+            "operationId": "v1_tasks_claim_create",
+            "parameters": {"task_id": "$response.body#/0/task_id"},
+            "description": "Claim the first task listed.",
+        },
+    },
+    ("/api/v1/tasks/{task_id}/claim/", "post"): {
+        **{
+            f"{verb.title()}Task": {
+                "operationId": f"v1_tasks_{verb}_create",
+                "parameters": {"task_id": "$response.body#/task_id"},
+                "description": f"Report {verb} on the claimed task.",
+            }
+            for verb in ("progress", "complete", "fail")
+        },
+        "TaskContext": {
+            "operationId": "v1_context_retrieve",
+            "parameters": {"task_id": "$response.body#/task_id"},
+            "description": "The context (notes, directives, observations) for the task.",
+        },
+    },
+}
+
+
+def declare_links(result: dict[str, Any], generator: Any, request: Any, public: Any) -> Any:
+    """drf-spectacular postprocessing hook: the OpenAPI links of ``LINKS`` on the success
+    answers of their operations (those present in this schema)."""
+    paths = result.get("paths", {})
+    known = {
+        operation.get("operationId")
+        for operations in paths.values()
+        for operation in operations.values()
+        if isinstance(operation, dict)
+    }
+    for (path, method), links in LINKS.items():
+        operation = paths.get(path, {}).get(method)
+        if operation is None:
+            continue
+        present = {name: link for name, link in links.items() if link["operationId"] in known}
+        for code, response in operation.get("responses", {}).items():
+            if code in ("200", "201", "202") and present:
+                response.setdefault("links", {}).update(present)
+    return result
+
+
 class StrictSerializerSchema(OpenApiSerializerExtension):
     """Strict request bodies say so: no properties beyond the documented ones."""
 

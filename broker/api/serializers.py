@@ -159,7 +159,9 @@ class TaskProgressSerializer(StrictSerializer):
 
 
 class TaskCompleteSerializer(StrictSerializer):
-    result = serializers.JSONField()
+    result = serializers.JSONField(
+        allow_null=True, help_text="What the task produced (null: nothing)."
+    )
 
     def validate_result(self, value: Any) -> Any:
         _no_nul(value)

@@ -133,3 +133,13 @@ def test_rate_limit_per_agent_is_429(
     limited = henry.get("/api/v1/tools/")
     assert limited.json()["code"] == "rate_limited" and "Retry-After" in limited
     assert reggie.get("/api/v1/tools/").status_code == 200  # per agent, not global
+
+
+def test_an_unknown_host_under_the_api_is_a_json_400(client: Any) -> None:
+    response = client.get("/api/v1/tools/", HTTP_HOST="evil.example")
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "disallowed_host",
+        "detail": "this server does not answer for that Host",
+        "field": "Host",
+    }
