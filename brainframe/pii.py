@@ -70,8 +70,27 @@ def _name_cue_recognizer_class() -> Any:
         r"[Ff]ollow up with|[Cc]ontact|[Uu]nder|[Dd]irected [Bb]y:?|[Aa]ddress:|[Kk]id|[Ss]on|"
         r"[Dd]aughter|[Ww]ife|[Hh]usband|[Mm]r\.?|[Mm]rs\.?|[Mm]s\.?|[Dd]r\.?|[Cc]alled|"
         r"(?:[Ll]ast |[Ff]irst |[Ff]ull )?name(?: on (?:the|this|my) \w+)?\?(?:\s*\w+:)?|"
-        r"(?:[Ss]aid|[Ss]houted|[Ss]poke|[Ss]peak|[Tt]alk|[Tt]alked|[Ww]rote) (?:at|to|with))\s+)"
+        r"(?:[Ss]aid|[Ss]houted|[Ss]poke|[Ss]peak|[Tt]alk|[Tt]alked|[Ww]rote) (?:at|to|with)|"
+        r"(?:[Cc]hange|[Uu]pdate|[Cc]orrect) it to|[Aa]dd|"
+        r"(?:'s|[Mm]y|[Tt]he|[Hh]is|[Hh]er) name)\s+)" + name
+    )
+    # A name as the subject of something only people do: "Tomomi Nishiyama lives at …".
+    subject = re.compile(
+        r"(?:^|(?<=[.!?]\s)|(?<=\n))"
         + name
+        + r"(?=\s+(?:lives|lived|is from|was born|shouted|whispered|told|asked|spent|works at|"
+        r"worked at|will be (?:talking|speaking|presenting)|had given|is (?:a|an|very) \w+ "
+        r"(?:person|man|woman|colleague|worker|carer|friend)|is very reliable)\b)",
+        re.M,
+    )
+    # The first line of an address block: a line that is only a name (two to four words,
+    # initials allowed), with a street, suite, box or post-code line among the next four.
+    block_name = re.compile(
+        r"^[> ]*([A-Z\u00c0-\u024f][\w\u00c0-\u024f'-]+(?:\s+[A-Z\u00c0-\u024f]\.?)?"
+        r"(?:\s+[A-Z\u00c0-\u024f][\w\u00c0-\u024f'-]+){1,2})[ \t]*\n"
+        r"(?=(?:[^\n]*\n){0,3}[^\n]*(?:\d+\s+\w|\b(?:Suite|Apt|Box|PO|P\.O\.|Street|Road|"
+        r"Avenue|Lane)\b))",
+        re.M,
     )
     # "Name: text" at the start of a line or sentence, unless the label is a form field.
     speaker = re.compile(r"(?:^|(?<=[.!?]\s))" + name + r"(?=:\s)", re.M)
@@ -110,8 +129,9 @@ def _name_cue_recognizer_class() -> Any:
             for match in speaker.finditer(text):
                 if match.group(1).lower() not in labels:
                     spans.append((match.start(1), match.end(1)))
-            for match in kin.finditer(text):
-                spans.append((match.start(1), match.end(1)))
+            for regex in (kin, subject, block_name):
+                for match in regex.finditer(text):
+                    spans.append((match.start(1), match.end(1)))
             for match in founders.finditer(text):
                 for part in word.finditer(match.group(1)):
                     start = match.start(1) + part.start()

@@ -51,6 +51,12 @@ def _spans(text: str, kind: str) -> set[str]:
         ("The driver dropped off Oyelaran's daughter at three.", "Oyelaran"),
         # the answer to a question about a name
         ("Could you confirm your full name? Ngata-Whitehorse", "Ngata-Whitehorse"),
+        # the subject of something only people do
+        ("Ikaika Kealoha lives at 12 Ferry Road with her sister.", "Kealoha"),
+        # the first line of an address block
+        ("Tavita Leaupepe\nCommunity Transport Co-op\n14 Wharf Street\nCairns QLD", "Leaupepe"),
+        # "change it to …", "add … as", "my partner's name …"
+        ("The account name is wrong, please change it to Ruairi Ó Dálaigh", "Dálaigh"),
     ],
 )
 def test_names_the_small_model_misses(text: str, name: str) -> None:
