@@ -97,7 +97,9 @@ def _name_cue_recognizer_class() -> Any:
     labels = {
         "address", "cc", "company", "date", "desk", "email", "fax", "from", "home", "mobile",
         "note", "office", "phone", "re", "subject", "tel", "title", "to", "user", "bot", "web",
-        "website", "work", "answer", "question", "agent", "customer", "q", "a",
+        "website", "work", "answer", "question", "agent", "customer", "q", "a", "details",
+        "ref", "reference", "notes", "total", "summary", "description", "location", "status",
+        "time", "when", "where", "reason", "result", "amount", "item", "order", "invoice",
     }  # fmt: skip
     founders = re.compile(r"founders?:\s+([^.]{3,120})")
     word = re.compile(r"[A-Z\u00C0-\u024F][\w\u00C0-\u024F'-]+")
@@ -293,6 +295,22 @@ def analyzer() -> Any:
         ),
         PatternRecognizer(
             supported_entity="PHONE_NUMBER",
+            name="InternationalPhoneRecognizer",
+            # "+1-202-555-0143x12", "001 541 754 3010", "+31 (0)20 123 4567": an international
+            # prefix and at least nine digits in phone-number groups is a phone number
+            # whatever the words around it.
+            patterns=[
+                Pattern(
+                    "international",
+                    r"(?<![\w/+-])(?=(?:[ .()+-]*\d){9})(?:\+|00)\d{1,3}[ .-]?"
+                    r"(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]?\(?\d{2,4}\)?){1,5}"
+                    r"(?:\s?(?:x|ext\.?)\s?\d{1,5})?(?![\w/])",
+                    0.5,
+                )
+            ],
+        ),
+        PatternRecognizer(
+            supported_entity="PHONE_NUMBER",
             name="SpokenPhoneRecognizer",
             # Numbers written the way people write them; counted only near a phone word.
             patterns=[
@@ -363,8 +381,11 @@ def pii_find(text: str) -> list[Finding]:
     found = []
     for result in results:
         kind = "PHONE_NUMBER" if result.entity_type == "AU_PHONE" else result.entity_type
-        if kind == "PERSON" and result.end - result.start < 2:
-            continue
+        if kind == "PERSON" and (
+            result.end - result.start < 2
+            or any(c.isdigit() for c in text[result.start : result.end])
+        ):
+            continue  # a name has no digits ("+31", "0)20" are the model misreading a number)
         if kind == "PHONE_NUMBER" and _not_a_phone(text, result.start, result.end):
             continue
         if result.score >= MIN_SCORE.get(kind, DEFAULT_MIN_SCORE):

@@ -147,3 +147,11 @@ def test_explicit_consent_lets_it_through(
         },
     )
     assert executed[-1]["message"] == message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Details: +1-202-555-0143x12, Melbourne", "+31 (0)20 123 4567", "001 541 754 3010"],
+)
+def test_an_international_number_is_a_phone_number_without_a_cue(text: str) -> None:
+    assert [x.type for x in pii_find(text)] == ["PHONE_NUMBER"], pii_find(text)
