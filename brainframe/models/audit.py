@@ -84,8 +84,13 @@ class ReasonLog(AppendOnlyModel):
     parent = models.ForeignKey(
         "self", on_delete=models.PROTECT, null=True, blank=True, related_name="knock_ons"
     )
+    # Indexed by reason_log_otag_idx (o_tag, created_at), which serves lookups by o_tag too.
     o_tag = models.ForeignKey(
-        OriginRegistry, on_delete=models.PROTECT, related_name="reasons", db_column="o_tag"
+        OriginRegistry,
+        on_delete=models.PROTECT,
+        related_name="reasons",
+        db_column="o_tag",
+        db_index=False,
     )
     vpol = models.ForeignKey(
         ValidationPolicy, on_delete=models.PROTECT, null=True, blank=True, related_name="reasons"
@@ -217,9 +222,19 @@ class ToolCall(AppendOnlyModel):
     )
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="tool_calls")
+    # No single-column indexes on agent and tool: the chain (agent, seq), the action log
+    # (agent, -timestamp) and tool_calls_tool_time_idx (tool, timestamp) lead with them, and
+    # every index is written on each decision.
+    agent = models.ForeignKey(
+        Agent, on_delete=models.PROTECT, related_name="tool_calls", db_index=False
+    )
     tool = models.ForeignKey(
-        Tool, on_delete=models.PROTECT, null=True, blank=True, related_name="calls"
+        Tool,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="calls",
+        db_index=False,
     )
     requested_tool_id = models.CharField(
         max_length=200, help_text="The tool id as the agent sent it (kept even if unknown)."
