@@ -5,11 +5,7 @@ worker, beat) on the current (throwaway) database, with agents that may call
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,11 +22,11 @@ class Stack:
 
 @contextmanager
 def running_stack(agents: list[str], *, web: int = 2, name: str = "stack") -> Iterator[Stack]:
-    import httpx
     from django.conf import settings
 
     from brainframe.models import Agent, Tool
     from brainframe.services.credentials import agent_credential_issue
+    from rabs.devstack import launched
     from rabs.embedded import database_url
 
     Tool.objects.filter(tool_id="roster.shift.read").update(
@@ -64,31 +60,5 @@ def running_stack(agents: list[str], *, web: int = 2, name: str = "stack") -> It
     }
     log = ROOT / "var" / "bench" / f"{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as out:
-        stack = subprocess.Popen(
-            [sys.executable, "-m", "rabs.devstack"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.post(f"{url}/bench/insert/", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if stack.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the stack did not start; see {log}")
-            time.sleep(0.5)
+    with launched(env, log=log) as url:
         yield Stack(url=url, secrets=secrets)
-    finally:
-        stack.send_signal(signal.SIGTERM)
-        try:
-            stack.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(stack.pid, signal.SIGKILL)

@@ -18,6 +18,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rabs.embedded import ensure_services
@@ -38,6 +40,43 @@ def _environment() -> dict[str, str]:
 
 def _manage(env: dict[str, str], *args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, check=True)
+
+
+@contextmanager
+def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Iterator[str]:
+    """Run ``python -m rabs.devstack`` in the background with ``env`` (which names the port in
+    ``RABS_PORT``), its output in ``log``; yields the base URL once ``/api/schema/`` answers,
+    and stops everything it started on exit. For tests and benchmarks of the whole stack."""
+    import httpx
+
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rabs.devstack"],
+            cwd=BASE_DIR,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://{env.get('RABS_HOST', '127.0.0.1')}:{env['RABS_PORT']}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(f"{url}/api/schema/", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the stack did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def main() -> int:

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -28,6 +25,7 @@ from django.contrib.auth.models import Group
 from brainframe.models import Agent, ApprovalRequest, ToolCall
 from brainframe.services.credentials import agent_credential_issue
 from broker.audit import verify_chain
+from rabs.devstack import launched
 from rabs.embedded import database_url
 from tests import factories as f
 from tests.signing import signed_request
@@ -91,35 +89,11 @@ def stack(transactional_db: None, tmp_path: Path) -> Iterator[str]:
         "RABS_ADMIN_CREDENTIALS_FILE": str(tmp_path / "admin.json"),
     }
     log = tmp_path / "stack.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "rabs.devstack"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/api/schema/", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the stack did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
-        time.sleep(2)  # the workers join the queue
-        yield url
+        with launched(env, log=log) as url:
+            time.sleep(2)  # the workers join the queue
+            yield url
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
         (ROOT / "test-artifacts").mkdir(exist_ok=True)
         (ROOT / "test-artifacts" / "multiprocess-stack.log").write_bytes(log.read_bytes())
 
