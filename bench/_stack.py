@@ -1,17 +1,84 @@
-"""The whole stack (``python -m rabs.devstack``: daphne processes behind one port, a Celery
-worker, beat) on the current (throwaway) database, with agents that may call
-``roster.shift.read`` as fast as they like. Shared by the HTTP benchmarks."""
+"""What the HTTP benchmarks share: the whole stack (``python -m rabs.devstack``: daphne
+processes behind one port, a Celery worker, beat) on the current (throwaway) database, with
+agents that may call ``roster.shift.read`` as fast as they like; signed calls offered at a rate
+(open loop); percentiles."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import secrets as tokens
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+PAYLOAD = json.dumps(
+    {
+        "tool_id": "roster.shift.read",
+        "reason": "load test",
+        "arguments": {"date_from": "2026-03-02", "date_to": "2026-03-02"},
+    }
+).encode()
+
+
+def signed(agent_id: str, secret: str) -> dict[str, str]:
+    """Headers of a signed ``POST /api/v1/tool-calls/`` with ``PAYLOAD``."""
+    from agents_vm.signing import sign
+
+    ts, nonce = str(int(time.time())), tokens.token_hex(16)
+    sig = sign(secret.encode(), "POST", "/api/v1/tool-calls/", ts, nonce, PAYLOAD)
+    return {
+        "Authorization": f"RABS-HMAC agent={agent_id},ts={ts},nonce={nonce},sig={sig}",
+        "Content-Type": "application/json",
+    }
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+@dataclass(frozen=True)
+class Offered:
+    sent_ms: float  # when it was sent, epoch milliseconds
+    latency_ms: float
+    response: Any  # httpx.Response, or None after a transport error
+
+
+async def offer_calls(
+    url: str, secrets: dict[str, str], *, rate: float, seconds: float
+) -> list[Offered]:
+    """Open loop: ``rate × seconds`` signed calls, each sent at its scheduled time whatever the
+    others do, the agents of ``secrets`` in turn."""
+    import httpx
+
+    agents = list(secrets)
+    offered: list[Offered] = []
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+
+        async def one(n: int, at: float) -> None:
+            await asyncio.sleep(max(0.0, at - time.monotonic()))
+            agent = agents[n % len(agents)]
+            sent_ms, started = time.time() * 1000, time.monotonic()
+            try:
+                response = await client.post(
+                    "/api/v1/tool-calls/", content=PAYLOAD, headers=signed(agent, secrets[agent])
+                )
+            except httpx.HTTPError:
+                response = None
+            offered.append(Offered(sent_ms, (time.monotonic() - started) * 1000, response))
+
+        start = time.monotonic() + 0.5
+        count = int(rate * seconds)
+        await asyncio.gather(*(one(n, start + n / rate) for n in range(count)))
+    return offered
 
 
 @dataclass(frozen=True)

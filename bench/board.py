@@ -18,7 +18,6 @@ import asyncio
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -48,33 +47,17 @@ OBSERVE = """() => {
 
 
 async def _offer(url: str, secret: str, *, rate: float, seconds: float) -> dict[str, float]:
-    """Send ``rate × seconds`` calls, each at its scheduled time: call id → sent (epoch ms)."""
-    import httpx
+    """Calls offered at ``rate``: call id → when it was sent (epoch ms)."""
+    from bench._stack import offer_calls
 
-    from bench.broker_load import PAYLOAD, _signed
-
-    sent: dict[str, float] = {}
-    failures = 0
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
-
-        async def one(at: float) -> None:
-            nonlocal failures
-            await asyncio.sleep(max(0.0, at - time.monotonic()))
-            started = time.time() * 1000
-            try:
-                response = await client.post(
-                    "/api/v1/tool-calls/", content=PAYLOAD, headers=_signed(AGENT, secret)
-                )
-                sent[response.json()["call_id"]] = started
-            except (httpx.HTTPError, KeyError, ValueError):
-                failures += 1
-
-        start = time.monotonic() + 0.5
-        count = int(rate * seconds)
-        await asyncio.gather(*(one(start + n / rate) for n in range(count)))
-    if failures:
-        print(f"{failures} call(s) failed to send")
+    offered = await offer_calls(url, {AGENT: secret}, rate=rate, seconds=seconds)
+    sent = {
+        o.response.json()["call_id"]: o.sent_ms
+        for o in offered
+        if o.response is not None and o.response.status_code in (200, 202)
+    }
+    if len(sent) < len(offered):
+        print(f"{len(offered) - len(sent)} call(s) failed to send")
     return sent
 
 
@@ -89,11 +72,6 @@ def _offer_in_thread(url: str, secret: str, *, rate: float, seconds: float) -> d
         ).result()
 
 
-def _percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
 def main() -> int:
     import django
 
@@ -106,7 +84,7 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     from bench._db import throwaway_database
-    from bench._stack import running_stack
+    from bench._stack import percentile, running_stack
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rate", type=float, default=100)
@@ -152,7 +130,7 @@ def main() -> int:
         f"board, {args.rate:g} calls/s offered for {args.seconds:g} s on {args.web} daphne "
         f"process(es): {len(latencies)} of {len(sent)} calls appeared ({missing} missing); "
         f"sent → visible p50 {statistics.median(latencies):.0f} ms, "
-        f"p95 {_percentile(latencies, 95):.0f} ms, p99 {_percentile(latencies, 99):.0f} ms"
+        f"p95 {percentile(latencies, 95):.0f} ms, p99 {percentile(latencies, 99):.0f} ms"
     )
     return 0
 

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import secrets
 import statistics
 import sys
 import time
@@ -33,34 +31,13 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
 DB = "rabs_load"
 AGENTS = [f"load-{n}" for n in range(8)]
-PAYLOAD = json.dumps(
-    {
-        "tool_id": "roster.shift.read",
-        "reason": "load test",
-        "arguments": {"date_from": "2026-03-02", "date_to": "2026-03-02"},
-    }
-).encode()
-
-
-def _signed(agent_id: str, secret: str) -> dict[str, str]:
-    from agents_vm.signing import sign
-
-    ts, nonce = str(int(time.time())), secrets.token_hex(16)
-    sig = sign(secret.encode(), "POST", "/api/v1/tool-calls/", ts, nonce, PAYLOAD)
-    return {
-        "Authorization": f"RABS-HMAC agent={agent_id},ts={ts},nonce={nonce},sig={sig}",
-        "Content-Type": "application/json",
-    }
-
-
-def _percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 async def _closed(url: str, secrets_by_agent: dict[str, str], *, bare: bool, clients: int,
                   seconds: float) -> dict[str, Any]:  # fmt: skip
     import httpx
+
+    from bench._stack import PAYLOAD, signed
 
     codes: dict[int, int] = {}
     errors = 0
@@ -79,7 +56,7 @@ async def _closed(url: str, secrets_by_agent: dict[str, str], *, bare: bool, cli
                         response = await client.post(
                             "/api/v1/tool-calls/",
                             content=PAYLOAD,
-                            headers=_signed(agent, secrets_by_agent[agent]),
+                            headers=signed(agent, secrets_by_agent[agent]),
                         )
                     codes[response.status_code] = codes.get(response.status_code, 0) + 1
                 except httpx.HTTPError:
@@ -101,40 +78,20 @@ async def _closed(url: str, secrets_by_agent: dict[str, str], *, bare: bool, cli
 async def _open(
     url: str, secrets_by_agent: dict[str, str], *, rate: float, seconds: float
 ) -> dict[str, Any]:
-    import httpx
+    from bench._stack import offer_calls, percentile
 
-    latencies: list[float] = []
+    offered = await offer_calls(url, secrets_by_agent, rate=rate, seconds=seconds)
+    answered = [o for o in offered if o.response is not None]
+    latencies = [o.latency_ms for o in answered]
     codes: dict[int, int] = {}
-    errors = 0
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
-
-        async def one(n: int, at: float) -> None:
-            await asyncio.sleep(max(0.0, at - time.monotonic()))
-            nonlocal errors
-            agent = AGENTS[n % len(AGENTS)]
-            sent = time.monotonic()
-            try:
-                response = await client.post(
-                    "/api/v1/tool-calls/",
-                    content=PAYLOAD,
-                    headers=_signed(agent, secrets_by_agent[agent]),
-                )
-            except httpx.HTTPError:
-                errors += 1
-                return
-            latencies.append((time.monotonic() - sent) * 1000)
-            codes[response.status_code] = codes.get(response.status_code, 0) + 1
-
-        start = time.monotonic() + 0.5
-        count = int(rate * seconds)
-        await asyncio.gather(*(one(n, start + n / rate) for n in range(count)))
+    for o in answered:
+        codes[o.response.status_code] = codes.get(o.response.status_code, 0) + 1
     return {
-        "offered": count,
+        "offered": len(offered),
         "p50_ms": statistics.median(latencies),
-        "p99_ms": _percentile(latencies, 99),
+        "p99_ms": percentile(latencies, 99),
         "codes": codes,
-        "errors": errors,
+        "errors": len(offered) - len(answered),
     }
 
 

@@ -39,17 +39,14 @@ def _vectors(rng: np.random.Generator, centres: np.ndarray, n: int) -> np.ndarra
     return _unit(centres[picks] + rng.normal(0, 0.7 / np.sqrt(DIMS), (n, DIMS)))
 
 
-def _percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
 def main() -> int:
     import django
 
     django.setup()
     from django.db import connection
     from pgvector.psycopg import register_vector
+
+    from bench._stack import percentile
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -135,7 +132,7 @@ def main() -> int:
                 recalls.append(len(approx & exact) / 10)
             print(
                 f"top-10, ef_search={ef}: p50 {statistics.median(times):.2f} ms, "
-                f"p99 {_percentile(times, 99):.2f} ms over {len(times)} queries; "
+                f"p99 {percentile(times, 99):.2f} ms over {len(times)} queries; "
                 f"recall@10 {statistics.mean(recalls):.3f} ({len(recalls)} queries vs exact scan)"
             )
 
@@ -150,7 +147,7 @@ def main() -> int:
         times.append((time.perf_counter() - started) * 1000)
     print(
         f"embedding one query ({indexer.name}): p50 {statistics.median(times):.1f} ms, "
-        f"p99 {_percentile(times, 99):.1f} ms"
+        f"p99 {percentile(times, 99):.1f} ms"
     )
     return 0
 
