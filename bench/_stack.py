@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import secrets as tokens
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,7 +92,7 @@ def running_stack(agents: list[str], *, web: int = 2, name: str = "stack") -> It
 
     from brainframe.models import Agent, Tool
     from brainframe.services.credentials import agent_credential_issue
-    from rabs.devstack import launched
+    from rabs.devstack import free_port, launched
     from rabs.embedded import database_url
 
     Tool.objects.filter(tool_id="roster.shift.read").update(
@@ -105,9 +104,7 @@ def running_stack(agents: list[str], *, web: int = 2, name: str = "stack") -> It
             agent_id=agent_id, defaults={"name": agent_id, "type": "type_2_sandboxed"}
         )
         secrets[agent_id] = agent_credential_issue(agent=agent)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "rabs.settings.base",

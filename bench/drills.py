@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -131,26 +130,15 @@ def _worker() -> subprocess.Popen[bytes]:
 
 def _web() -> tuple[str, Any]:
     """(base URL, start()) of a daphne process serving the app on a free local port."""
-    import httpx
+    from rabs.devstack import free_port, start_daphne, wait_until_up
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
-    bin_dir = Path(sys.executable).parent
 
     def start() -> subprocess.Popen[bytes]:
-        process = _spawn([str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(port),
-                          "rabs.asgi:application"])  # fmt: skip
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{url}/api/schema/", timeout=1)
-                return process
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("daphne did not start") from None
-                time.sleep(0.2)
+        process = start_daphne(_env(), port)
+        wait_until_up(url, process)
+        return process
 
     return url, start
 

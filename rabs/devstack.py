@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from rabs.embedded import ensure_services
 
@@ -42,13 +43,60 @@ def _manage(env: dict[str, str], *args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, check=True)
 
 
+def free_port() -> int:
+    """A local TCP port nothing listens on now (for servers started by tests and benchmarks)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_daphne(
+    env: dict[str, str], port: int, *, log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """daphne serving the app on 127.0.0.1:``port`` with ``env``, in a session of its own (so
+    it can be killed whole); its output to ``log`` or nowhere."""
+
+    def run(out: Any) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [str(Path(sys.executable).parent / "daphne"), "-b", "127.0.0.1", "-p", str(port),
+             "rabs.asgi:application"],
+            cwd=BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+    if log is None:
+        return run(subprocess.DEVNULL)
+    with open(log, "wb") as out:  # the child keeps its own descriptor
+        return run(out)
+
+
+def wait_until_up(
+    url: str,
+    process: subprocess.Popen[bytes],
+    *,
+    path: str = "/api/schema/",
+    timeout: float = 30.0,
+    request_timeout: float = 2.0,
+) -> None:
+    """Return once ``url + path`` answers at all; RuntimeError if ``process`` exits first or
+    ``timeout`` passes."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            httpx.get(f"{url}{path}", timeout=request_timeout)
+            return
+        except httpx.HTTPError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{url} did not come up") from None
+            time.sleep(0.2)
+
+
 @contextmanager
 def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Iterator[str]:
     """Run ``python -m rabs.devstack`` in the background with ``env`` (which names the port in
     ``RABS_PORT``), its output in ``log``; yields the base URL once ``/api/schema/`` answers,
     and stops everything it started on exit. For tests and benchmarks of the whole stack."""
-    import httpx
-
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "rabs.devstack"],
@@ -60,16 +108,10 @@ def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Itera
         )
     url = f"http://{env.get('RABS_HOST', '127.0.0.1')}:{env['RABS_PORT']}"
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(f"{url}/api/schema/", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the stack did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
+        try:
+            wait_until_up(url, process, timeout=timeout)
+        except RuntimeError:
+            raise RuntimeError(f"the stack did not start:\n{log.read_text()[-3000:]}") from None
         yield url
     finally:
         process.send_signal(signal.SIGTERM)

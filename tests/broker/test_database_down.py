@@ -4,30 +4,20 @@ nothing, instead of answering a bare 500: a real server pointed at a port where 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 from django.conf import settings
 
+from rabs.devstack import free_port, start_daphne, wait_until_up
 from tests.signing import signed_request
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_database_unreachable_is_503(tmp_path: Path) -> None:
-    port, dead = _free_port(), _free_port()
+    port, dead = free_port(), free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
@@ -35,21 +25,10 @@ def test_database_unreachable_is_503(tmp_path: Path) -> None:
         "REDIS_URL": settings.REDIS.cache,
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
     }
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "daphne"), "-b", "127.0.0.1", "-p", str(port),
-         "rabs.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    server = start_daphne(env, port)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{url}/api/v1/tools/", timeout=30)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "daphne did not start"
-                time.sleep(0.2)
+        wait_until_up(url, server, path="/api/v1/tools/", request_timeout=30)
         response = signed_request(
             url,
             "henry",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import time
 from collections import Counter
@@ -25,7 +24,7 @@ from django.contrib.auth.models import Group
 from brainframe.models import Agent, ApprovalRequest, ToolCall
 from brainframe.services.credentials import agent_credential_issue
 from broker.audit import verify_chain
-from rabs.devstack import launched
+from rabs.devstack import free_port, launched
 from rabs.embedded import database_url
 from tests import factories as f
 from tests.signing import signed_request
@@ -33,12 +32,6 @@ from tests.signing import signed_request
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
 READ = {"date_from": "2026-03-02", "date_to": "2026-03-02"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -72,7 +65,7 @@ def receiver() -> Iterator[dict[str, Any]]:
 @pytest.fixture
 def stack(transactional_db: None, tmp_path: Path) -> Iterator[str]:
     db = settings.DATABASES["default"]
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
