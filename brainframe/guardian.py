@@ -319,12 +319,6 @@ def _narrated(folded: str, start: int) -> bool:
     return len(text) > 4 and bool(_NARRATED.search(text)) and text not in _BASE_FORMS
 
 
-def views(text: str) -> tuple[list[str], list[str], list[str]]:
-    """(folded views, compact views, names of decodings applied)."""
-    folded_views, compact, applied = _views(text)
-    return folded_views, [view.decode("ascii") for view in compact], applied
-
-
 def assess(text: str, trust: str = "standard") -> Assessment:
     """Assess one text from a source of the given trust level."""
     if trust not in TRUST_MULTIPLIERS:

@@ -59,8 +59,6 @@ def _model_path() -> str:
 
 
 def _name_cue_recognizer_class() -> Any:
-    import re
-
     from presidio_analyzer import EntityRecognizer, RecognizerResult
 
     upper, letter = "A-Z\u00c0-\u024f", "\\w\u00c0-\u024f"
@@ -178,8 +176,6 @@ _GROUPED_DIGITS = (
 
 
 def _phone_cue_recognizer_class() -> Any:
-    import re
-
     from presidio_analyzer import EntityRecognizer, RecognizerResult
 
     # "call me on …", "ring Sam at …", "text me on …": presidio's context words skip stop
