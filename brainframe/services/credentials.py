@@ -47,17 +47,26 @@ def agent_credential_issue(*, agent: Agent) -> str:
     return secret
 
 
-def agent_secret_get(*, agent_id: str) -> bytes | None:
-    """The active signing secret of an agent, or None if it has none (or it cannot be read)."""
+def agent_secret_get(*, agent_id: str) -> tuple[Agent, bytes] | None:
+    """An agent with its active signing secret (one query), or None if it has none (or the
+    secret cannot be read)."""
     credential = (
-        AgentCredential.objects.filter(agent_id=agent_id, revoked_at__isnull=True)
-        .only("secret_encrypted")
+        AgentCredential.objects.select_related("agent")
+        .filter(agent_id=agent_id, revoked_at__isnull=True)
         .first()
     )
     if credential is None:
         return None
+    secret = _decrypt(
+        settings.RABS_SECRET_ENCRYPTION_KEY or settings.SECRET_KEY, credential.secret_encrypted
+    )
+    return None if secret is None else (credential.agent, secret)
+
+
+@lru_cache(maxsize=1024)
+def _decrypt(key_material: str, token: str) -> bytes | None:
     try:
-        return _cipher().decrypt(credential.secret_encrypted.encode())
+        return _fernet(key_material).decrypt(token.encode())
     except InvalidToken:
         # Encrypted under another key (RABS_SECRET_ENCRYPTION_KEY changed): fail closed.
         return None

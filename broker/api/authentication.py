@@ -70,10 +70,10 @@ class AgentSignatureAuthentication(BaseAuthentication):
             )
         agent_id, ts, nonce, sig = match["agent"], match["ts"], match["nonce"], match["sig"]
 
-        agent = Agent.objects.filter(pk=agent_id).first()
-        secret = agent_secret_get(agent_id=agent_id) if agent is not None else None
-        if agent is None or secret is None:
+        found = agent_secret_get(agent_id=agent_id)
+        if found is None:
             raise SignatureFailed("auth_unknown_agent", "unknown agent or no active key")
+        agent, secret = found
         if agent.status == Agent.Status.PAUSED:
             raise SignatureFailed("auth_agent_paused", f"{agent_id} is paused by staff")
 

@@ -134,13 +134,10 @@ def _recheck_arguments(approval: ApprovalRequest, arguments: dict[str, Any]) -> 
         task=approval.task,
         vpol=approval.vpol,
     )
-    from brainframe.models import PrimeDirective
+    from ..registry import registry_snapshot
 
-    ctx.directives = list(
-        PrimeDirective.objects.filter(active=True)
-        .exclude(predicates=[])
-        .values_list("code", "predicates")
-    )
+    registry = registry_snapshot()
+    ctx.directives, ctx.constitution = registry.directives, registry.constitution
     for stage in (validate_arguments, check_directives, evaluate_vpol):
         verdict = stage(ctx)
         if verdict is not None:

@@ -6,7 +6,6 @@ closed: nothing executes unless the decision is recorded first.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import uuid
 from dataclasses import dataclass
@@ -19,13 +18,10 @@ from brainframe.models import (
     Agent,
     AgentTask,
     ApprovalRequest,
-    ConstitutionRule,
     OriginRegistry,
-    PrimeDirective,
     ReasonLog,
     Tool,
     ToolCall,
-    ValidationPolicy,
 )
 
 from ..audit import record_decision, record_outcome_patiently
@@ -35,28 +31,16 @@ from ..handlers import run_handler
 from ..pipeline.context import CallContext, CallRequest
 from ..pipeline.outbound import OutboundFilterUnavailable, prepare_outbound
 from ..pipeline.stages import decide
+from ..registry import registry_snapshot
 
 log = logging.getLogger(__name__)
-
-
-def governing_policy(tool: Tool, policies: list[ValidationPolicy]) -> ValidationPolicy | None:
-    """The V-Pol that governs a new chain starting with ``tool``: the highest-priority active
-    policy whose tool patterns match it, else one scoped to the tool's context bucket."""
-    by_pattern = [
-        p
-        for p in policies
-        if any(fnmatch.fnmatchcase(tool.tool_id, pat) for pat in p.tool_patterns)
-    ]
-    candidates = by_pattern or [
-        p for p in policies if not p.tool_patterns and p.context_bucket == tool.context_bucket
-    ]
-    return max(candidates, key=lambda p: (p.priority, p.name), default=None)
 
 
 def prepare(*, agent: Agent, request: CallRequest) -> CallContext:
     """Load everything the stages read. Raises BrokerRefusal for references that do not resolve."""
     ctx = CallContext(call_id=uuid.uuid4(), agent=agent, request=request)
-    ctx.tool = Tool.objects.filter(pk=request.tool_id).first()
+    registry = registry_snapshot()
+    ctx.tool = registry.tool(request.tool_id)
     if request.task_id is not None:
         ctx.task = (
             AgentTask.objects.select_related("on_behalf_of")
@@ -99,19 +83,9 @@ def prepare(*, agent: Agent, request: CallRequest) -> CallContext:
             )
         ctx.vpol = ctx.parent.vpol
     elif ctx.tool is not None:
-        ctx.vpol = governing_policy(ctx.tool, list(ValidationPolicy.objects.filter(active=True)))
-    ctx.directives = [
-        (code, predicates)
-        for code, predicates in PrimeDirective.objects.filter(active=True)
-        .exclude(predicates=[])
-        .values_list("code", "predicates")
-    ]
-    ctx.constitution = [
-        (code, enforcement, predicates)
-        for code, enforcement, predicates in ConstitutionRule.objects.exclude(predicates=[])
-        .order_by("number")
-        .values_list("code", "enforcement", "predicates")
-    ]
+        ctx.vpol = registry.governing_policy(ctx.tool)
+    ctx.directives = registry.directives
+    ctx.constitution = registry.constitution
     ctx.local_hour = timezone.localtime().hour
     return ctx
 

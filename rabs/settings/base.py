@@ -139,7 +139,7 @@ MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "var" / "media")
 # --- Cache, channels, Celery: all on the one Redis ----------------------------------------------
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "rabs.cache.RedisCache",
         "LOCATION": REDIS.cache,
         "KEY_PREFIX": "rabs",
     }

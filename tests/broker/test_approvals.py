@@ -237,6 +237,23 @@ def test_modify_revalidates_and_runs_the_edited_arguments(
 
 
 @pytest.mark.django_db
+def test_edited_arguments_answer_to_the_constitution(
+    world: dict[str, Any], executed: list[dict[str, Any]]
+) -> None:
+    approval = _pending(world)
+    with pytest.raises(ApprovalError) as refused:
+        approval_decide(
+            approval_id=approval.pk,
+            reviewer=world["alice"],
+            action="modify",
+            arguments={"q": "http://x/control/"},  # a remote control surface
+        )
+    assert refused.value.code == "constitution:LOOPBACK_ONLY"
+    approval.refresh_from_db()
+    assert approval.status == "pending" and executed == []
+
+
+@pytest.mark.django_db
 def test_reviewer_rules(world: dict[str, Any]) -> None:
     approval = _pending(world)
     outsider = f.UserFactory(username="mallory")

@@ -1,0 +1,114 @@
+"""The registry as the broker reads it on every call: tools, active V-Pols, prime directives and
+constitution rules, kept in process memory and reloaded when any of them changes.
+
+Every statement that writes one of those tables (the admin, services, jobs, raw SQL) gives the
+registry a new random generation token in the same transaction (a trigger, migration 0014).
+A call reads the token first (one primary-key row) and uses the process's snapshot only when the
+tokens match; otherwise it loads a new one. So a change is in force from the first call after it
+commits, in every process, and since tokens are random a rolled-back change can never make a
+stale snapshot look current. What a snapshot holds is read after its token, so it is never older
+than the token says.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection
+
+from brainframe.models import ConstitutionRule, PrimeDirective, Tool, ValidationPolicy
+
+_NONE: Any = object()
+
+
+def governing_policy(tool: Tool, policies: list[ValidationPolicy]) -> ValidationPolicy | None:
+    """The V-Pol that governs a new chain starting with ``tool``: the highest-priority active
+    policy whose tool patterns match it, else one scoped to the tool's context bucket."""
+    by_pattern = [
+        p
+        for p in policies
+        if any(fnmatch.fnmatchcase(tool.tool_id, pat) for pat in p.tool_patterns)
+    ]
+    candidates = by_pattern or [
+        p for p in policies if not p.tool_patterns and p.context_bucket == tool.context_bucket
+    ]
+    return max(candidates, key=lambda p: (p.priority, p.name), default=None)
+
+
+@dataclass
+class Snapshot:
+    token: str | None
+    policies: list[ValidationPolicy]
+    directives: list[tuple[str, list[Any]]]
+    constitution: list[tuple[str, str, list[Any]]]
+    # Filled as calls name them; an unknown tool id is not remembered.
+    _tools: dict[str, Tool] = field(default_factory=dict)
+    _governing: dict[str, ValidationPolicy | None] = field(default_factory=dict)
+
+    def tool(self, tool_id: str) -> Tool | None:
+        """The registry entry (a copy the caller may change), or None."""
+        tool = self._tools.get(tool_id)
+        if tool is None:
+            tool = Tool.objects.filter(pk=tool_id).first()
+            if tool is None:
+                return None
+            if self.token is not None:
+                self._tools[tool_id] = tool
+        return copy.copy(tool)
+
+    def governing_policy(self, tool: Tool) -> ValidationPolicy | None:
+        found = self._governing.get(tool.tool_id, _NONE)
+        if found is _NONE:
+            found = governing_policy(tool, self.policies)
+            if self.token is not None:
+                self._governing[tool.tool_id] = found
+        return found
+
+
+_current: Snapshot | None = None
+_lock = threading.Lock()
+
+
+def registry_token() -> str | None:
+    """The registry's generation token as this connection sees it (None: not recorded, so
+    nothing is cached)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT token::text FROM registry_generation WHERE id = 1")
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def registry_snapshot() -> Snapshot:
+    """The registry as of now: this process's snapshot if still current, else a fresh one."""
+    global _current
+    token = registry_token()
+    snapshot = _current
+    if snapshot is not None and token is not None and snapshot.token == token:
+        return snapshot
+    with _lock:
+        snapshot = _load(token)
+        _current = snapshot
+    return snapshot
+
+
+def _load(token: str | None) -> Snapshot:
+    return Snapshot(
+        token=token,
+        policies=list(ValidationPolicy.objects.filter(active=True)),
+        directives=[
+            (code, predicates)
+            for code, predicates in PrimeDirective.objects.filter(active=True)
+            .exclude(predicates=[])
+            .values_list("code", "predicates")
+        ],
+        constitution=[
+            (code, enforcement, predicates)
+            for code, enforcement, predicates in ConstitutionRule.objects.exclude(predicates=[])
+            .order_by("number")
+            .values_list("code", "enforcement", "predicates")
+        ],
+    )
