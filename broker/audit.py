@@ -283,6 +283,17 @@ def _row(instance: models.Model, now: Any) -> dict[str, Any]:
     return row
 
 
+_JSON_OUTCOME_COLUMNS = frozenset({"output", "executed_arguments", "outbound_findings"})
+
+
+def _sql_value(column: str, value: Any) -> Any:
+    """An outcome value as a parameter: the JSON columns' as jsonb, None as NULL (as the ORM
+    writes a JSONField's None)."""
+    if column in _JSON_OUTCOME_COLUMNS and value is not None:
+        return Jsonb(value, dumps=_dumps)
+    return value
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, default=_json_default)
 
@@ -340,7 +351,15 @@ def record_outcome(
         "outbound_findings": outbound_findings or [],
     }
     values["outcome_hash"] = compute_outcome_hash(call.row_hash, values)
-    written = ToolCall.objects.filter(pk=call.pk, outcome=ToolCall.Outcome.PENDING).update(**values)
+    # One statement without the ORM's query building (the hot path of every executed call);
+    # the database's append-only trigger still allows only these columns to change, once.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE tool_calls SET {', '.join(f'{column} = %s' for column in values)}"
+            " WHERE id = %s AND outcome = %s",
+            [*(_sql_value(c, v) for c, v in values.items()), call.pk, ToolCall.Outcome.PENDING],
+        )
+        written = cursor.rowcount
     if written:
         for key, value in values.items():
             setattr(call, key, value)

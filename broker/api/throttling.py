@@ -28,7 +28,7 @@ def parse_rate(rate: str) -> tuple[int, int]:
 
 
 def _key(agent_id: str, window: int) -> str:
-    return cache.make_and_validate_key(f"throttle:agent:{agent_id}:{window}")
+    return cache.make_key(f"throttle:agent:{agent_id}:{window}")
 
 
 def throttle_reset(agent_id: str) -> None:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from jsonschema import Draft202012Validator
 
 from brainframe.models import Tool, ToolCall
 
@@ -82,7 +81,11 @@ def run_handler(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID) ->
 def output_schema_errors(tool: Tool, output: Any) -> list[str]:
     if not tool.output_schema:
         return []
-    validator = Draft202012Validator(tool.output_schema)
+    from ..pipeline.stages import schema_validators
+
+    fast, validator = schema_validators(tool.output_schema)
+    if fast.is_valid(output):
+        return []
     return [
         f"/{'/'.join(str(p) for p in e.absolute_path)}: {e.message}"
         for e in validator.iter_errors(output)

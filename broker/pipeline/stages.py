@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 import jsonschema_rs
 from jsonschema import Draft202012Validator, FormatChecker
@@ -85,11 +86,9 @@ def check_permission_tier(ctx: CallContext) -> Verdict | None:
     return None
 
 
-@lru_cache(maxsize=1024)
-def _validators(
-    tool_id: str, version: str, schema_json: str
-) -> tuple[jsonschema_rs.Validator, Draft202012Validator]:
-    """(fast check, reference validator) for one version of a tool's input schema.
+@lru_cache(maxsize=2048)
+def _validators(schema_json: str) -> tuple[jsonschema_rs.Validator, Draft202012Validator]:
+    """(fast check, reference validator) for one JSON Schema (its canonical JSON text).
 
     The compiled (Rust) validator answers "valid?" in microseconds and checks every format it
     knows; only when it says no does the reference ``jsonschema`` validator run, and its answer
@@ -100,13 +99,17 @@ def _validators(
     return fast, Draft202012Validator(schema, format_checker=FormatChecker())
 
 
+def schema_validators(schema: Any) -> tuple[jsonschema_rs.Validator, Draft202012Validator]:
+    """The validators of a schema, compiled once per distinct schema."""
+    return _validators(json.dumps(schema, sort_keys=True))
+
+
 def _tool_validators(tool: Tool) -> tuple[jsonschema_rs.Validator, Draft202012Validator]:
-    # Keyed by the row's version (updated_at changes on every save); the schema text is
-    # serialised once per loaded tool instance.
+    # The schema text is serialised once per loaded tool instance.
     key = tool.__dict__.get("_schema_key")
     if key is None:
         key = tool.__dict__["_schema_key"] = json.dumps(tool.input_schema, sort_keys=True)
-    return _validators(tool.tool_id, tool.updated_at.isoformat(), key)
+    return _validators(key)
 
 
 def _error_path(error: ValidationError) -> str:

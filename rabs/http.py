@@ -1,0 +1,81 @@
+"""HTTP under daphne through Django's synchronous request path: one thread hop per request.
+
+Django's own ASGI handler runs the middleware chain in async mode. Every ``MiddlewareMixin``
+middleware then hops to a thread and back for its ``process_request``/``process_response``, and
+the synchronous views hop once more: a dozen thread switches and futures per request, which cost
+more CPU than the broker's whole decision. Here the body is read on the event loop, then the
+request signals, the synchronous middleware chain and the view all run on one worker thread of a
+bounded pool (each worker with its own pooled database connection), and the loop sends the
+answer. Requests beyond the pool's threads wait their turn instead of piling onto the database
+pool. The board's websockets stay async (Channels).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from django.conf import settings
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers import base
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.db import connections
+from django.http import FileResponse, HttpResponseBase
+from django.urls import set_script_prefix
+
+
+class SyncASGIHandler(ASGIHandler):
+    def __init__(self, *, threads: int) -> None:
+        base.BaseHandler.__init__(self)
+        self.load_middleware(is_async=False)
+        self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http")
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"Django serves HTTP here, not {scope['type']}")
+        try:
+            body = await self.read_body(receive)
+        except RequestAborted:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            response = await loop.run_in_executor(self.executor, self._respond, scope, body)
+            try:
+                await self.send_response(response, send)
+            except asyncio.CancelledError:
+                pass  # the client went away mid-answer
+            finally:
+                if response.streaming:  # closed only once its content has been sent
+                    await loop.run_in_executor(self.executor, response.close)
+        finally:
+            body.close()
+
+    def _respond(self, scope: dict[str, Any], body: Any) -> HttpResponseBase:
+        """On a worker thread: Django's whole synchronous handling of one request."""
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, response = self.create_request(scope, body)
+        if request is not None:
+            response = self.get_response(request)
+            response._handler_class = self.__class__  # type: ignore[attr-defined]
+            if isinstance(response, FileResponse):
+                response.block_size = self.chunk_size
+        assert response is not None
+        if response.streaming:
+            # Its content is read on the loop; this thread's connections go back now.
+            for connection in connections.all(initialized_only=True):
+                connection.close()
+        else:
+            response.close()  # request_finished here, where the connections are
+        return response
+
+
+def http_threads() -> int:
+    """Worker threads per process: as many as the database pool has connections."""
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    configured: int = settings.RABS_HTTP_THREADS
+    if configured:
+        return configured
+    return int(pool["max_size"]) if isinstance(pool, dict) else 8
