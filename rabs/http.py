@@ -52,6 +52,29 @@ class SyncASGIHandler(ASGIHandler):
         finally:
             body.close()
 
+    async def send_response(self, response: HttpResponseBase, send: Any) -> None:
+        if not response.streaming or response.is_async:  # type: ignore[attr-defined]
+            await super().send_response(response, send)
+            return
+        # A file or generator: read a chunk at a time on a worker thread (Django's handler would
+        # read all of it into memory first), send each as it comes.
+        headers = [
+            (name.encode("ascii"), value.encode("latin1")) for name, value in response.items()
+        ]
+        headers += [
+            (b"Set-Cookie", cookie.output(header="").encode("ascii").strip())
+            for cookie in response.cookies.values()
+        ]
+        await send(
+            {"type": "http.response.start", "status": response.status_code, "headers": headers}
+        )
+        loop = asyncio.get_running_loop()
+        chunks = iter(response.streaming_content)  # type: ignore[attr-defined]
+        while (chunk := await loop.run_in_executor(self.executor, next, chunks, None)) is not None:
+            if chunk:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body"})
+
     def _respond(self, scope: dict[str, Any], body: Any) -> HttpResponseBase:
         """On a worker thread: Django's whole synchronous handling of one request."""
         set_script_prefix(get_script_prefix(scope))

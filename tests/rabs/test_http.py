@@ -1,0 +1,96 @@
+"""HTTP through rabs.http (what daphne serves): Django's synchronous path on worker threads, the
+answer sent by the event loop — status, headers, cookies and streamed files intact."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.files.base import ContentFile
+from django.test import Client
+
+from brainframe.models import Deliverable
+from brainframe.services.seed import seed_brainframe
+from rabs.http import SyncASGIHandler
+from tests import factories as f
+
+# The worker threads have database connections of their own: what they read must be committed.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _exchange(
+    app: SyncASGIHandler, path: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    sent: list[dict[str, Any]] = []
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"testserver"), *(headers or [])],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    incoming = [{"type": "http.request", "body": b"", "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    start, *body = sent
+    assert start["type"] == "http.response.start"
+    assert body[-1].get("more_body", False) is False  # the answer was finished
+    return start["status"], start["headers"], b"".join(m.get("body", b"") for m in body)
+
+
+@pytest.fixture
+def app() -> SyncASGIHandler:
+    return SyncASGIHandler(threads=2)
+
+
+def test_an_api_refusal_keeps_its_status_and_json(app: SyncASGIHandler) -> None:
+    status, headers, body = _exchange(app, "/api/v1/tools/")
+    assert status == 401
+    assert (b"Content-Type", b"application/json") in headers
+    assert b'"code":"auth_missing"' in body.replace(b" ", b"")
+
+
+def test_cookies_are_sent(app: SyncASGIHandler) -> None:
+    status, headers, _ = _exchange(app, "/admin/login/")
+    assert status == 200
+    assert any(name == b"Set-Cookie" and value.startswith(b"csrftoken=") for name, value in headers)
+
+
+def test_a_file_download_streams_in_full(
+    app: SyncASGIHandler, settings: Any, tmp_path: Path
+) -> None:
+    seed_brainframe()
+    settings.MEDIA_ROOT = tmp_path
+    user = f.UserFactory(username="alice")
+    user.groups.add(Group.objects.get(name="reviewers"))
+    client = Client()
+    client.force_login(user)
+    content = b"participant,hours\n" * 20_000  # 360 KB: several chunks
+    item = Deliverable(
+        agent_id="henry",
+        filename="hours.csv",
+        content_type="text/csv",
+        size_bytes=len(content),
+        sha256="0" * 64,
+    )
+    item.file.save("hours.csv", ContentFile(content), save=True)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    status, headers, body = _exchange(app, f"/board/deliverables/{item.id}/", [(b"cookie", cookie)])
+    assert status == 200 and body == content
+    assert (b"Content-Disposition", b'attachment; filename="hours.csv"') in headers
