@@ -96,9 +96,7 @@ class SyncASGIHandler(ASGIHandler):
 
 
 def http_threads() -> int:
-    """Worker threads per process: as many as the database pool has connections."""
+    """Worker threads per process: ``RABS_HTTP_THREADS``, at most the database pool's size."""
     pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
-    configured: int = settings.RABS_HTTP_THREADS
-    if configured:
-        return configured
-    return int(pool["max_size"]) if isinstance(pool, dict) else 8
+    threads: int = settings.RABS_HTTP_THREADS
+    return min(threads, int(pool["max_size"])) if isinstance(pool, dict) else threads
