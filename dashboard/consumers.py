@@ -9,7 +9,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from broker.events import BOARD_GROUP
 
-from .render import render_call_event, render_event
+from .render import render_call_event, render_event, renders
 
 
 class BoardConsumer(AsyncWebsocketConsumer):
@@ -27,10 +27,12 @@ class BoardConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_discard(BOARD_GROUP, self.channel_name)
 
     async def board_event(self, message: dict[str, Any]) -> None:
-        # A tool call's row needs no database read: render it here rather than queue it behind
-        # the process's synchronous requests (which share one thread) at high call rates.
-        html = render_call_event(message["payload"]) if message["event"] == "tool_call" else None
-        if html is None:
+        # A tool call's row needs no database read: render it here rather than queue it on the
+        # consumers' one synchronous thread at high call rates; events the board does not show
+        # (a Guardian assessment per call) are dropped here.
+        event = message["event"]
+        html = render_call_event(message["payload"]) if event == "tool_call" else None
+        if html is None and renders(event):
             html = await database_sync_to_async(render_event)(
                 message["event"], message["payload"], self.scope["user"]
             )

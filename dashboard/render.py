@@ -39,6 +39,15 @@ def render_call_event(payload: dict[str, Any]) -> str | None:
     return f'<li id="{entry["id"]}" hx-swap-oob="delete"></li>\n' + _log_row(entry)
 
 
+def renders(event: str) -> bool:
+    """Whether the board shows ``event`` (others, such as every Guardian assessment, are for
+    other listeners: no thread hop, no database read for them)."""
+    return event == "tool_call" or event.startswith("approval_") or event in _AGENT_EVENTS
+
+
+_AGENT_EVENTS = ("task_changed", "heartbeat", "level_changed")
+
+
 def render_event(event: str, payload: dict[str, Any], user: Any) -> str:
     parts: list[str] = []
     if event == "tool_call":
@@ -88,7 +97,7 @@ def render_event(event: str, payload: dict[str, Any], user: Any) -> str:
                     },
                 )
             )
-    elif event in ("task_changed", "heartbeat", "level_changed"):
+    elif event in _AGENT_EVENTS:
         agent = Agent.objects.filter(pk=payload.get("agent_id")).first()
         if agent is not None:
             parts.append(

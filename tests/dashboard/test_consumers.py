@@ -40,3 +40,22 @@ async def test_tool_call_event_pushes_a_log_row() -> None:
     assert 'hx-swap-oob="afterbegin:#action-log"' in html
     assert "roster.shift.read" in html and "OK" in html and "(7ms)" in html
     await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_events_the_board_does_not_show_send_nothing() -> None:
+    from broker.events import publish
+
+    user = await sync_to_async(f.UserFactory)(username="watcher")
+    communicator = WebsocketCommunicator(application, "/ws/board/")
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect()
+    assert connected
+    await sync_to_async(lambda: publish("guardian:assessment_complete", {"risk": 0.0}).result())()
+    call = await sync_to_async(f.ToolCallFactory)(requested_tool_id="roster.shift.read")
+    await sync_to_async(publish_tool_call)(call)
+    html = await communicator.receive_from(timeout=5)  # the first thing sent is the call's row
+    assert "roster.shift.read" in html
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
