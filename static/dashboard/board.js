@@ -68,5 +68,16 @@
     });
   }
   document.addEventListener("DOMContentLoaded", refreshCountdowns);
+
+  // The live action log keeps its newest rows only (a reload shows the latest anyway): at a
+  // hundred calls a second an unbounded list makes every later insertion slower.
+  var LOG_ROWS = 200;
+  document.addEventListener("DOMContentLoaded", function () {
+    var log = document.getElementById("action-log");
+    if (!log) { return; }
+    new MutationObserver(function () {
+      while (log.children.length > LOG_ROWS) { log.removeChild(log.lastElementChild); }
+    }).observe(log, {childList: true});
+  });
   setInterval(refreshCountdowns, 15000);
 })();

@@ -91,6 +91,38 @@ def test_api_tool_call_appears_in_the_action_log_within_a_second(
     screenshot(page, "board-henry")
 
 
+def test_the_live_action_log_keeps_its_newest_200_rows(
+    world: dict[str, Any], open_page: Any
+) -> None:
+    import uuid
+
+    from django.utils import timezone
+
+    from broker.events import publish
+
+    page = open_page(world["alice"], "/board/?agent=henry")
+    ids = [str(uuid.uuid4()) for _ in range(230)]
+    for call_id in ids:
+        publish(
+            "tool_call",
+            {
+                "call_id": call_id,
+                "agent_id": "henry",
+                "agent_name": "Henry",
+                "o_tag": None,
+                "tool_id": "roster.shift.read",
+                "decision": "executed",
+                "code": "",
+                "outcome": "succeeded",
+                "duration_ms": 3,
+                "timestamp": timezone.now().isoformat(),
+            },
+        ).result(timeout=5)
+    page.locator(f"#action-log #call-{ids[-1]}").wait_for(timeout=5000)
+    assert page.locator("#action-log > li").count() == 200
+    assert page.locator(f"#action-log #call-{ids[0]}").count() == 0  # the oldest went
+
+
 def test_approving_in_one_browser_updates_the_other(world: dict[str, Any], open_page: Any) -> None:
     approval = _pending()
     page_a = open_page(world["alice"], "/board/approvals/")
