@@ -27,6 +27,7 @@ def main() -> int:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.db import connection
     from django.utils import timezone
 
@@ -36,6 +37,7 @@ def main() -> int:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--slices", type=int, default=settings.RABS_DECAY_SLICES)
     args = parser.parse_args()
     buckets = "ARRAY[" + ",".join(f"'{b}'" for b in ContextBucket.values) + "]"
     with throwaway_database("rabs_bench_decay"), connection.cursor() as cursor:
@@ -56,15 +58,22 @@ def main() -> int:
         print(f"generated {args.rows:,} rows in {time.perf_counter() - started:.1f} s")
         night = timezone.localdate() + timedelta(days=1)
         started = time.perf_counter()
-        result = decay_run(night=night)
+        result = decay_run(night=night, slices=args.slices)
         print(
-            f"decay (family boost + decay + score, one statement): "
+            f"decay (family boost + decay + score), {args.slices} slice(s) at once: "
             f"{time.perf_counter() - started:.2f} s, {result['rows_updated']:,} rows"
         )
         started = time.perf_counter()
-        result = decay_run(night=night)
+        result = decay_run(night=night, slices=args.slices)
         print(
             f"same night again (idempotent, nothing to change): "
+            f"{time.perf_counter() - started:.2f} s, {result['rows_updated']:,} rows"
+        )
+        cursor.execute("VACUUM context_buckets")
+        started = time.perf_counter()
+        result = decay_run(night=night + timedelta(days=1), slices=1)
+        print(
+            f"the next night as one statement, for comparison: "
             f"{time.perf_counter() - started:.2f} s, {result['rows_updated']:,} rows"
         )
         cursor.execute("VACUUM context_buckets")

@@ -15,6 +15,7 @@ Nothing is deleted: stale entries keep decaying until they stop surfacing.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, time
 from zoneinfo import ZoneInfo
 
@@ -59,15 +60,58 @@ def night_cut(night: date) -> float:
     return local.timestamp()
 
 
-def decay_run(*, night: date) -> dict[str, int | bool]:
-    """Apply the decay for ``night`` (idempotent; safe late and after missed nights)."""
-    with transaction.atomic():
+def decay_run(*, night: date, slices: int | None = None) -> dict[str, int | bool]:
+    """Apply the decay for ``night`` (idempotent; safe late and after missed nights).
+
+    The table is cut into ``slices`` (``RABS_DECAY_SLICES``) ranges of pages, each updated by one
+    statement on a connection of its own, at once: PostgreSQL runs an UPDATE on one core, the
+    slices use all of them. A slice that fails leaves the others done; since every value is
+    computed from the night, running the night again finishes it and changes nothing twice.
+    Inside a caller's transaction it runs as one statement there (other connections could not
+    see that transaction's rows).
+    """
+    cut = night_cut(night)
+    slices = settings.RABS_DECAY_SLICES if slices is None else slices
+    if slices <= 1 or connection.in_atomic_block:
+        updated = _decay_slice(cut, None)
+    else:
         with connection.cursor() as cursor:
-            # The family counts are hashed in memory rather than spilled to disk in batches.
-            cursor.execute("SET LOCAL work_mem = '64MB'")
-            cursor.execute(_DECAY_SQL, {"cut": night_cut(night)})
-            updated = cursor.rowcount
+            cursor.execute(
+                "SELECT pg_relation_size('context_buckets') / current_setting('block_size')::int"
+            )
+            pages = int(cursor.fetchone()[0])
+        bounds: list[int | None] = [pages * n // slices for n in range(slices)]
+        bounds.append(None)  # the last slice is open-ended: pages added meanwhile are in it
+        ranges = [(bounds[n] or 0, bounds[n + 1]) for n in range(slices)]
+        with ThreadPoolExecutor(max_workers=slices, thread_name_prefix="decay") as pool:
+            updated = sum(pool.map(lambda pages: _decay_in_thread(cut, pages), ranges))
+    with transaction.atomic():
         _, first_time = DecayRun.objects.get_or_create(
             night=night, defaults={"rows_updated": updated}
         )
     return {"rows_updated": updated, "first_run_for_night": first_time}
+
+
+def _decay_in_thread(cut: float, pages: tuple[int, int | None]) -> int:
+    try:
+        return _decay_slice(cut, pages)
+    finally:
+        connection.close()  # this thread's own connection
+
+
+def _decay_slice(cut: float, pages: tuple[int, int | None] | None) -> int:
+    """The decay statement over every row, or over the rows stored on pages [first, last)."""
+    sql = _DECAY_SQL
+    params: dict[str, float | str] = {"cut": cut}
+    if pages is not None:
+        first, last = pages
+        sql += " AND c.ctid >= %(first)s::tid"
+        params["first"] = f"({first},0)"
+        if last is not None:
+            sql += " AND c.ctid < %(last)s::tid"
+            params["last"] = f"({last},0)"
+    with transaction.atomic(), connection.cursor() as cursor:
+        # The family counts are hashed in memory rather than spilled to disk in batches.
+        cursor.execute("SET LOCAL work_mem = '64MB'")
+        cursor.execute(sql, params)
+        return int(cursor.rowcount)

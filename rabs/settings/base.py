@@ -234,6 +234,9 @@ RABS_SQL_HANDLER_DATABASE_URL = env.str("RABS_SQL_HANDLER_DATABASE_URL", default
 # Graduation needs at least this many rated calls in the 30-day window (no promotion on a
 # handful of lucky calls).
 RABS_GRADUATION_MIN_VOLUME = env.int("RABS_GRADUATION_MIN_VOLUME", default=20)
+# The nightly decay runs as this many concurrent UPDATEs over ranges of the table's pages
+# (PostgreSQL runs one statement on one core).
+RABS_DECAY_SLICES = env.int("RABS_DECAY_SLICES", default=2)
 # Notifications about approvals: sender address, the base URL used in links, and an optional
 # webhook (JSON POST, signed with the secret) called on new, escalated and expired items.
 RABS_NOTIFY_FROM_EMAIL = env.str("RABS_NOTIFY_FROM_EMAIL", default="brainframe@rabs.local")

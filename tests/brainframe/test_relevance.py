@@ -141,3 +141,31 @@ def test_twenty_concurrent_writers_lose_no_increment() -> None:
     assert errors == []
     entry = ContextBucketEntry.objects.get(entity="Bus 4")
     assert entry.frequency == 20
+
+
+@pytest.mark.django_db(transaction=True)
+def test_decay_in_slices_at_once_matches_one_statement() -> None:
+    """The nightly run cuts the table into ranges of pages updated on several connections at
+    once; every entry comes out as the single statement would make it, families spanning the
+    ranges included."""
+    reinforced = timezone.make_aware(datetime.combine(START, time(10, 0)))
+    entries = [
+        f.ContextBucketEntryFactory(
+            severity=1 + n % 3, entity=f"P-{n % 97}", pattern_type=f"pattern-{n}"
+        )
+        for n in range(600)
+    ]
+    ContextBucketEntry.objects.update(last_reinforced_at=reinforced)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(DISTINCT (ctid::text::point)[0]) FROM context_buckets")
+        assert cursor.fetchone()[0] >= 6  # several pages, so several slices have rows
+    result = decay_run(night=START + timedelta(days=5), slices=3)
+    assert result["rows_updated"] == len(entries)
+    family = {e.entity: sum(1 for o in entries if o.entity == e.entity) - 1 for e in entries}
+    for entry in ContextBucketEntry.objects.all():
+        boost = min(2.0, 1.0 + 0.25 * family[entry.entity])
+        assert entry.decay == pytest.approx(0.98**5)
+        assert entry.family_boost == pytest.approx(boost)
+        assert entry.current_score == pytest.approx(
+            entry.severity * entry.frequency * 0.98**5 * entry.repeatable * boost
+        )
