@@ -309,6 +309,31 @@ _NARRATED = re.compile(r"(?:ed|es)$")
 _BASE_FORMS = frozenset(("need", "feed", "seed", "speed", "bleed", "does", "goes", "yes", "uses"))
 
 
+# Someone else being made to do it, reported in the third person or the past: "input that
+# causes the model to ignore its instructions", "models asked to repeat their system prompt".
+# Only inflected verbs: the imperative "tell the model to ignore …" is still an instruction.
+_MODEL = r"(?:models?|llms?|assistants?|chatbots?|agents?|ai|systems?)"
+_CAUSED = (
+    r"(?:caus(?:es|ed|ing)|ask(?:s|ed|ing)|told|tell(?:s|ing)|trick(?:s|ed|ing)|"
+    r"convinc(?:es|ed|ing)|persuad(?:es|ed|ing)|gets|got|getting|makes|made|making|leads|led|"
+    r"leading|instruct(?:s|ed|ing)|prompt(?:s|ed|ing)|coax(?:es|ed|ing)|"
+    r"manipulat(?:es|ed|ing)|forc(?:es|ed|ing))"
+)
+_REPORTED = re.compile(
+    rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}{_MODEL}|"
+    rf"\b{_MODEL}\s+(?:(?:is|are|was|were|being|been|get|got)\s+)?{_CAUSED})"
+    r"\s+(?:\w+\s+){0,2}?to\s+$"
+)
+
+
+def _reported(folded: str, start: int) -> bool:
+    before = folded[max(0, start - 80) : start]
+    ends = [m.end() for m in _SENTENCE_END.finditer(before)]
+    if ends:
+        before = before[ends[-1] :]
+    return bool(_REPORTED.search(" ".join(before.split()[-8:]) + " "))
+
+
 def _narrated(folded: str, start: int) -> bool:
     """The matched verb is in the past or third person ("removed", "ignores its rules"): a text
     that tells what happened or what something does, not an instruction."""
@@ -341,6 +366,7 @@ def assess(text: str, trust: str = "standard") -> Assessment:
                 if not (
                     _negated(folded, at)
                     or _narrated(folded, at)
+                    or _reported(folded, at)
                     or _NEGATION.search(folded, at, end)  # "the assistant must never reveal …"
                 ):
                     matched[pattern.name] = pattern
