@@ -82,10 +82,12 @@ def registry_token() -> str | None:
     return row[0] if row else None
 
 
-def registry_snapshot() -> Snapshot:
-    """The registry as of now: this process's snapshot if still current, else a fresh one."""
+def registry_snapshot(token: str | None = None) -> Snapshot:
+    """The registry as of ``token`` (read just now by the caller, e.g. with the signed request's
+    key; else read here): this process's snapshot if it matches, else a fresh one."""
     global _current
-    token = registry_token()
+    if token is None:
+        token = registry_token()
     snapshot = _current
     if snapshot is not None and token is not None and snapshot.token == token:
         return snapshot

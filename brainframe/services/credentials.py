@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+from dataclasses import dataclass
 from functools import lru_cache
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -47,23 +48,36 @@ def agent_credential_issue(*, agent: Agent) -> str:
     return secret
 
 
-# Every signed request runs this: plain SQL spares it the ORM's query building (0.9 → 0.3 ms).
+@dataclass(frozen=True)
+class SigningKey:
+    agent: Agent
+    secret: bytes
+    # The registry's generation token, read in the same round trip (see broker.registry).
+    registry_token: str | None
+
+
+# Every signed request runs this: plain SQL spares it the ORM's query building (0.9 → 0.3 ms),
+# and the registry's generation token comes along instead of costing a round trip of its own.
 _AGENT_WITH_SECRET = (
-    f"SELECT a.*, c.secret_encrypted FROM {AgentCredential._meta.db_table} c"
+    f"SELECT a.*, c.secret_encrypted,"
+    " (SELECT token::text FROM registry_generation WHERE id = 1) AS registry_token"
+    f" FROM {AgentCredential._meta.db_table} c"
     f" JOIN {Agent._meta.db_table} a ON a.agent_id = c.agent_id"
     " WHERE c.agent_id = %s AND c.revoked_at IS NULL"
 )
 
 
-def agent_secret_get(*, agent_id: str) -> tuple[Agent, bytes] | None:
+def agent_secret_get(*, agent_id: str) -> SigningKey | None:
     """An agent with its active signing secret (one query), or None if it has none (or the
     secret cannot be read)."""
     agent = next(iter(Agent.objects.raw(_AGENT_WITH_SECRET, [agent_id])), None)
     if agent is None:
         return None
-    encrypted = agent.__dict__.pop("secret_encrypted")  # not carried around on the agent
+    # Not carried around on the agent.
+    encrypted = agent.__dict__.pop("secret_encrypted")
+    token = agent.__dict__.pop("registry_token")
     secret = _decrypt(settings.RABS_SECRET_ENCRYPTION_KEY or settings.SECRET_KEY, encrypted)
-    return None if secret is None else (agent, secret)
+    return None if secret is None else SigningKey(agent, secret, token)
 
 
 @lru_cache(maxsize=1024)

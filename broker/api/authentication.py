@@ -41,6 +41,8 @@ class AgentUser:
     """``request.user`` for a signed agent request."""
 
     agent: Agent
+    # The registry's generation as of this request's authentication (broker.registry).
+    registry_token: str | None = None
     is_authenticated: bool = True
     is_anonymous: bool = False
 
@@ -70,10 +72,10 @@ class AgentSignatureAuthentication(BaseAuthentication):
             )
         agent_id, ts, nonce, sig = match["agent"], match["ts"], match["nonce"], match["sig"]
 
-        found = agent_secret_get(agent_id=agent_id)
-        if found is None:
+        key = agent_secret_get(agent_id=agent_id)
+        if key is None:
             raise SignatureFailed("auth_unknown_agent", "unknown agent or no active key")
-        agent, secret = found
+        agent, secret = key.agent, key.secret
         if agent.status == Agent.Status.PAUSED:
             raise SignatureFailed("auth_agent_paused", f"{agent_id} is paused by staff")
 
@@ -96,7 +98,7 @@ class AgentSignatureAuthentication(BaseAuthentication):
             ) from exc
         if not fresh:
             raise SignatureFailed("auth_replayed_nonce", "this nonce was already used")
-        return AgentUser(agent), agent
+        return AgentUser(agent, registry_token=key.registry_token), agent
 
 
 def _read_body(request: Request) -> bytes:

@@ -134,7 +134,11 @@ class ToolCallsView(AgentAPIView):
                 json.dumps(request.data, sort_keys=True, default=str).encode()
             ).hexdigest(),
         )
-        answer = tool_call_submit(agent=self.agent(request), request=call_request)
+        answer = tool_call_submit(
+            agent=self.agent(request),
+            request=call_request,
+            registry_token=getattr(request.user, "registry_token", None),
+        )
         return Response(answer.body, status=answer.status)
 
 

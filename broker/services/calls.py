@@ -36,10 +36,12 @@ from ..registry import registry_snapshot
 log = logging.getLogger(__name__)
 
 
-def prepare(*, agent: Agent, request: CallRequest) -> CallContext:
+def prepare(
+    *, agent: Agent, request: CallRequest, registry_token: str | None = None
+) -> CallContext:
     """Load everything the stages read. Raises BrokerRefusal for references that do not resolve."""
     ctx = CallContext(call_id=uuid.uuid4(), agent=agent, request=request)
-    registry = registry_snapshot()
+    registry = registry_snapshot(registry_token)
     ctx.tool = registry.tool(request.tool_id)
     if request.task_id is not None:
         ctx.task = (
@@ -96,12 +98,16 @@ class CallAnswer:
     body: dict[str, Any]
 
 
-def tool_call_submit(*, agent: Agent, request: CallRequest) -> CallAnswer:
+def tool_call_submit(
+    *, agent: Agent, request: CallRequest, registry_token: str | None = None
+) -> CallAnswer:
+    """``registry_token``: the registry's generation already read on this request (by the
+    signature check), else it is read here."""
     if request.idempotency_key:
         replay = _idempotent_replay(agent, request)
         if replay is not None:
             return replay
-    ctx = prepare(agent=agent, request=request)
+    ctx = prepare(agent=agent, request=request, registry_token=registry_token)
     verdict = decide(ctx)
     _publish_assessment(ctx)
     try:

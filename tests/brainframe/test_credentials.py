@@ -27,7 +27,8 @@ def test_secret_is_printed_once_and_not_stored_in_plain_text() -> None:
     credential = AgentCredential.objects.get(agent=agent)
     assert secret not in credential.secret_encrypted
     assert secret.encode() not in credential.secret_encrypted.encode()
-    assert agent_secret_get(agent_id="henry") == (agent, secret.encode())
+    key = agent_secret_get(agent_id="henry")
+    assert key is not None and (key.agent, key.secret) == (agent, secret.encode())
 
 
 def test_rotation_revokes_the_previous_secret() -> None:
@@ -35,7 +36,8 @@ def test_rotation_revokes_the_previous_secret() -> None:
     first = _issue("reggie")
     second = _issue("reggie")
     assert first != second
-    assert agent_secret_get(agent_id="reggie") == (agent, second.encode())
+    key = agent_secret_get(agent_id="reggie")
+    assert key is not None and (key.agent, key.secret) == (agent, second.encode())
     assert AgentCredential.objects.filter(agent_id="reggie").count() == 2
     assert AgentCredential.objects.filter(agent_id="reggie", revoked_at__isnull=True).count() == 1
 
