@@ -67,12 +67,24 @@ def utf8(text: str) -> bytes:
     return text.encode("utf-8", "replace")  # lone surrogates: Hyperscan needs valid UTF-8
 
 
+_SCRATCHES_PER_THREAD = 128
+
+
 def scan(db: hyperscan.Database, data: bytes) -> set[int]:
     """The ids of the expressions of ``db`` that (may) match somewhere in ``data``."""
-    scratches: dict[int, hyperscan.Scratch] = _scratch.__dict__.setdefault("by_db", {})
-    scratch = scratches.get(id(db))
-    if scratch is None:  # scratch space is per thread
-        scratch = scratches[id(db)] = hyperscan.Scratch(db)
+    # Scratch space is per thread and per database. The entry holds the database too: while it
+    # is cached no other database can be given its id (a scratch used with a database it was
+    # not made for is refused: "error code -1"). Bounded: databases come and go with the
+    # patterns' cache.
+    scratches: dict[int, tuple[hyperscan.Database, hyperscan.Scratch]] = (
+        _scratch.__dict__.setdefault("by_db", {})
+    )
+    entry = scratches.get(id(db))
+    if entry is None:
+        if len(scratches) >= _SCRATCHES_PER_THREAD:
+            scratches.clear()
+        entry = scratches[id(db)] = (db, hyperscan.Scratch(db))
+    scratch = entry[1]
     found: set[int] = set()
     db.scan(data, match_event_handler=lambda i, *_: found.add(i), scratch=scratch)
     return found
