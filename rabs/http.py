@@ -13,6 +13,7 @@ pool. The board's websockets stay async (Channels).
 from __future__ import annotations
 
 import asyncio
+import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,9 +36,16 @@ class SyncASGIHandler(ASGIHandler):
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             raise ValueError(f"Django serves HTTP here, not {scope['type']}")
+        limit = settings.RABS_HTTP_MAX_BODY_BYTES
+        if _declared_length(scope) > limit:
+            await _too_large(send, limit)  # before reading a byte of it
+            return
         try:
             body = await self.read_body(receive)
         except RequestAborted:
+            return
+        except _BodyTooLarge:
+            await _too_large(send, limit)
             return
         loop = asyncio.get_running_loop()
         try:
@@ -75,6 +83,22 @@ class SyncASGIHandler(ASGIHandler):
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body"})
 
+    async def read_body(self, receive: Any) -> Any:
+        """Django's, but a body that grows past the limit (chunked, or longer than it said) is
+        refused as it arrives rather than spooled to disk whole."""
+        limit = settings.RABS_HTTP_MAX_BODY_BYTES
+        received = 0
+
+        async def counting() -> dict[str, Any]:
+            nonlocal received
+            message: dict[str, Any] = await receive()
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise _BodyTooLarge
+            return message
+
+        return await super().read_body(counting)
+
     def _respond(self, scope: dict[str, Any], body: Any) -> HttpResponseBase:
         """On a worker thread: Django's whole synchronous handling of one request."""
         set_script_prefix(get_script_prefix(scope))
@@ -93,6 +117,29 @@ class SyncASGIHandler(ASGIHandler):
         else:
             response.close()  # request_finished here, where the connections are
         return response
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _declared_length(scope: dict[str, Any]) -> int:
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0  # Django answers a malformed one
+    return 0
+
+
+async def _too_large(send: Any, limit: int) -> None:
+    body = json.dumps(
+        {"code": "body_too_large", "detail": f"request bodies are limited to {limit} bytes"}
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def http_threads() -> int:

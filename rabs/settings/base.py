@@ -221,6 +221,8 @@ RABS_DELIVERABLE_TYPES = {
     "jpg": "image/jpeg",
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = RABS_DELIVERABLE_MAX_BYTES + 1024 * 1024
+# The web processes answer 413 to any larger request body before reading it (rabs.http).
+RABS_HTTP_MAX_BODY_BYTES = env.int("RABS_HTTP_MAX_BODY_BYTES", default=DATA_UPLOAD_MAX_MEMORY_SIZE)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # The gate's sampling rates: share of level-1 calls held for approval before execution, and
 # share of level-3 calls that get a spot-check item after execution.

@@ -4,6 +4,7 @@ answer sent by the event loop — status, headers, cookies and streamed files in
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +20,25 @@ from tests import factories as f
 
 # The worker threads have database connections of their own: what they read must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
+RECEIVED: list[int] = []
 
 
 def _exchange(
-    app: SyncASGIHandler, path: str, headers: list[tuple[bytes, bytes]] | None = None
+    app: SyncASGIHandler,
+    path: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    *,
+    method: str = "GET",
+    body: list[bytes] | None = None,
 ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """One request through the handler; ``body`` is sent as that many ``http.request`` messages.
+    Returns (status, headers, body); ``RECEIVED`` counts the messages the handler read."""
     sent: list[dict[str, Any]] = []
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
-        "method": "GET",
+        "method": method,
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
@@ -39,9 +48,15 @@ def _exchange(
         "client": ("127.0.0.1", 50000),
         "server": ("testserver", 80),
     }
-    incoming = [{"type": "http.request", "body": b"", "more_body": False}]
+    parts = body or [b""]
+    incoming = [
+        {"type": "http.request", "body": part, "more_body": n < len(parts) - 1}
+        for n, part in enumerate(parts)
+    ]
+    RECEIVED.clear()
 
     async def receive() -> dict[str, Any]:
+        RECEIVED.append(1)
         return incoming.pop(0) if incoming else {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
@@ -94,3 +109,33 @@ def test_a_file_download_streams_in_full(
     status, headers, body = _exchange(app, f"/board/deliverables/{item.id}/", [(b"cookie", cookie)])
     assert status == 200 and body == content
     assert (b"Content-Disposition", b'attachment; filename="hours.csv"') in headers
+
+
+def test_a_body_declared_too_large_is_refused_before_it_is_read(
+    app: SyncASGIHandler, settings: Any
+) -> None:
+    settings.RABS_HTTP_MAX_BODY_BYTES = 1000
+    status, headers, body = _exchange(
+        app,
+        "/api/v1/tool-calls/",
+        [(b"content-length", b"5000000"), (b"content-type", b"application/json")],
+        method="POST",
+        body=[b"x" * 1000] * 5,
+    )
+    assert status == 413 and json.loads(body)["code"] == "body_too_large"
+    assert (b"content-type", b"application/json") in headers
+    assert RECEIVED == []  # not a byte of it was read
+
+
+def test_a_body_that_grows_past_the_limit_is_refused_as_it_arrives(
+    app: SyncASGIHandler, settings: Any
+) -> None:
+    settings.RABS_HTTP_MAX_BODY_BYTES = 1000
+    status, _, body = _exchange(
+        app,
+        "/api/v1/tool-calls/",
+        method="POST",
+        body=[b"x" * 400] * 50,  # no Content-Length
+    )
+    assert status == 413 and json.loads(body)["code"] == "body_too_large"
+    assert len(RECEIVED) == 3  # stopped at the message that crossed the limit
