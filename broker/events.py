@@ -40,12 +40,24 @@ def _log_failure(future: Future[Any]) -> None:
         log.warning("could not publish a board event: %s", exc)
 
 
+Event = tuple[str, dict[str, Any]]
+
+
 def publish(event: str, payload: dict[str, Any]) -> Future[Any] | None:
     """Queue ``event`` for every open board. Returns the pending send (tests may wait on it)."""
+    return publish_all([(event, payload)])
+
+
+def publish_all(events: list[Event]) -> Future[Any] | None:
+    """Several events, in order, as one message (a tool call's Guardian assessment with its
+    row): each message costs the channel layer a few Redis commands, whatever it carries."""
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not events:
         return None
-    message = {"type": "board.event", "event": event, "payload": payload}
+    message = {
+        "type": "board.events",
+        "events": [{"event": event, "payload": payload} for event, payload in events],
+    }
     try:
         future = asyncio.run_coroutine_threadsafe(
             layer.group_send(BOARD_GROUP, message), _publisher_loop()
@@ -56,8 +68,9 @@ def publish(event: str, payload: dict[str, Any]) -> Future[Any] | None:
     return future
 
 
-def publish_tool_call(call: ToolCall) -> Future[Any] | None:
-    return publish(
+def publish_tool_call(call: ToolCall, *, after: list[Event] | None = None) -> Future[Any] | None:
+    """The call's row on the board, published with the events ``after`` in front of it."""
+    row = (
         "tool_call",
         {
             "call_id": str(call.id),
@@ -73,3 +86,4 @@ def publish_tool_call(call: ToolCall) -> Future[Any] | None:
             "timestamp": call.timestamp.isoformat(),
         },
     )
+    return publish_all([*(after or []), row])

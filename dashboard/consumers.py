@@ -26,15 +26,16 @@ class BoardConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         await self.channel_layer.group_discard(BOARD_GROUP, self.channel_name)
 
-    async def board_event(self, message: dict[str, Any]) -> None:
+    async def board_events(self, message: dict[str, Any]) -> None:
+        for item in message["events"]:
+            await self._show(item["event"], item["payload"])
+
+    async def _show(self, event: str, payload: dict[str, Any]) -> None:
         # A tool call's row needs no database read: render it here rather than queue it on the
         # consumers' one synchronous thread at high call rates; events the board does not show
         # (a Guardian assessment per call) are dropped here.
-        event = message["event"]
-        html = render_call_event(message["payload"]) if event == "tool_call" else None
+        html = render_call_event(payload) if event == "tool_call" else None
         if html is None and renders(event):
-            html = await database_sync_to_async(render_event)(
-                message["event"], message["payload"], self.scope["user"]
-            )
+            html = await database_sync_to_async(render_event)(event, payload, self.scope["user"])
         if html:
             await self.send(text_data=html)

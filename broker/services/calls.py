@@ -26,7 +26,7 @@ from brainframe.models import (
 
 from ..audit import record_decision, record_outcome_patiently
 from ..errors import BrokerRefusal
-from ..events import publish_tool_call
+from ..events import Event, publish_all, publish_tool_call
 from ..handlers import run_handler
 from ..pipeline.context import CallContext, CallRequest
 from ..pipeline.outbound import OutboundFilterUnavailable, prepare_outbound
@@ -109,7 +109,7 @@ def tool_call_submit(
             return replay
     ctx = prepare(agent=agent, request=request, registry_token=registry_token)
     verdict = decide(ctx)
-    _publish_assessment(ctx)
+    assessment = _assessment_events(ctx)  # published with the call's row
     try:
         recorded = record_decision(ctx, verdict)
     except IntegrityError:
@@ -119,13 +119,14 @@ def tool_call_submit(
             raise
         return replay
     except DatabaseError as exc:
+        publish_all(assessment)
         log.exception("audit write failed; refusing the call")
         raise BrokerRefusal(
             503, "audit_unavailable", "the audit could not be written; nothing was executed"
         ) from exc
     call = recorded.call
     if not verdict.executes:  # an executing call is published once, with its outcome
-        publish_tool_call(call)
+        publish_tool_call(call, after=assessment)
     if ctx.tool is not None and any(f.source == "directive:SAFETY_FIRST" for f in ctx.findings):
         from brainframe.services.alignment import safety_escalation
 
@@ -138,19 +139,22 @@ def tool_call_submit(
         _notify_new_approval(recorded.approval)
     if verdict.executes:
         assert ctx.tool is not None
-        tool_call_execute(call=call, tool=ctx.tool, arguments=request.arguments)
+        tool_call_execute(call=call, tool=ctx.tool, arguments=request.arguments, events=assessment)
     return call_answer(call, recorded.approval)
 
 
-def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> None:
-    """Run the handler (after the outbound filter) and record the outcome, once."""
+def tool_call_execute(
+    *, call: ToolCall, tool: Tool, arguments: dict[str, Any], events: list[Event] | None = None
+) -> None:
+    """Run the handler (after the outbound filter) and record the outcome, once. ``events``
+    (the decision's Guardian assessment) go out with the call's row."""
     try:
         outbound = prepare_outbound(tool=tool, arguments=arguments)
     except OutboundFilterUnavailable as exc:
         record_outcome_patiently(
             call, outcome=ToolCall.Outcome.FAILED, output=None, error=str(exc), duration_ms=0
         )
-        publish_tool_call(call)
+        publish_tool_call(call, after=events)
         return
     result = run_handler(tool=tool, arguments=outbound.arguments, call_id=call.id)
     try:
@@ -168,33 +172,34 @@ def tool_call_execute(*, call: ToolCall, tool: Tool, arguments: dict[str, Any]) 
         log.exception("could not record the outcome of call %s", call.id)
         call.outcome, call.output, call.error = result.outcome, result.output, result.error
         call.duration_ms = result.duration_ms
-    publish_tool_call(call)
+    publish_tool_call(call, after=events)
 
 
-def _publish_assessment(ctx: CallContext) -> None:
+def _assessment_events(ctx: CallContext) -> list[Event]:
     """Seed 001's Guardian events: every assessment, and threats when something matched."""
-    from ..events import publish
-
     threat = ctx.threat
     if not threat or threat.get("detector") != "guardian":
-        return
+        return []
     payload = {
         "call_id": str(ctx.call_id),
         "agent_id": ctx.agent.agent_id,
         "risk": threat.get("risk"),
         "action": threat.get("action"),
     }
-    publish("guardian:assessment_complete", payload)
+    events: list[Event] = [("guardian:assessment_complete", payload)]
     if threat.get("patterns"):
-        publish(
-            "security:threat_detected",
-            {
-                **payload,
-                "patterns": threat["patterns"],
-                "trustLevel": threat.get("trust"),
-                "blocked": threat.get("action") == "block",
-            },
+        events.append(
+            (
+                "security:threat_detected",
+                {
+                    **payload,
+                    "patterns": threat["patterns"],
+                    "trustLevel": threat.get("trust"),
+                    "blocked": threat.get("action") == "block",
+                },
+            )
         )
+    return events
 
 
 def _notify_new_approval(approval: ApprovalRequest) -> None:
