@@ -89,11 +89,11 @@ def registry_snapshot(token: str | None = None) -> Snapshot:
     if token is None:
         token = registry_token()
     snapshot = _current
-    if snapshot is not None and token is not None and snapshot.token == token:
-        return snapshot
-    with _lock:
-        snapshot = _load(token)
-        _current = snapshot
+    if snapshot is None or token is None or snapshot.token != token:
+        with _lock:  # one load per change, not one per thread that noticed it
+            snapshot = _current
+            if snapshot is None or token is None or snapshot.token != token:
+                snapshot = _current = _load(token)
     return snapshot
 
 

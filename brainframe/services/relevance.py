@@ -80,9 +80,9 @@ def decay_run(*, night: date, slices: int | None = None) -> dict[str, int | bool
                 "SELECT pg_relation_size('context_buckets') / current_setting('block_size')::int"
             )
             pages = int(cursor.fetchone()[0])
-        bounds: list[int | None] = [pages * n // slices for n in range(slices)]
-        bounds.append(None)  # the last slice is open-ended: pages added meanwhile are in it
-        ranges = [(bounds[n] or 0, bounds[n + 1]) for n in range(slices)]
+        starts = [pages * n // slices for n in range(slices)]
+        # The last slice is open-ended: pages added meanwhile are in it.
+        ranges = list(zip(starts, [*starts[1:], None], strict=True))
         with ThreadPoolExecutor(max_workers=slices, thread_name_prefix="decay") as pool:
             updated = sum(pool.map(lambda pages: _decay_in_thread(cut, pages), ranges))
     with transaction.atomic():
