@@ -9,7 +9,9 @@ dropped at the end: audit rows can never be deleted, so they are not written int
   real write path (``broker.audit.record_decision``: origin, reason, edges and the chained
   tool-call row, the agent's chain locked for the next ``seq``, the board event), (a) all on one
   agent's chain, (b) one chain per writer. The call is prepared once and embedding-after-commit
-  is off: what is timed is the audit write. Prints chained rows/s.
+  is off: what is timed is the audit write. Prints chained rows/s, and the CPU per row of the
+  writers and of PostgreSQL (embedded server only; ``bench/_cpu.py``) with the rate that many
+  fully busy cores would allow at that cost.
 - **verify**: writes ``verify-rows`` correctly chained rows for one agent with binary COPY
   (hashes computed as the broker computes them), then times ``verify_chain`` over them.
 """
@@ -21,6 +23,7 @@ import copy
 import hashlib
 import multiprocessing
 import os
+import resource
 import sys
 import time
 import uuid
@@ -34,9 +37,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
 BENCH_DB = "rabs_bench_audit"
 
 
-def _appends(writers: int, seconds: float, *, one_chain: bool) -> float:
+def _appends(writers: int, seconds: float, *, one_chain: bool) -> tuple[float, dict[str, float]]:
+    """Chained rows/s, and the CPU milliseconds per row of the writers and of PostgreSQL."""
     from django.db import connection, connections
 
+    from bench._cpu import CpuMeter
     from brainframe.models import Agent
     from broker.audit import record_decision
     from broker.pipeline.context import CallRequest, Outcome, Verdict
@@ -87,16 +92,29 @@ def _appends(writers: int, seconds: float, *, one_chain: bool) -> float:
     for process in processes:
         process.start()
     ready.wait()
+    meter = CpuMeter()
+    before, writers_before = meter.sample(), _children_cpu()
     started = time.monotonic()
     go.set()
     outcomes = [results.get() for _ in processes]
     elapsed = time.monotonic() - started
     for process in processes:
         process.join()
+    after, writers_after = meter.sample(), _children_cpu()
     errors = [error for _, error in outcomes if error]
     if errors:
         raise SystemExit(f"a writer failed: {errors[0]}")
-    return sum(count for count, _ in outcomes) / elapsed
+    rows = sum(count for count, _ in outcomes)
+    cpu = {"writers": (writers_after - writers_before) * 1000 / max(1, rows)}
+    if "postgres" in before:
+        cpu["postgres"] = (after["postgres"] - before["postgres"]) * 1000 / max(1, rows)
+    return rows / elapsed, cpu
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's exited (joined) children: the writers."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _verify(rows: int, workers: int) -> tuple[float, float]:
@@ -201,9 +219,21 @@ def main() -> int:
     with throwaway_database(BENCH_DB):
         print(f"bench database migrated and seeded in {time.perf_counter() - started:.1f} s")
         for one_chain in (True, False):
-            rate = _appends(args.writers, args.seconds, one_chain=one_chain)
+            rate, cpu = _appends(args.writers, args.seconds, one_chain=one_chain)
             where = "one chain" if one_chain else f"{args.writers} chains"
             print(f"appends, {args.writers} writers, {where}: {rate:,.0f} chained rows/s")
+            total = sum(cpu.values())
+            print(
+                "    CPU per row: "
+                + ", ".join(f"{part} {ms:.2f}" for part, ms in cpu.items())
+                + f" (total {total:.2f}) ms"
+                + (
+                    f"; {os.cpu_count()} fully busy cores would allow "
+                    f"{(os.cpu_count() or 1) * 1000 / total:,.0f} rows/s"
+                    if "postgres" in cpu
+                    else ""
+                )
+            )
         if args.verify_rows:
             written, elapsed = _verify(args.verify_rows, args.verify_workers)
             print(f"generated {args.verify_rows:,} chained rows in {written:.1f} s")

@@ -12,7 +12,9 @@ much CPU as half a decision, on the same two cores).
 
 (a) Closed loop at saturation: ``--concurrency`` clients for ``--seconds``; decisions/s and
     errors; then the bare endpoint of the same stack (``/bench/insert/``: one ORM INSERT) the
-    same way, and the ratio.
+    same way, and the ratio. For both, the CPU each part of the stack spent per request (web,
+    worker, PostgreSQL, Redis, the load generator: ``bench/_cpu.py``), which drifts far less
+    between runs than the rates do.
 (b) Open loop: requests offered at ``--rate``/s for ``--open-seconds`` (each sent at its
     scheduled time whatever the others do, on an idle connection or a new one); latency from the
     scheduled time to the answer, p50/p99.
@@ -37,13 +39,19 @@ AGENTS = [f"load-{n}" for n in range(8)]
 
 def _closed(url: str, secrets_by_agent: dict[str, str], *, bare: bool, clients: int,
             seconds: float) -> dict[str, Any]:  # fmt: skip
+    from bench._cpu import CpuMeter, per_request_ms
     from bench._http import bare_requests, closed_loop, signed_calls
 
     budget = int(seconds * (5000 if bare else 1500))  # more than this stack answers in time
     requests = list(
         bare_requests(url, budget) if bare else signed_calls(url, secrets_by_agent, budget)
     )
-    return asyncio.run(closed_loop(url, requests, clients=clients, seconds=seconds))
+    meter = CpuMeter()
+    before = meter.sample()
+    result = asyncio.run(closed_loop(url, requests, clients=clients, seconds=seconds))
+    answered = sum(result["codes"].values())
+    result["cpu_ms"] = per_request_ms(before, meter.sample(), answered)
+    return result
 
 
 def _open(
@@ -73,6 +81,7 @@ def main() -> int:
 
     django.setup()
 
+    from bench._cpu import describe
     from bench._db import throwaway_database
     from bench._stack import running_stack
 
@@ -105,6 +114,10 @@ def main() -> int:
         f"transport errors {decisions['transport_errors']}, "
         f"5xx {decisions['5xx_share']:.2%}); bare INSERT endpoint {bare['per_second']:.0f} req/s; "
         f"ratio {decisions['per_second'] / bare['per_second']:.2f}"
+    )
+    print(
+        f"    CPU per decision: {describe(decisions['cpu_ms'])}; "
+        f"per bare request: {describe(bare['cpu_ms'])}"
     )
     print(
         f"(b) open loop at {args.rate:g}/s offered for {args.open_seconds:g} s "

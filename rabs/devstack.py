@@ -8,6 +8,12 @@ worker and Celery beat. Ctrl-C (or any of them dying) stops everything this star
 processes behind one port (the launcher binds the socket and every daphne accepts on it, so the
 kernel spreads connections between them) and several Celery workers, with one beat: the local
 picture of a multi-process deployment.
+
+Beat keeps its schedule (when each periodic job last ran) in ``RABS_BEAT_SCHEDULE``, by default
+``var/celerybeat-schedule``. A stack started by :func:`launched` (tests, benchmarks) gets a fresh
+file of its own next to its log: it never shares beat's state with a ``make run`` of the same
+checkout, and its periodic jobs first fall due one interval after it starts, as on a new
+deployment, not at whatever moment an earlier stack left them.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rabs.embedded import ensure_services
+from rabs.embedded import ensure_services, var_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -97,6 +103,10 @@ def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Itera
     """Run ``python -m rabs.devstack`` in the background with ``env`` (which names the port in
     ``RABS_PORT``), its output in ``log``; yields the base URL once ``/api/schema/`` answers,
     and stops everything it started on exit. For tests and benchmarks of the whole stack."""
+    schedule = Path(env.get("RABS_BEAT_SCHEDULE") or log.with_name(f"{log.stem}-beat-schedule"))
+    for old in schedule.parent.glob(f"{schedule.name}*"):  # the file, or shelve's .dat/.dir/.bak
+        old.unlink()
+    env = {**env, "RABS_BEAT_SCHEDULE": str(schedule)}
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "rabs.devstack"],
@@ -121,6 +131,12 @@ def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Itera
             os.killpg(process.pid, signal.SIGKILL)
 
 
+def beat_command(env: dict[str, str]) -> list[str]:
+    schedule = env.get("RABS_BEAT_SCHEDULE") or str(var_dir() / "celerybeat-schedule")
+    celery = str(Path(sys.executable).parent / "celery")
+    return [celery, "-A", "rabs", "beat", "-l", "info", "-s", schedule]
+
+
 def main() -> int:
     env = _environment()
     _manage(env, "migrate", "--no-input")
@@ -130,8 +146,6 @@ def main() -> int:
     host = env.get("RABS_HOST", "127.0.0.1")
     port = env.get("RABS_PORT", "8000")
     bin_dir = Path(sys.executable).parent
-    var = BASE_DIR / "var"
-    var.mkdir(exist_ok=True)
     web_processes = int(env.get("RABS_WEB_PROCESSES", "1"))
     worker_processes = int(env.get("RABS_WORKER_PROCESSES", "1"))
     pass_fds: tuple[int, ...] = ()
@@ -162,18 +176,7 @@ def main() -> int:
             "--concurrency",
             env.get("RABS_WORKER_CONCURRENCY", "2"),
         ]
-    commands |= {
-        "beat": [
-            str(bin_dir / "celery"),
-            "-A",
-            "rabs",
-            "beat",
-            "-l",
-            "info",
-            "-s",
-            str(var / "celerybeat-schedule"),
-        ],
-    }
+    commands["beat"] = beat_command(env)
     children: dict[str, subprocess.Popen[bytes]] = {}
     stopping = False
 

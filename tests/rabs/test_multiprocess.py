@@ -106,7 +106,11 @@ def _reviewer(url: str, username: str) -> httpx.Client:
     return client
 
 
-def test_decisions_and_approvals_across_processes(stack: str, receiver: dict[str, Any]) -> None:
+def test_decisions_and_approvals_across_processes(
+    stack: str, receiver: dict[str, Any], tmp_path: Path
+) -> None:
+    # Beat keeps this stack's schedule next to its log, apart from a `make run` of the checkout.
+    assert list(tmp_path.glob("stack-beat-schedule*")), "no beat schedule next to the log"
     secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry"))
     reviewers = Group.objects.get(name="reviewers")
     for name in ("alice", "bob"):
