@@ -11,7 +11,8 @@ dropped at the end: audit rows can never be deleted, so they are not written int
   agent's chain, (b) one chain per writer. The call is prepared once and embedding-after-commit
   is off: what is timed is the audit write. Prints chained rows/s, and the CPU per row of the
   writers and of PostgreSQL (embedded server only; ``bench/_cpu.py``) with the rate that many
-  fully busy cores would allow at that cost.
+  fully busy cores would allow at that cost. ``--bare-tables`` drops the audit tables' secondary
+  indexes and foreign keys first (in the throwaway database), to show the floor of the write.
 - **verify**: writes ``verify-rows`` correctly chained rows for one agent with binary COPY
   (hashes computed as the broker computes them), then times ``verify_chain`` over them.
 """
@@ -196,6 +197,27 @@ def _verify(rows: int, workers: int) -> tuple[float, float]:
     return written, elapsed
 
 
+AUDIT_TABLES = ("tool_calls", "reason_log", "reason_edges", "origin_registry")
+
+
+def _strip_audit_tables() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT format('DROP INDEX %%s', indexrelid::regclass) FROM pg_index"
+            " WHERE indrelid::regclass::text = ANY(%s) AND NOT indisprimary AND NOT indisunique"
+            " UNION ALL"
+            " SELECT format('ALTER TABLE %%s DROP CONSTRAINT %%I', conrelid::regclass, conname)"
+            " FROM pg_constraint WHERE contype = 'f' AND conrelid::regclass::text = ANY(%s)",
+            [list(AUDIT_TABLES), list(AUDIT_TABLES)],
+        )
+        statements = [row[0] for row in cursor.fetchall()]
+        for statement in statements:
+            cursor.execute(statement)
+    return len(statements)
+
+
 def main() -> int:
     import django
 
@@ -211,6 +233,12 @@ def main() -> int:
     parser.add_argument(
         "--verify-workers", type=int, default=os.cpu_count() or 1, help="as verify_audit --workers"
     )
+    parser.add_argument(
+        "--bare-tables",
+        action="store_true",
+        help="first drop the audit tables' secondary indexes and foreign keys (this throwaway "
+        "database only): the cost of the write itself, without what keeps the audit queryable",
+    )
     args = parser.parse_args()
 
     # Measure the audit write, not the embedding queue behind it.
@@ -218,6 +246,8 @@ def main() -> int:
     started = time.perf_counter()
     with throwaway_database(BENCH_DB):
         print(f"bench database migrated and seeded in {time.perf_counter() - started:.1f} s")
+        if args.bare_tables:
+            print(f"dropped {_strip_audit_tables()} secondary indexes and foreign keys")
         for one_chain in (True, False):
             rate, cpu = _appends(args.writers, args.seconds, one_chain=one_chain)
             where = "one chain" if one_chain else f"{args.writers} chains"

@@ -1,0 +1,128 @@
+"""Benchmark: where a decision's CPU goes, in one process (no HTTP server, no load generator).
+
+    .venv/bin/python bench/decision_cpu.py [--calls 2000]
+
+On a throwaway database (``rabs_decision_cpu``), one agent sends signed ``roster.shift.read``
+calls (auto: the whole pipeline, the audit, the handler) through Django's test client, one at a
+time. The steps of the request are timed with the calling thread's CPU clock
+(``time.thread_time``: waiting for PostgreSQL or Redis does not count) and printed per call,
+inclusive (a step's figure contains the steps inside it). ``bench/broker_load.py`` gives the
+same request's CPU in the served stack, daphne's share included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
+os.environ.update(
+    RABS_AGENT_RATE="10000000/min",
+    RABS_INDEX_ON_COMMIT="false",
+    DJANGO_DEBUG="false",
+    DJANGO_ALLOWED_HOSTS="testserver",
+)
+DB = "rabs_decision_cpu"
+
+# (label, module, attribute path): the steps timed, outermost first.
+STEPS = [
+    ("request, DRF view", "rest_framework.views", "APIView.dispatch"),
+    ("  signature check", "broker.api.authentication", "AgentSignatureAuthentication.authenticate"),
+    ("    agent, key, registry token", "broker.api.authentication", "agent_secret_get"),
+    ("  rate limit", "broker.api.throttling", "AgentRateThrottle.allow_request"),
+    ("  body validation", "broker.api.views", "AgentAPIView.valid"),
+    ("  call", "broker.api.views", "tool_call_submit"),
+    ("    prepare (registry, task)", "broker.services.calls", "prepare"),
+    ("    decide (pipeline)", "broker.services.calls", "decide"),
+    ("    audit write", "broker.services.calls", "record_decision"),
+    ("    execute", "broker.services.calls", "tool_call_execute"),
+    ("      handler", "broker.services.calls", "run_handler"),
+    ("      outcome write", "broker.services.calls", "record_outcome_patiently"),
+    ("      board event", "broker.services.calls", "publish_tool_call"),
+]
+
+
+def _instrument(spent: Counter[str]) -> None:
+    for label, module_name, path in STEPS:
+        owner: Any = importlib.import_module(module_name)
+        *parents, name = path.split(".")
+        for parent in parents:
+            owner = getattr(owner, parent)
+        setattr(owner, name, _timed(getattr(owner, name), label, spent))
+
+
+def _timed(function: Callable[..., Any], label: str, spent: Counter[str]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[label] += time.thread_time() - started
+
+    return timed
+
+
+def main() -> int:
+    import django
+
+    django.setup()
+    from django.test import Client
+
+    from bench._db import throwaway_database
+    from bench._stack import PAYLOAD, signed
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+
+    spent: Counter[str] = Counter()
+    _instrument(spent)
+    with throwaway_database(DB):
+        from brainframe.models import Agent, Tool
+        from brainframe.services.credentials import agent_credential_issue
+
+        Tool.objects.filter(tool_id="roster.shift.read").update(
+            execution_mode="auto", agent_access=["cpu-0"]
+        )
+        agent = Agent.objects.create(agent_id="cpu-0", name="cpu-0", type="type_2_sandboxed")
+        secret = agent_credential_issue(agent=agent)
+        client = Client()
+
+        def call() -> None:
+            headers = signed("cpu-0", secret)
+            answer = client.post(
+                "/api/v1/tool-calls/",
+                PAYLOAD,
+                content_type="application/json",
+                HTTP_AUTHORIZATION=headers["Authorization"],
+            )
+            if answer.status_code != 200:
+                raise SystemExit(f"call answered {answer.status_code}: {answer.content[:300]!r}")
+
+        for _ in range(300):  # warm the registry, the pools and the compiled validators
+            call()
+        spent.clear()
+        started = time.thread_time()
+        for _ in range(args.calls):
+            call()
+        total = time.thread_time() - started
+    print(f"{args.calls} calls, thread CPU per call (ms, inclusive):")
+    print(f"  {'whole call, test client and signing included':46s} {total * 1000 / args.calls:.3f}")
+    for label, _, _ in STEPS:
+        print(f"  {label:46s} {spent[label] * 1000 / args.calls:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
