@@ -18,7 +18,7 @@ import importlib
 import os
 import sys
 import time
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ STEPS = [
 ]
 
 
-def _instrument(spent: Counter[str]) -> None:
+def _instrument(spent: defaultdict[str, float]) -> None:
     for label, module_name, path in STEPS:
         owner: Any = importlib.import_module(module_name)
         *parents, name = path.split(".")
@@ -61,7 +61,9 @@ def _instrument(spent: Counter[str]) -> None:
         setattr(owner, name, _timed(getattr(owner, name), label, spent))
 
 
-def _timed(function: Callable[..., Any], label: str, spent: Counter[str]) -> Callable[..., Any]:
+def _timed(
+    function: Callable[..., Any], label: str, spent: defaultdict[str, float]
+) -> Callable[..., Any]:
     @functools.wraps(function)
     def timed(*args: Any, **kwargs: Any) -> Any:
         started = time.thread_time()
@@ -86,7 +88,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=2000)
     args = parser.parse_args()
 
-    spent: Counter[str] = Counter()
+    spent: defaultdict[str, float] = defaultdict(float)
     _instrument(spent)
     with throwaway_database(DB):
         from brainframe.models import Agent, Tool
