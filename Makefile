@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 CHROMIUM := /usr/bin/chromium
+NGINX := /usr/sbin/nginx
 
 .PHONY: install run run-multi test lint typecheck stop status clean
 
@@ -27,6 +28,12 @@ $(CHROMIUM):
 	elif command -v sudo >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; \
 	else echo "The browser tests need Debian's chromium: apt-get install -y chromium"; exit 1; fi
 
+# The deployment test routes requests through docker/nginx.conf with Debian's nginx.
+$(NGINX):
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nginx >/dev/null; \
+	elif command -v sudo >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq nginx >/dev/null; \
+	else echo "The deployment test needs Debian's nginx: apt-get install -y nginx"; exit 1; fi
+
 run: install
 	$(PY) -m rabs.devstack
 
@@ -35,7 +42,7 @@ run-multi: install
 	RABS_WEB_PROCESSES=2 RABS_WORKER_PROCESSES=2 $(PY) -m rabs.devstack
 
 # pytest exits 5 when it collected no tests; that is not a failure of the suite.
-test: install $(CHROMIUM)
+test: install $(CHROMIUM) $(NGINX)
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
 
 lint: install

@@ -1,0 +1,142 @@
+"""The deployment files in ``docker/``: what the compose file publishes, and where the proxy
+sends each request — run through Debian's nginx with ``docker/nginx.conf`` itself, its upstream
+pointed at a local HTTP server standing in for the web replicas.
+
+Seed 000 §3: the agents' broker API answers only on a port bound to the host's loopback; the staff
+side (board, admin, reviewer API) is the one published for people.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from rabs.devstack import free_port
+
+DOCKER = Path(__file__).resolve().parents[2] / "docker"
+NGINX = "/usr/sbin/nginx"
+AGENT_PORT, STAFF_PORT = 8080, 8443  # as docker/nginx.conf listens
+
+
+def _compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+    return loaded
+
+
+def test_only_the_proxy_publishes_ports_and_the_agents_one_on_loopback() -> None:
+    services = _compose()["services"]
+    published = {name: s["ports"] for name, s in services.items() if s.get("ports")}
+    assert set(published) == {"proxy"}, "only the proxy may publish ports"
+    by_container_port = {mapping.rsplit(":", 1)[1]: mapping for mapping in published["proxy"]}
+    assert by_container_port[str(AGENT_PORT)].startswith("127.0.0.1:"), "agent API off loopback"
+    assert set(by_container_port) == {str(AGENT_PORT), str(STAFF_PORT)}
+
+
+def test_agents_network_has_no_route_outside() -> None:
+    compose = _compose()
+    assert compose["networks"]["agents"] == {"internal": True}
+    on_agents = {n for n, s in compose["services"].items() if "agents" in s.get("networks", [])}
+    assert on_agents == {"web"}, "only the broker is reachable from the agents' network"
+    for name in ("db", "redis"):
+        assert compose["services"][name]["networks"] == ["backend"]
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
+    """docker/nginx.conf served by a real nginx on local ports; its upstream answers 200 with
+    the path it was asked for."""
+    if not Path(NGINX).exists():
+        pytest.fail(f"{NGINX} is missing: `make test` installs Debian's nginx")
+
+    class Upstream(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = f"upstream {self.path}".encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    ports = {AGENT_PORT: free_port(), STAFF_PORT: free_port()}
+    site = (DOCKER / "nginx.conf").read_text()
+    replacements = {
+        "server web:8000;": f"server 127.0.0.1:{upstream.server_address[1]};",
+        f"listen {AGENT_PORT};": f"listen 127.0.0.1:{ports[AGENT_PORT]};",
+        f"listen {STAFF_PORT};": f"listen 127.0.0.1:{ports[STAFF_PORT]};",
+    }
+    for old, new in replacements.items():
+        assert site.count(old) == 1, f"docker/nginx.conf no longer has {old!r} once"
+        site = site.replace(old, new)
+    root = tmp_path_factory.mktemp("nginx")
+    (root / "site.conf").write_text(site)
+    temp_paths = "\n".join(
+        f"{kind}_temp_path {root / kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    (root / "nginx.conf").write_text(
+        f"daemon off;\nworker_processes 1;\npid {root / 'nginx.pid'};\n"
+        f"error_log {root / 'error.log'};\nevents {{}}\n"
+        f"http {{\naccess_log off;\n{temp_paths}\ninclude {root / 'site.conf'};\n}}\n"
+    )
+    server = subprocess.Popen(
+        [NGINX, "-c", str(root / "nginx.conf"), "-p", str(root)], stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{ports[STAFF_PORT]}/", timeout=1)
+                break
+            except httpx.TransportError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"nginx did not start: {server.stderr.read()!r}") from None
+                time.sleep(0.05)
+        yield ports
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        upstream.shutdown()
+
+
+def _route(ports: dict[int, int], port: int, path: str) -> str:
+    """ "web" if the proxy passed the request on, else the refusal's status and code."""
+    answer = httpx.get(f"http://127.0.0.1:{ports[port]}{path}", timeout=5)
+    if answer.status_code == 200 and answer.text == f"upstream {path}":
+        return "web"
+    return f"{answer.status_code} {answer.json()['code']}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/api/v1/tool-calls/", "/api/v1/tasks/", "/api/v1/context/", "/api/v1/inbound/events/"],
+)
+def test_agent_api_only_on_the_agents_port(proxy: dict[int, int], path: str) -> None:
+    assert _route(proxy, AGENT_PORT, path) == "web"
+    assert _route(proxy, STAFF_PORT, path) == "404 not_found"
+
+
+@pytest.mark.parametrize(
+    "path", ["/admin/login/", "/board/", "/api/v1/review/approvals/", "/api/schema/"]
+)
+def test_staff_side_only_on_the_staff_port(proxy: dict[int, int], path: str) -> None:
+    assert _route(proxy, STAFF_PORT, path) == "web"
+    assert _route(proxy, AGENT_PORT, path) == "404 not_found"
+
+
+def test_compose_and_proxy_agree_on_the_ports() -> None:
+    listening = {int(p) for p in re.findall(r"listen (\d+);", (DOCKER / "nginx.conf").read_text())}
+    assert listening == {AGENT_PORT, STAFF_PORT}
