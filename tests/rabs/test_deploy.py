@@ -62,6 +62,8 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
         def do_GET(self) -> None:
             body = f"upstream {self.path}".encode()
             self.send_response(200)
+            self.send_header("X-Seen-Host", self.headers.get("Host", ""))
+            self.send_header("X-Seen-Proto", self.headers.get("X-Forwarded-Proto", ""))
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -135,6 +137,27 @@ def test_agent_api_only_on_the_agents_port(proxy: dict[int, int], path: str) -> 
 def test_staff_side_only_on_the_staff_port(proxy: dict[int, int], path: str) -> None:
     assert _route(proxy, STAFF_PORT, path) == "web"
     assert _route(proxy, AGENT_PORT, path) == "404 not_found"
+
+
+def test_web_sees_the_clients_host_and_the_true_scheme(proxy: dict[int, int]) -> None:
+    """The Host keeps its port (Django's CSRF check compares it with the browser's Origin), the
+    staff side is marked https, and an agent cannot claim https for its plain-HTTP hop."""
+    staff = httpx.get(
+        f"http://127.0.0.1:{proxy[STAFF_PORT]}/admin/login/",
+        headers={"Host": "rabs.example.org:8443"},
+        timeout=5,
+    )
+    assert (staff.headers["X-Seen-Host"], staff.headers["X-Seen-Proto"]) == (
+        "rabs.example.org:8443",
+        "https",
+    )
+    agent = httpx.get(
+        f"http://127.0.0.1:{proxy[AGENT_PORT]}/api/v1/tasks/",
+        headers={"X-Forwarded-Proto": "https"},
+        timeout=5,
+    )
+    assert agent.headers["X-Seen-Host"] == f"127.0.0.1:{proxy[AGENT_PORT]}"
+    assert agent.headers["X-Seen-Proto"] == "http"
 
 
 def test_compose_and_proxy_agree_on_the_ports() -> None:
