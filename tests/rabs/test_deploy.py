@@ -1,9 +1,11 @@
-"""The deployment files in ``docker/``: what the compose file publishes, and where the proxy
-sends each request — run through Debian's nginx with ``docker/nginx.conf`` itself, its upstream
-pointed at a local HTTP server standing in for the web replicas.
+"""The deployment files in ``docker/``: what the compose file publishes and connects, and where
+the two entries send each request — ``gate`` (the agents', ``docker/nginx-agents.conf``) and
+``proxy`` (the staff's, ``docker/nginx-staff.conf``), run through Debian's nginx with those files
+themselves, their upstream pointed at a local HTTP server standing in for the web replicas.
 
-Seed 000 §3: the agents' broker API answers only on a port bound to the host's loopback; the staff
-side (board, admin, reviewer API) is the one published for people.
+Seed 000 §3: the agents' broker API answers only on a port bound to the host's loopback, and the
+agents' network reaches nothing else; the staff side (board, admin, reviewer API) is the one
+published for people.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from rabs.devstack import free_port
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 NGINX = "/usr/sbin/nginx"
-AGENT_PORT, STAFF_PORT = 8080, 8443  # as docker/nginx.conf listens
+AGENT_PORT, STAFF_PORT = 8080, 8443  # as the two nginx files listen
+SITES = {AGENT_PORT: "nginx-agents.conf", STAFF_PORT: "nginx-staff.conf"}
 
 
 def _compose() -> dict[str, Any]:
@@ -33,28 +36,27 @@ def _compose() -> dict[str, Any]:
     return loaded
 
 
-def test_only_the_proxy_publishes_ports_and_the_agents_one_on_loopback() -> None:
+def test_only_the_two_entries_publish_ports_and_the_agents_one_on_loopback() -> None:
     services = _compose()["services"]
     published = {name: s["ports"] for name, s in services.items() if s.get("ports")}
-    assert set(published) == {"proxy"}, "only the proxy may publish ports"
-    by_container_port = {mapping.rsplit(":", 1)[1]: mapping for mapping in published["proxy"]}
-    assert by_container_port[str(AGENT_PORT)].startswith("127.0.0.1:"), "agent API off loopback"
-    assert set(by_container_port) == {str(AGENT_PORT), str(STAFF_PORT)}
+    assert published == {"gate": [f"127.0.0.1:18080:{AGENT_PORT}"], "proxy": [f"{STAFF_PORT}:8443"]}
+    for name, site in (("gate", SITES[AGENT_PORT]), ("proxy", SITES[STAFF_PORT])):
+        assert services[name]["volumes"] == [f"./{site}:/etc/nginx/conf.d/default.conf:ro"]
 
 
-def test_agents_network_has_no_route_outside() -> None:
+def test_agents_network_reaches_only_the_gate() -> None:
     compose = _compose()
-    assert compose["networks"]["agents"] == {"internal": True}
+    assert compose["networks"]["agents"] == {"internal": True}, "a route outside"
     on_agents = {n for n, s in compose["services"].items() if "agents" in s.get("networks", [])}
-    assert on_agents == {"web"}, "only the broker is reachable from the agents' network"
+    assert on_agents == {"gate"}, "the agents' network reaches more than the broker API"
     for name in ("db", "redis"):
         assert compose["services"][name]["networks"] == ["backend"]
 
 
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
-    """docker/nginx.conf served by a real nginx on local ports; its upstream answers 200 with
-    the path it was asked for."""
+    """Both entries' nginx files served by a real nginx on local ports; their upstream answers
+    200 with the path it was asked for."""
     if not Path(NGINX).exists():
         pytest.fail(f"{NGINX} is missing: `make test` installs Debian's nginx")
 
@@ -74,17 +76,17 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     ports = {AGENT_PORT: free_port(), STAFF_PORT: free_port()}
-    site = (DOCKER / "nginx.conf").read_text()
-    replacements = {
-        "server web:8000;": f"server 127.0.0.1:{upstream.server_address[1]};",
-        f"listen {AGENT_PORT};": f"listen 127.0.0.1:{ports[AGENT_PORT]};",
-        f"listen {STAFF_PORT};": f"listen 127.0.0.1:{ports[STAFF_PORT]};",
-    }
-    for old, new in replacements.items():
-        assert site.count(old) == 1, f"docker/nginx.conf no longer has {old!r} once"
-        site = site.replace(old, new)
     root = tmp_path_factory.mktemp("nginx")
-    (root / "site.conf").write_text(site)
+    for port, name in SITES.items():
+        site = (DOCKER / name).read_text()
+        replacements = {
+            "server web:8000;": f"server 127.0.0.1:{upstream.server_address[1]};",
+            f"listen {port};": f"listen 127.0.0.1:{ports[port]};",
+        }
+        for old, new in replacements.items():
+            assert site.count(old) == 1, f"docker/{name} no longer has {old!r} once"
+            site = site.replace(old, new)
+        (root / name).write_text(site)
     temp_paths = "\n".join(
         f"{kind}_temp_path {root / kind};"
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -92,7 +94,9 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
     (root / "nginx.conf").write_text(
         f"daemon off;\nworker_processes 1;\npid {root / 'nginx.pid'};\n"
         f"error_log {root / 'error.log'};\nevents {{}}\n"
-        f"http {{\naccess_log off;\n{temp_paths}\ninclude {root / 'site.conf'};\n}}\n"
+        f"http {{\naccess_log off;\n{temp_paths}\n"
+        + "".join(f"include {root / name};\n" for name in SITES.values())
+        + "}\n"
     )
     server = subprocess.Popen(
         [NGINX, "-c", str(root / "nginx.conf"), "-p", str(root)], stderr=subprocess.PIPE
@@ -160,6 +164,6 @@ def test_web_sees_the_clients_host_and_the_true_scheme(proxy: dict[int, int]) ->
     assert agent.headers["X-Seen-Proto"] == "http"
 
 
-def test_compose_and_proxy_agree_on_the_ports() -> None:
-    listening = {int(p) for p in re.findall(r"listen (\d+);", (DOCKER / "nginx.conf").read_text())}
-    assert listening == {AGENT_PORT, STAFF_PORT}
+def test_compose_and_nginx_agree_on_the_ports() -> None:
+    for port, name in SITES.items():
+        assert re.findall(r"listen (\d+);", (DOCKER / name).read_text()) == [str(port)], name
