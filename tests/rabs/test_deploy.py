@@ -39,7 +39,7 @@ def _compose() -> dict[str, Any]:
 def test_only_the_two_entries_publish_ports_and_the_agents_one_on_loopback() -> None:
     services = _compose()["services"]
     published = {name: s["ports"] for name, s in services.items() if s.get("ports")}
-    assert published == {"gate": [f"127.0.0.1:18080:{AGENT_PORT}"], "proxy": [f"{STAFF_PORT}:8443"]}
+    assert published == {"gate": [f"127.0.0.1:18000:{AGENT_PORT}"], "proxy": [f"{STAFF_PORT}:8443"]}
     for name, site in (("gate", SITES[AGENT_PORT]), ("proxy", SITES[STAFF_PORT])):
         assert services[name]["volumes"] == [f"./{site}:/etc/nginx/conf.d/default.conf:ro"]
 
