@@ -7,14 +7,91 @@
     var el = document.getElementById("live-state");
     if (el) { el.textContent = text; el.dataset.ok = ok ? "1" : "0"; }
   }
-  document.addEventListener("htmx:wsOpen", function () { setLive("live", true); });
-  document.addEventListener("htmx:wsClose", function () { setLive("reconnecting…", false); });
+  // The socket carries only what happens while it is open. When it opens again after a drop, the
+  // page fetches itself and swaps in its live regions, so nothing that happened in between is
+  // missing; a card or note the reviewer is in the middle of (focused, typed into, being edited)
+  // is kept as it is. Events that arrive while the fetch is under way start one more round.
+  var everOpened = false;
+  var resyncing = false;
+  var arrivedDuringResync = 0;
+  document.addEventListener("htmx:wsOpen", function () {
+    setLive("live", true);
+    if (everOpened) { resync(3); }
+    everOpened = true;
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    if (resyncing) { arrivedDuringResync += 1; }
+  });
+  document.addEventListener("htmx:wsClose", function (event) {
+    var code = event.detail && event.detail.event ? event.detail.event.code : 0;
+    if (code === 4401) { setLive("signed out: reload the page to sign in", false); return; }
+    setLive("reconnecting…", false);
+    // The extension reconnects after an abnormal closure (1006), a restart (1012) or "try
+    // again later" (1013). A server going away cleanly (1001) or failing (1011) gets the
+    // page reloaded instead, once nobody is typing in it.
+    if (code === 1001 || code === 1011) { reloadWhenIdle(); }
+  });
+
+  function isDirty(el) {
+    if (el.contains(document.activeElement) && document.activeElement !== document.body) {
+      return true;
+    }
+    if (el.querySelector("[data-editing]")) { return true; }
+    var fields = el.querySelectorAll("input:not([type=hidden]), textarea");
+    return Array.prototype.some.call(fields, function (f) { return f.value !== f.defaultValue; });
+  }
+
+  function reloadWhenIdle() {
+    var content = document.getElementById("live-content");
+    if (content && isDirty(content)) {
+      setLive("disconnected: reloads when you finish typing", false);
+      setTimeout(reloadWhenIdle, 5000);
+      return;
+    }
+    setTimeout(function () { window.location.reload(); }, 1000 + Math.random() * 2000);
+  }
+
+  function resync(rounds) {
+    if (rounds <= 0 || resyncing || !document.getElementById("live-content")) { return; }
+    resyncing = true;
+    arrivedDuringResync = 0;
+    fetch(window.location.href, {credentials: "same-origin", headers: {"Accept": "text/html"}})
+      .then(function (response) {
+        if (!response.ok || response.redirected) { throw new Error("board " + response.status); }
+        return response.text();
+      })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html");
+        var content = fresh.getElementById("live-content");
+        var current = document.getElementById("live-content");
+        if (!content || !current) { return; }
+        var focused = document.activeElement;
+        current.querySelectorAll("article[id], li[id]").forEach(function (old) {
+          var counterpart = content.querySelector("#" + CSS.escape(old.id));
+          if (counterpart && isDirty(old)) { counterpart.replaceWith(old); }
+        });
+        current.replaceWith(content);
+        var count = fresh.getElementById("open-count");
+        var shownCount = document.getElementById("open-count");
+        if (count && shownCount) { shownCount.replaceWith(count); }
+        window.htmx.process(content);
+        if (focused && focused.isConnected) { focused.focus(); }
+        capLog();
+        refreshCountdowns();
+      })
+      .catch(function () { /* the next reconnect tries again; a reload shows everything */ })
+      .then(function () {
+        resyncing = false;
+        if (arrivedDuringResync) { resync(rounds - 1); }
+      });
+  }
 
   window.rabsEditArguments = function (button) {
     var form = button.closest("form");
     var area = form.querySelector("textarea[name=arguments]");
     area.readOnly = false;
     area.rows = 8;
+    form.dataset.editing = "1";
     area.focus();
     button.textContent = "Run with these arguments";
     button.removeAttribute("onclick");
@@ -72,12 +149,14 @@
   // The live action log keeps its newest rows only (a reload shows the latest anyway): at a
   // hundred calls a second an unbounded list makes every later insertion slower.
   var LOG_ROWS = 200;
-  document.addEventListener("DOMContentLoaded", function () {
+  function capLog() {
     var log = document.getElementById("action-log");
-    if (!log) { return; }
+    if (!log || log.dataset.capped) { return; }
+    log.dataset.capped = "1";
     new MutationObserver(function () {
       while (log.children.length > LOG_ROWS) { log.removeChild(log.lastElementChild); }
     }).observe(log, {childList: true});
-  });
+  }
+  document.addEventListener("DOMContentLoaded", capLog);
   setInterval(refreshCountdowns, 15000);
 })();

@@ -51,7 +51,10 @@ def open_page(browser: Any, live_server_url: str) -> Iterator[Any]:
 
     contexts: list[Any] = []
 
-    def opener(user: Any, path: str, *, width: int = 1280, height: int = 900) -> Any:
+    def opener(
+        user: Any, path: str, *, width: int = 1280, height: int = 900, before: Any = None
+    ) -> Any:
+        """``before(page)`` runs before the page is loaded (to route its websocket, say)."""
         client = Client()
         client.force_login(user)
         context = browser.new_context(viewport={"width": width, "height": height})
@@ -66,6 +69,8 @@ def open_page(browser: Any, live_server_url: str) -> Iterator[Any]:
         )
         contexts.append(context)
         page = context.new_page()
+        if before is not None:
+            before(page)
         page.goto(f"{live_server_url}{path}")
         page.wait_for_selector("#live-state[data-ok='1']", timeout=10000)
         return page

@@ -219,3 +219,59 @@ def test_pages_load_with_the_outside_network_unavailable(
     assert page.evaluate("typeof window.htmx") == "object"
     screenshot(page, "board-narrow")
     context.close()
+
+
+class Sockets:
+    """Routes the board's websocket through the test (Playwright's WebSocketRoute), so that the
+    test can drop it as a network failure or a server restart would."""
+
+    def __init__(self) -> None:
+        self.routes: list[Any] = []
+
+    def route(self, page: Any) -> None:
+        def connect(ws: Any) -> None:
+            ws.connect_to_server()
+            self.routes.append(ws)
+
+        page.route_web_socket("**/ws/board/", connect)
+
+    def drop(self, page: Any, *, code: int) -> None:
+        self.routes[-1].close(code=code, reason="test")
+        page.wait_for_selector("#live-state[data-ok='0']", timeout=5000)
+
+
+def test_a_dropped_board_catches_up_on_reconnect_keeping_what_is_typed(
+    world: dict[str, Any], open_page: Any
+) -> None:
+    first = _pending("test.browser.first")
+    sockets = Sockets()
+    page = open_page(world["alice"], "/board/approvals/", before=sockets.route)
+    page.locator(f"#reason-{first.id}").fill("half-written reason")
+    page.locator(f"#approval-{first.id} button.modify").click()  # editing the arguments
+    page.locator(f"#args-{first.id}").fill('{"shift_id": "SH-4411", "to_staff_id": "ST-099"}')
+
+    sockets.drop(page, code=1012)  # the server restarting: the extension reconnects
+    # While the board is away: a new approval (the factories publish no event, so only the
+    # catch-up can show it) and a decision on nothing the page holds.
+    missed = _pending("test.browser.missed")
+    page.wait_for_selector("#live-state[data-ok='1']", timeout=15000)
+    page.locator(f"#approval-{missed.id}").wait_for(timeout=5000)
+
+    assert page.locator("#open-count").inner_text() == "2"
+    assert page.locator(f"#reason-{first.id}").input_value() == "half-written reason"
+    assert "ST-099" in page.locator(f"#args-{first.id}").input_value()
+    assert not page.locator(f"#args-{first.id}").evaluate("el => el.readOnly")
+    assert len(sockets.routes) == 2
+
+
+def test_a_board_whose_server_went_away_reloads_itself(
+    world: dict[str, Any], open_page: Any
+) -> None:
+    sockets = Sockets()
+    page = open_page(world["alice"], "/board/approvals/", before=sockets.route)
+    page.evaluate("window.__before_reload = true")
+    sockets.drop(page, code=1001)  # going away: the extension would not reconnect by itself
+    missed = _pending("test.browser.after-restart")
+    page.wait_for_function("() => window.__before_reload === undefined", timeout=10000)
+    page.wait_for_selector("#live-state[data-ok='1']", timeout=10000)
+    assert page.locator(f"#approval-{missed.id}").is_visible()
