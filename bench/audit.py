@@ -7,7 +7,7 @@ dropped at the end: audit rows can never be deleted, so they are not written int
 
 - **appends**: ``writers`` processes, each with its own connection, record decisions through the
   real write path (``broker.audit.record_decision``: origin, reason, edges and the chained
-  tool-call row, the agent's chain locked for the next ``seq``, the board event), (a) all on one
+  tool-call row, the agent's chain locked for the next ``seq``), (a) all on one
   agent's chain, (b) one chain per writer. The call is prepared once and embedding-after-commit
   is off: what is timed is the audit write. Prints chained rows/s, and the CPU per row of the
   writers and of PostgreSQL (embedded server only; ``bench/_cpu.py``) with the rate that many
