@@ -10,10 +10,10 @@ kernel spreads connections between them) and several Celery workers, with one be
 picture of a multi-process deployment.
 
 Beat keeps its schedule (when each periodic job last ran) in ``RABS_BEAT_SCHEDULE``, by default
-``var/celerybeat-schedule``. A stack started by :func:`launched` (tests, benchmarks) gets a fresh
-file of its own next to its log: it never shares beat's state with a ``make run`` of the same
-checkout, and its periodic jobs first fall due one interval after it starts, as on a new
-deployment, not at whatever moment an earlier stack left them.
+``var/celerybeat-schedule``. A stack started by :func:`launched` (tests, benchmarks) gets, unless
+its environment names one, a fresh file of its own next to its log: it never shares beat's state
+with a ``make run`` of the same checkout, and its periodic jobs first fall due one interval after
+it starts, as on a new deployment, not at whatever moment an earlier stack left them.
 """
 
 from __future__ import annotations
@@ -103,10 +103,11 @@ def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Itera
     """Run ``python -m rabs.devstack`` in the background with ``env`` (which names the port in
     ``RABS_PORT``), its output in ``log``; yields the base URL once ``/api/schema/`` answers,
     and stops everything it started on exit. For tests and benchmarks of the whole stack."""
-    schedule = Path(env.get("RABS_BEAT_SCHEDULE") or log.with_name(f"{log.stem}-beat-schedule"))
-    for old in schedule.parent.glob(f"{schedule.name}*"):  # the file, or shelve's .dat/.dir/.bak
-        old.unlink()
-    env = {**env, "RABS_BEAT_SCHEDULE": str(schedule)}
+    if not env.get("RABS_BEAT_SCHEDULE"):  # a fresh one next to the log
+        schedule = log.with_name(f"{log.stem}-beat-schedule")
+        for suffix in ("", ".db", ".dat", ".dir", ".bak"):  # shelve's files, by its backend
+            schedule.with_name(schedule.name + suffix).unlink(missing_ok=True)
+        env = {**env, "RABS_BEAT_SCHEDULE": str(schedule)}
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "rabs.devstack"],
