@@ -1,4 +1,5 @@
-"""Demo data loader behind ``manage.py seed_brainframe``.
+"""Demo data loader behind ``manage.py seed_brainframe`` (``--baseline``: the governance baseline a
+deployment starts from, without the demo agents, tools and work).
 
 Idempotent: rows are created when missing and never overwritten, so running it twice gives the
 same rows and a staff member's later edits (a disabled tool, a reworded note) survive a re-seed.
@@ -40,82 +41,96 @@ from brainframe.models import (
 _TASK_NAMESPACE = uuid.UUID("9a4c4f0e-2f7b-4d3c-9a51-5b8e0d1c7f21")
 
 
-def seed_brainframe() -> Counter[str]:
-    """Create whatever demo rows are missing. Returns how many of each kind were created."""
+def seed_brainframe(*, baseline_only: bool = False) -> Counter[str]:
+    """Create whatever rows are missing. Returns how many of each kind were created.
+
+    ``baseline_only``: only what a deployment governs with before anyone adds anything (the
+    reviewer groups and roles, the context buckets, the prime directives, the constitution, the
+    model prices), none of the demo agents, tools, policies, notes, tasks or observations.
+    """
     created: Counter[str] = Counter()
     with transaction.atomic():
-        for name in [*demo_data.REVIEWER_GROUPS, *demo_data.ROLES]:
-            created["groups"] += Group.objects.get_or_create(name=name)[1]
-
-        for number, bucket in enumerate(ContextBucket.values, start=1):
-            hints = BUCKET_HINTS[bucket]
-            _, was_created = ContextBucketDefinition.objects.get_or_create(
-                bucket=bucket,
-                defaults={"number": number, "scope": BUCKET_SCOPES[bucket], **hints},
-            )
-            created["buckets"] += was_created
-            # Buckets seeded before the checker had hints get them; staff edits are kept.
-            created["bucket_hints"] += ContextBucketDefinition.objects.filter(
-                bucket=bucket, keywords=[], exemplars=[]
-            ).update(**hints)
-
-        created["directives"] += _create_missing(PrimeDirective, "code", demo_data.PRIME_DIRECTIVES)
-        created["constitution_rules"] += _create_missing(
-            ConstitutionRule, "code", demo_data.CONSTITUTION
-        )
-        created["agents"] += _create_missing(Agent, "agent_id", demo_data.AGENTS)
-        created["model_prices"] += _create_missing(ModelPrice, "model", demo_data.MODEL_PRICES)
-        created["tools"] += _create_missing(
-            Tool, "tool_id", [_tool_defaults(t) for t in demo_data.TOOLS]
-        )
-        created["validation_policies"] += _create_missing(
-            ValidationPolicy, "name", demo_data.VALIDATION_POLICIES
-        )
-
-        for note in demo_data.NOTES:
-            created["notes"] += AgentNote.objects.get_or_create(
-                agent_id=note["agent_id"],
-                content=note["content"],
-                defaults={
-                    "priority": note["priority"],
-                    "note_type": note.get("note_type", AgentNote.NoteType.STANDING_INSTRUCTION),
-                },
-            )[1]
-
-        for agent_id, title, status, priority, payload in demo_data.TASKS:
-            created["tasks"] += AgentTask.objects.get_or_create(
-                task_id=uuid.uuid5(_TASK_NAMESPACE, f"{agent_id}:{title}"),
-                defaults={
-                    "agent_id": agent_id,
-                    "title": title,
-                    "status": status,
-                    "priority": priority,
-                    "payload": payload,
-                },
-            )[1]
-
-        for (
-            bucket,
-            entity,
-            pattern,
-            text,
-            severity,
-            repeatable,
-            frequency,
-        ) in demo_data.OBSERVATIONS:
-            created["observations"] += ContextBucketEntry.objects.get_or_create(
-                bucket=bucket,
-                entity=entity,
-                pattern_type=pattern,
-                defaults={
-                    "observation": text,
-                    "severity": severity,
-                    "repeatable": repeatable,
-                    "frequency": frequency,
-                    "current_score": severity * frequency * repeatable,
-                },
-            )[1]
+        _seed_baseline(created)
+        if not baseline_only:
+            _seed_demo(created)
     return created
+
+
+def _seed_baseline(created: Counter[str]) -> None:
+    for name in [*demo_data.REVIEWER_GROUPS, *demo_data.ROLES]:
+        created["groups"] += Group.objects.get_or_create(name=name)[1]
+
+    for number, bucket in enumerate(ContextBucket.values, start=1):
+        hints = BUCKET_HINTS[bucket]
+        _, was_created = ContextBucketDefinition.objects.get_or_create(
+            bucket=bucket,
+            defaults={"number": number, "scope": BUCKET_SCOPES[bucket], **hints},
+        )
+        created["buckets"] += was_created
+        # Buckets seeded before the checker had hints get them; staff edits are kept.
+        created["bucket_hints"] += ContextBucketDefinition.objects.filter(
+            bucket=bucket, keywords=[], exemplars=[]
+        ).update(**hints)
+
+    created["directives"] += _create_missing(PrimeDirective, "code", demo_data.PRIME_DIRECTIVES)
+    created["constitution_rules"] += _create_missing(
+        ConstitutionRule, "code", demo_data.CONSTITUTION
+    )
+    created["model_prices"] += _create_missing(ModelPrice, "model", demo_data.MODEL_PRICES)
+
+
+def _seed_demo(created: Counter[str]) -> None:
+    created["agents"] += _create_missing(Agent, "agent_id", demo_data.AGENTS)
+    created["tools"] += _create_missing(
+        Tool, "tool_id", [_tool_defaults(t) for t in demo_data.TOOLS]
+    )
+    created["validation_policies"] += _create_missing(
+        ValidationPolicy, "name", demo_data.VALIDATION_POLICIES
+    )
+
+    for note in demo_data.NOTES:
+        created["notes"] += AgentNote.objects.get_or_create(
+            agent_id=note["agent_id"],
+            content=note["content"],
+            defaults={
+                "priority": note["priority"],
+                "note_type": note.get("note_type", AgentNote.NoteType.STANDING_INSTRUCTION),
+            },
+        )[1]
+
+    for agent_id, title, status, priority, payload in demo_data.TASKS:
+        created["tasks"] += AgentTask.objects.get_or_create(
+            task_id=uuid.uuid5(_TASK_NAMESPACE, f"{agent_id}:{title}"),
+            defaults={
+                "agent_id": agent_id,
+                "title": title,
+                "status": status,
+                "priority": priority,
+                "payload": payload,
+            },
+        )[1]
+
+    for (
+        bucket,
+        entity,
+        pattern,
+        text,
+        severity,
+        repeatable,
+        frequency,
+    ) in demo_data.OBSERVATIONS:
+        created["observations"] += ContextBucketEntry.objects.get_or_create(
+            bucket=bucket,
+            entity=entity,
+            pattern_type=pattern,
+            defaults={
+                "observation": text,
+                "severity": severity,
+                "repeatable": repeatable,
+                "frequency": frequency,
+                "current_score": severity * frequency * repeatable,
+            },
+        )[1]
 
 
 def _create_missing(model: type[Model], key: str, rows: list[dict[str, Any]]) -> int:

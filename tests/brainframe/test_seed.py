@@ -101,3 +101,33 @@ def test_policies_notes_and_tasks(seeded: None) -> None:
     } <= henry_notes
     columns = set(AgentTask.objects.filter(agent_id="henry").values_list("status", flat=True))
     assert columns == {"todo", "in_progress", "review", "done"}
+
+
+def test_baseline_is_what_a_deployment_governs_with_and_nothing_of_the_demo() -> None:
+    from django.contrib.auth.models import Group
+
+    from brainframe import demo_data
+    from brainframe.models import ConstitutionRule, ContextBucketEntry, ModelPrice
+
+    out = StringIO()
+    call_command("seed_brainframe", "--baseline", stdout=out)
+    assert "Created" in out.getvalue()
+    assert set(PrimeDirective.objects.values_list("code", flat=True)) == {
+        d["code"] for d in demo_data.PRIME_DIRECTIVES
+    }
+    assert set(ConstitutionRule.objects.values_list("code", flat=True)) == {
+        r["code"] for r in demo_data.CONSTITUTION
+    }
+    assert Group.objects.filter(name="reviewers").exists()
+    assert ContextBucketDefinition.objects.count() == len(ContextBucket.values)
+    assert ModelPrice.objects.count() == len(demo_data.MODEL_PRICES)
+    for demo in (Agent, Tool, ValidationPolicy, AgentNote, AgentTask, ContextBucketEntry):
+        assert not demo.objects.exists(), demo.__name__
+
+    # The full seed adds the demo on top and leaves the baseline as it was.
+    baseline = _snapshot()
+    call_command("seed_brainframe", stdout=StringIO())
+    after = _snapshot()
+    for table in ("prime_directives", "constitution_rules"):
+        assert after[table] == baseline[table]
+    assert Agent.objects.exists() and Tool.objects.exists()

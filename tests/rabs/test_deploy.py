@@ -53,6 +53,23 @@ def test_agents_network_reaches_only_the_gate() -> None:
         assert compose["services"][name]["networks"] == ["backend"]
 
 
+def test_nothing_starts_before_the_schema_and_the_governance_baseline() -> None:
+    services = _compose()["services"]
+    migrate = services["migrate"]
+    assert migrate["command"][-1] == (
+        "python manage.py migrate --no-input && python manage.py seed_brainframe --baseline"
+    )
+    assert migrate["depends_on"] == {
+        "db": {"condition": "service_healthy"},
+        "redis": {"condition": "service_healthy"},
+    }
+    assert services["db"]["healthcheck"] and services["redis"]["healthcheck"]
+    for name in ("web", "worker", "beat"):
+        assert services[name]["depends_on"] == {
+            "migrate": {"condition": "service_completed_successfully"}
+        }, name
+
+
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
     """Both entries' nginx files served by a real nginx on local ports; their upstream answers
