@@ -70,6 +70,22 @@ def test_nothing_starts_before_the_schema_and_the_governance_baseline() -> None:
         }, name
 
 
+def test_every_web_replica_shares_the_deliverables_and_keeps_them() -> None:
+    """Uploaded through one replica, downloadable through any, kept across redeploys: the web
+    replicas mount one named volume where the image's MEDIA_ROOT is, created owned by the app's
+    user in the image (a new volume takes the directory's owner)."""
+    from django.conf import settings
+
+    compose = _compose()
+    assert compose["services"]["web"]["volumes"] == ["media:/app/var/media"]
+    assert "media" in compose["volumes"]
+    image = (DOCKER / "Dockerfile").read_text()
+    assert "WORKDIR /app\n" in image and "mkdir -p /app/var/media" in image
+    assert image.index("mkdir -p /app/var/media") < image.index("chown -R rabs:rabs /app")
+    default = Path(settings.BASE_DIR) / "var" / "media"
+    assert Path(settings.MEDIA_ROOT) == default, "MEDIA_ROOT's default moved: move the volume too"
+
+
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
     """Both entries' nginx files served by a real nginx on local ports; their upstream answers
