@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import resource
-from collections.abc import Iterable
 from pathlib import Path
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -109,6 +108,6 @@ def per_request_ms(
     }
 
 
-def describe(cost: dict[str, float], parts: Iterable[str] = CpuMeter.PARTS) -> str:
-    shown = [f"{part} {cost[part]:.2f}" for part in parts if part in cost]
-    return f"{', '.join(shown)} (total {sum(cost.values()):.2f}) ms"
+def describe(cost: dict[str, float]) -> str:
+    shown = ", ".join(f"{part} {ms:.2f}" for part, ms in cost.items())
+    return f"{shown} (total {sum(cost.values()):.2f}) ms"

@@ -42,7 +42,7 @@ def _appends(writers: int, seconds: float, *, one_chain: bool) -> tuple[float, d
     """Chained rows/s, and the CPU milliseconds per row of the writers and of PostgreSQL."""
     from django.db import connection, connections
 
-    from bench._cpu import CpuMeter
+    from bench._cpu import CpuMeter, per_request_ms
     from brainframe.models import Agent
     from broker.audit import record_decision
     from broker.pipeline.context import CallRequest, Outcome, Verdict
@@ -108,7 +108,7 @@ def _appends(writers: int, seconds: float, *, one_chain: bool) -> tuple[float, d
     rows = sum(count for count, _ in outcomes)
     cpu = {"writers": (writers_after - writers_before) * 1000 / max(1, rows)}
     if "postgres" in before:
-        cpu["postgres"] = (after["postgres"] - before["postgres"]) * 1000 / max(1, rows)
+        cpu["postgres"] = per_request_ms(before, after, rows)["postgres"]
     return rows / elapsed, cpu
 
 
@@ -224,6 +224,7 @@ def main() -> int:
     django.setup()
     from django.conf import settings
 
+    from bench._cpu import describe
     from bench._db import throwaway_database
 
     parser = argparse.ArgumentParser()
@@ -252,18 +253,12 @@ def main() -> int:
             rate, cpu = _appends(args.writers, args.seconds, one_chain=one_chain)
             where = "one chain" if one_chain else f"{args.writers} chains"
             print(f"appends, {args.writers} writers, {where}: {rate:,.0f} chained rows/s")
-            total = sum(cpu.values())
-            print(
-                "    CPU per row: "
-                + ", ".join(f"{part} {ms:.2f}" for part, ms in cpu.items())
-                + f" (total {total:.2f}) ms"
-                + (
-                    f"; {os.cpu_count()} fully busy cores would allow "
-                    f"{(os.cpu_count() or 1) * 1000 / total:,.0f} rows/s"
-                    if "postgres" in cpu
-                    else ""
-                )
-            )
+            line = f"    CPU per row: {describe(cpu)}"
+            if "postgres" in cpu:
+                cores = os.cpu_count() or 1
+                allowed = cores * 1000 / sum(cpu.values())
+                line += f"; {cores} fully busy cores would allow {allowed:,.0f} rows/s"
+            print(line)
         if args.verify_rows:
             written, elapsed = _verify(args.verify_rows, args.verify_workers)
             print(f"generated {args.verify_rows:,} chained rows in {written:.1f} s")

@@ -32,6 +32,7 @@ from typing import Any
 from rabs.embedded import ensure_services, var_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+BIN_DIR = Path(sys.executable).parent  # daphne and celery of this environment
 
 
 def _environment() -> dict[str, str]:
@@ -64,7 +65,7 @@ def start_daphne(
 
     def run(out: Any) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [str(Path(sys.executable).parent / "daphne"), "-b", "127.0.0.1", "-p", str(port),
+            [str(BIN_DIR / "daphne"), "-b", "127.0.0.1", "-p", str(port),
              "rabs.asgi:application"],
             cwd=BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
@@ -134,8 +135,7 @@ def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Itera
 
 def beat_command(env: dict[str, str]) -> list[str]:
     schedule = env.get("RABS_BEAT_SCHEDULE") or str(var_dir() / "celerybeat-schedule")
-    celery = str(Path(sys.executable).parent / "celery")
-    return [celery, "-A", "rabs", "beat", "-l", "info", "-s", schedule]
+    return [str(BIN_DIR / "celery"), "-A", "rabs", "beat", "-l", "info", "-s", schedule]
 
 
 def main() -> int:
@@ -146,27 +146,26 @@ def main() -> int:
 
     host = env.get("RABS_HOST", "127.0.0.1")
     port = env.get("RABS_PORT", "8000")
-    bin_dir = Path(sys.executable).parent
     web_processes = int(env.get("RABS_WEB_PROCESSES", "1"))
     worker_processes = int(env.get("RABS_WORKER_PROCESSES", "1"))
     pass_fds: tuple[int, ...] = ()
     commands: dict[str, list[str]] = {}
     if web_processes == 1:
-        commands["web"] = [str(bin_dir / "daphne"), "-b", host, "-p", port, "rabs.asgi:application"]
+        commands["web"] = [str(BIN_DIR / "daphne"), "-b", host, "-p", port, "rabs.asgi:application"]
     else:
         listener = socket.create_server((host, int(port)), backlog=1024)
         listener.set_inheritable(True)
         pass_fds = (listener.fileno(),)
         for n in range(1, web_processes + 1):
             commands[f"web{n}"] = [
-                str(bin_dir / "daphne"),
+                str(BIN_DIR / "daphne"),
                 "--fd",
                 str(listener.fileno()),
                 "rabs.asgi:application",
             ]
     for n in range(1, worker_processes + 1):
         commands["worker" if worker_processes == 1 else f"worker{n}"] = [
-            str(bin_dir / "celery"),
+            str(BIN_DIR / "celery"),
             "-A",
             "rabs",
             "worker",

@@ -17,6 +17,15 @@ from tests import factories as f
 application = URLRouter(websocket_urlpatterns)
 
 
+async def _board_socket() -> WebsocketCommunicator:
+    """A connected board socket of a signed-in staff member."""
+    communicator = WebsocketCommunicator(application, "/ws/board/")
+    communicator.scope["user"] = await sync_to_async(f.UserFactory)(username="watcher")
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_anonymous_socket_is_refused() -> None:
@@ -29,11 +38,7 @@ async def test_anonymous_socket_is_refused() -> None:
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_tool_call_event_pushes_a_log_row() -> None:
-    user = await sync_to_async(f.UserFactory)(username="watcher")
-    communicator = WebsocketCommunicator(application, "/ws/board/")
-    communicator.scope["user"] = user
-    connected, _ = await communicator.connect()
-    assert connected
+    communicator = await _board_socket()
     call = await sync_to_async(f.ToolCallFactory)(
         requested_tool_id="roster.shift.read", outcome="succeeded", duration_ms=7
     )
@@ -49,11 +54,7 @@ async def test_tool_call_event_pushes_a_log_row() -> None:
 async def test_events_the_board_does_not_show_send_nothing() -> None:
     from broker.events import publish
 
-    user = await sync_to_async(f.UserFactory)(username="watcher")
-    communicator = WebsocketCommunicator(application, "/ws/board/")
-    communicator.scope["user"] = user
-    connected, _ = await communicator.connect()
-    assert connected
+    communicator = await _board_socket()
     await sync_to_async(lambda: publish("guardian:assessment_complete", {"risk": 0.0}).result())()
     call = await sync_to_async(f.ToolCallFactory)(requested_tool_id="roster.shift.read")
     await sync_to_async(publish_tool_call)(call)

@@ -44,28 +44,26 @@ def _production_env() -> dict[str, str]:
     }
 
 
-def test_deployment_checks_pass() -> None:
-    done = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python *args`` in the checkout under the production settings."""
+    return subprocess.run(
+        [sys.executable, *args],
         cwd=ROOT,
         env=_production_env(),
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_deployment_checks_pass() -> None:
+    done = _run("manage.py", "check", "--deploy", "--fail-level", "WARNING")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no issues" in done.stdout
 
 
 def test_staff_side_redirects_to_https_and_the_agent_api_does_not() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        env=_production_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _run("-c", PROBE)
     assert done.returncode == 0, done.stderr
     answers = json.loads(done.stdout.strip().splitlines()[-1])
     # Agent endpoints answer (401: no signature), over plain HTTP.
