@@ -28,7 +28,7 @@ $(CHROMIUM):
 	elif command -v sudo >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; \
 	else echo "The browser tests need Debian's chromium: apt-get install -y chromium"; exit 1; fi
 
-# The deployment test routes requests through docker/nginx.conf with Debian's nginx.
+# The deployment test routes requests through docker/nginx-*.conf with Debian's nginx.
 $(NGINX):
 	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nginx >/dev/null; \
 	elif command -v sudo >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq nginx >/dev/null; \

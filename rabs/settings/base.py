@@ -131,8 +131,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 Path(STATIC_ROOT).mkdir(parents=True, exist_ok=True)  # whitenoise expects it to exist
 # The app serves its own static files (admin, htmx, API docs): no CDN, works offline.
 WHITENOISE_USE_FINDERS = True
-LOGIN_URL = "/admin/login/"
+# The board's own sign-in: reviewers need not be staff (the admin's login admits staff only).
+LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/board/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
 MEDIA_URL = "/media/"
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "var" / "media")
 
