@@ -1,7 +1,7 @@
 """``python -m agents_vm serve --config FILE``: the agent service (supervisor + loop worker).
 
 ``python -m agents_vm worker --config FILE`` is the loop worker the supervisor starts; it is not
-meant to be run by hand.
+meant to be run by hand. ``call`` and ``tools`` send one signed request (``agents_vm.cli``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 
+from . import cli
 from .config import ConfigError, load_config
 
 
@@ -53,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("serve", "worker"):
         sub.add_parser(name).add_argument("--config", required=True)
+    cli.add_parsers(sub)
     args = parser.parse_args(argv)
+    if args.command in ("call", "tools"):
+        return cli.run(args)
     _logging(args.command)
     try:
         if args.command == "worker":
