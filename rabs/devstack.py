@@ -192,7 +192,8 @@ def main() -> int:
             argv, cwd=BASE_DIR, env=env, start_new_session=True, pass_fds=pass_fds
         )
     print(
-        f"\nRABS Brainframe is up: http://{host}:{port}/admin/  ({web_processes} web, "
+        f"\nRABS Brainframe is up: http://{host}:{port}/board/ (the board), "
+        f"http://{host}:{port}/admin/ (the admin)  ({web_processes} web, "
         f"{worker_processes} worker process(es), beat; Ctrl-C stops everything)\n",
         flush=True,
     )

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
+from django.utils import timezone
 
-from brainframe.models import AgentNote, AgentTask, ApprovalRequest, ToolCall
+from brainframe.models import Agent, AgentNote, AgentTask, ApprovalRequest, ToolCall
 from broker.audit import arguments_hash
 from tests import factories as f
 
@@ -108,6 +109,21 @@ def test_board_shows_status_kanban_notes_deliverables_and_log(reviewer: Client) 
     ):
         assert text in page, text
     assert re.search(r'class="pill status-(idle|active)"', page)
+
+
+def _uptime(page: str) -> str:
+    found = re.search(r"<dt>Uptime</dt><dd>([^<]*)</dd>", page)
+    assert found is not None
+    return found.group(1)
+
+
+def test_uptime_reads_as_time_and_is_blank_before_any_heartbeat(reviewer: Client) -> None:
+    assert _uptime(reviewer.get("/board/?agent=henry").content.decode()) == "—"
+    for seconds, shown in ((35, "35 s"), (7_500, "2 h 5 min"), (3 * 86_400 + 3_600, "3 d 1 h")):
+        Agent.objects.filter(agent_id="henry").update(
+            last_heartbeat_at=timezone.now(), uptime_seconds=seconds
+        )
+        assert _uptime(reviewer.get("/board/?agent=henry").content.decode()) == shown
 
 
 def test_note_edit_in_place(reviewer: Client) -> None:
