@@ -14,7 +14,7 @@ def duration(seconds: int | None) -> str:
     """A span of seconds as its two largest units: ``2 d 3 h``, ``4 h 12 min``, ``35 s``."""
     if seconds is None:
         return "—"
-    left, parts = max(0, int(seconds)), []
+    left, parts = max(0, int(seconds)), list[str]()
     for unit, size in _UNITS:
         if left >= size or (unit == "s" and not parts):
             parts.append(f"{left // size} {unit}")
