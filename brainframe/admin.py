@@ -13,7 +13,9 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers  # noqa: F401  (admin.helpers below)
+from django.db import models
 from django.db.models import Case, Count, FloatField, QuerySet, Sum, Value, When
+from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -53,6 +55,28 @@ from brainframe.services.tools import tool_set_enabled, tool_set_execution_mode
 
 def _pretty_json(value: Any) -> str:
     return format_html("<pre style='white-space:pre-wrap'>{}</pre>", json.dumps(value, indent=2))
+
+
+class IndentedJSONField(forms.JSONField):
+    """JSON shown indented for editing (schemas, rules, predicates), not on one long line."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, InvalidJSONInput):  # what was typed, shown again with its error
+            return value
+        return json.dumps(value, ensure_ascii=False, indent=2, cls=self.encoder)
+
+
+class JSONEditingMixin(admin.ModelAdmin):
+    """Editable admins: JSON fields in a roomy monospace box, indented."""
+
+    formfield_overrides = {
+        models.JSONField: {
+            "form_class": IndentedJSONField,
+            "widget": forms.Textarea(
+                attrs={"rows": 14, "cols": 90, "spellcheck": "false", "class": "json-editor"}
+            ),
+        }
+    }
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -115,7 +139,7 @@ class AgentLevelChangeInline(LevelChangeInline):
 
 
 @admin.register(Tool)
-class ToolAdmin(SimpleHistoryAdmin):
+class ToolAdmin(JSONEditingMixin, SimpleHistoryAdmin):
     form = ToolAdminForm
     list_display = (
         "tool_id",
@@ -214,7 +238,7 @@ class ValidationPolicyForm(forms.ModelForm):
 
 
 @admin.register(ValidationPolicy)
-class ValidationPolicyAdmin(SimpleHistoryAdmin):
+class ValidationPolicyAdmin(JSONEditingMixin, SimpleHistoryAdmin):
     form = ValidationPolicyForm
     list_display = ("name", "enforcement_mode", "context_bucket", "priority", "version", "active")
     list_filter = ("enforcement_mode", "context_bucket", "active")
@@ -241,7 +265,7 @@ class PrimeDirectiveForm(forms.ModelForm):
 
 
 @admin.register(PrimeDirective)
-class PrimeDirectiveAdmin(SimpleHistoryAdmin):
+class PrimeDirectiveAdmin(JSONEditingMixin, SimpleHistoryAdmin):
     form = PrimeDirectiveForm
     list_display = ("code", "priority", "active", "short_scope")
     list_filter = ("active",)
@@ -278,7 +302,7 @@ class ConstitutionRuleForm(forms.ModelForm):
 
 
 @admin.register(ConstitutionRule)
-class ConstitutionRuleAdmin(SimpleHistoryAdmin):
+class ConstitutionRuleAdmin(JSONEditingMixin, SimpleHistoryAdmin):
     """Rules are added, and may be strengthened; never removed, reworded or weakened."""
 
     form = ConstitutionRuleForm
@@ -297,7 +321,7 @@ class ConstitutionRuleAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(ContextBucketDefinition)
-class ContextBucketDefinitionAdmin(admin.ModelAdmin):
+class ContextBucketDefinitionAdmin(JSONEditingMixin, admin.ModelAdmin):
     """The 20 buckets are fixed; staff tune the bucket checker's keywords and exemplars."""
 
     list_display = ("number", "bucket", "scope", "keyword_count")
@@ -332,7 +356,7 @@ class AgentCredentialInline(ReadOnlyInline):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(JSONEditingMixin, admin.ModelAdmin):
     list_display = (
         "agent_id",
         "name",
@@ -356,7 +380,7 @@ class AgentAdmin(admin.ModelAdmin):
 
 
 @admin.register(AgentNote)
-class AgentNoteAdmin(admin.ModelAdmin):
+class AgentNoteAdmin(JSONEditingMixin, admin.ModelAdmin):
     list_display = ("agent", "note_type", "short_content", "priority", "active", "updated_at")
     list_filter = ("note_type", "active", "agent")
     search_fields = ("content", "agent__agent_id")
@@ -389,7 +413,7 @@ class AgentCredentialAdmin(ReadOnlyAdmin):
 
 
 @admin.register(AgentTask)
-class AgentTaskAdmin(admin.ModelAdmin):
+class AgentTaskAdmin(JSONEditingMixin, admin.ModelAdmin):
     list_display = (
         "title",
         "agent",
@@ -408,7 +432,7 @@ class AgentTaskAdmin(admin.ModelAdmin):
 
 
 @admin.register(ApprovalRequest)
-class ApprovalRequestAdmin(admin.ModelAdmin):
+class ApprovalRequestAdmin(JSONEditingMixin, admin.ModelAdmin):
     """Reviewers decide on the board; the admin shows the queue and its history."""
 
     list_display = (
@@ -521,7 +545,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 
 
 @admin.register(Deliverable)
-class DeliverableAdmin(admin.ModelAdmin):
+class DeliverableAdmin(JSONEditingMixin, admin.ModelAdmin):
     list_display = ("filename", "agent", "task", "content_type", "size_bytes", "created_at")
     list_filter = ("agent", "content_type")
     search_fields = ("filename", "sha256")
@@ -596,7 +620,7 @@ class SemanticSearchMixin(admin.ModelAdmin):
 
 
 @admin.register(ContextBucketEntry)
-class ContextBucketEntryAdmin(SemanticSearchMixin):
+class ContextBucketEntryAdmin(JSONEditingMixin, SemanticSearchMixin):
     semantic_kind = "observation"
     list_display = (
         "bucket",
@@ -765,7 +789,7 @@ class MonitoringLevelChangeAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ModelPrice)
-class ModelPriceAdmin(admin.ModelAdmin):
+class ModelPriceAdmin(JSONEditingMixin, admin.ModelAdmin):
     list_display = ("model", "input_per_million", "output_per_million", "per_minute", "updated_at")
     search_fields = ("model",)
 

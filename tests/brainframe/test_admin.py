@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from typing import Any
 
 import pytest
 from django.contrib import admin
+from django.contrib.admin.models import LogEntry
 from django.db.models import Model
 from django.test import Client
 from django.urls import reverse
@@ -158,6 +160,83 @@ def test_invalid_schema_or_handler_config_is_refused(
     assert response.status_code == 200
     assert message in response.content.decode()
     assert not Tool.objects.filter(tool_id="roster.leave.read").exists()
+
+
+class _FormValues(HTMLParser):
+    """What a browser would submit from a page's form: inputs, textareas, selected options."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[str, str] = {}
+        self._textarea: str | None = None
+        self._select: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        name = a.get("name", "")
+        if tag == "input" and name and a.get("type") not in ("submit", "button", "file"):
+            if a.get("type") != "checkbox":
+                self.values[name] = a.get("value", "")
+            elif "checked" in a:
+                self.values[name] = a.get("value", "on")
+        elif tag == "textarea":
+            self._textarea, self.values[name] = name, ""
+        elif tag == "select":
+            self._select = name
+        elif tag == "option" and self._select and "selected" in a:
+            self.values[self._select] = a.get("value", "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "textarea":
+            self._textarea = None
+        elif tag == "select":
+            self._select = None
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea:
+            self.values[self._textarea] += data
+
+
+def _page_form(page: str) -> dict[str, str]:
+    parser = _FormValues()
+    parser.feed(page)
+    values = parser.values
+    for name, value in values.items():  # the browser drops the newline after <textarea>
+        values[name] = value[1:] if value.startswith("\n") else value
+    values.pop("csrfmiddlewaretoken", None)
+    return values
+
+
+def test_json_documents_are_edited_indented_and_a_typo_is_shown_back(
+    admin_client: Client,
+) -> None:
+    assert admin_client.post(_url(Tool, "add"), _tool_form()).status_code == 302
+    tool = Tool.objects.get(tool_id="roster.leave.read")
+    page = admin_client.get(_url(Tool, "change", tool.pk)).content.decode()
+    shown = _page_form(page)
+    assert shown["input_schema"].splitlines()[:2] == ["{", '  "type": "object",']
+    assert 'class="json-editor"' in page
+    # Saving the page as shown changes nothing (the admin's log says so).
+    assert admin_client.post(_url(Tool, "change", tool.pk), shown).status_code == 302
+    assert LogEntry.objects.latest("action_time").get_change_message() == "No fields changed."
+    tool.refresh_from_db()
+    assert tool.input_schema == {"type": "object", "properties": {"date": {"type": "string"}}}
+    # A typo is refused and shown back as typed, to be corrected rather than retyped.
+    typo = '{\n  "type": "object",\n  "properties": {\n}'
+    refused = admin_client.post(_url(Tool, "change", tool.pk), {**shown, "input_schema": typo})
+    assert refused.status_code == 200 and "Enter a valid JSON" in refused.content.decode()
+    assert _page_form(refused.content.decode())["input_schema"] == typo
+    # An edit is saved, and logged as one.
+    edited = shown["input_schema"].replace('"string"', '"string", "format": "date"')
+    assert (
+        admin_client.post(
+            _url(Tool, "change", tool.pk), {**shown, "input_schema": edited}
+        ).status_code
+        == 302
+    )
+    assert LogEntry.objects.latest("action_time").get_change_message() == "Changed Input schema."
+    tool.refresh_from_db()
+    assert tool.input_schema["properties"]["date"] == {"type": "string", "format": "date"}
 
 
 def test_handler_config_is_checked_against_the_handler_type(admin_client: Client) -> None:
