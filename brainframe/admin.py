@@ -196,7 +196,7 @@ class ToolAdmin(JSONEditingMixin, SimpleHistoryAdmin):
         return obj.enabled
 
     def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
-        initial = super().get_changeform_initial_data(request)
+        initial: dict[str, Any] = dict(super().get_changeform_initial_data(request))
         risk = initial.get("risk_level")
         if risk:
             initial.setdefault("execution_mode", default_execution_mode(risk))
