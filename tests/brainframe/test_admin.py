@@ -325,6 +325,13 @@ def test_policy_rules_are_validated_and_changes_bump_the_version(
     assert policy.rules[0]["id"] == "over-5k"
     assert policy.history.count() == 2
 
+    # Save pressed again on the unchanged page, or only the description edited: same version
+    # (a new one would leave every approval pending under it undecidable).
+    assert admin_client.post(url, form).status_code == 302
+    assert admin_client.post(url, {**form, "description": "Reworded."}).status_code == 302
+    policy.refresh_from_db()
+    assert policy.version == 2 and policy.description == "Reworded."
+
 
 def test_audit_tables_are_read_only_in_the_admin(admin_client: Client, populated: None) -> None:
     from brainframe.models import OriginRegistry, ReasonLog, ToolCall

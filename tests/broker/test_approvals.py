@@ -275,9 +275,21 @@ def test_policy_change_after_creation_blocks_approval(world: dict[str, Any]) -> 
     assert approval.vpol_id == policy.pk and approval.vpol_version == 1
     from brainframe.services.policies import validation_policy_save
 
+    # Saved with nothing it decides with changed (a new description): still decidable.
+    policy.description = "reworded"
     validation_policy_save(policy=policy, is_new=False)
+    assert policy.version == 1
+    approval_decide(approval_id=approval.pk, reviewer=world["alice"], action="approve")
+    approval.refresh_from_db()
+    assert approval.status == "approved"
+
+    second = _pending(world)
+    assert second.vpol_version == 1
+    policy.priority += 1
+    validation_policy_save(policy=policy, is_new=False)
+    assert policy.version == 2
     with pytest.raises(ApprovalError) as changed:
-        approval_decide(approval_id=approval.pk, reviewer=world["alice"], action="approve")
+        approval_decide(approval_id=second.pk, reviewer=world["alice"], action="approve")
     assert changed.value.code == "policy_changed"
 
 
