@@ -48,6 +48,7 @@ from brainframe.models import (
 )
 from brainframe.schemas import handler_config_errors, json_schema_errors, vpol_rules_errors
 from brainframe.selectors import flatten, origin_chain
+from brainframe.services.alignment import monitoring_level_set
 from brainframe.services.policies import validation_policy_save
 from brainframe.services.search import semantic_search
 from brainframe.services.tools import tool_set_enabled, tool_set_execution_mode
@@ -108,13 +109,60 @@ class ReadOnlyInline(admin.TabularInline):
 # --- Tools registry ---------------------------------------------------------------------------
 
 
-class ToolAdminForm(forms.ModelForm):
+class LevelChangeForm(forms.ModelForm):
+    """A staff change of the monitoring level needs a reason: it goes into the level history
+    (``monitoring_level_changes``, rule ``manual``) like every graduation and demotion."""
+
+    level_change_reason = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="Why the monitoring level changes: required when you change it, kept in "
+        "the level history.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if (
+            self.instance.pk
+            and "monitoring_level" in self.changed_data
+            and not cleaned.get("level_change_reason", "").strip()
+        ):
+            self.add_error("level_change_reason", "Say why the monitoring level changes.")
+        return cleaned
+
+
+class LevelChangeAdmin(admin.ModelAdmin):
+    """Saves the object; a changed monitoring level goes through ``monitoring_level_set``."""
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool
+    ) -> None:
+        if not (change and "monitoring_level" in form.changed_data):
+            super().save_model(request, obj, form, change)
+            return
+        wanted = obj.monitoring_level
+        obj.monitoring_level = form.initial["monitoring_level"]
+        super().save_model(request, obj, form, change)
+        monitoring_level_set(
+            obj,
+            to_level=wanted,
+            by=request.user,
+            reason=form.cleaned_data["level_change_reason"].strip(),
+        )
+
+
+class ToolAdminForm(LevelChangeForm):
     class Meta:
         model = Tool
         fields = "__all__"
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
+        cleaned = super().clean()
+        level, ceiling = cleaned.get("monitoring_level"), cleaned.get("monitoring_ceiling")
+        if level is not None and ceiling is not None and level > ceiling:
+            self.add_error(
+                "monitoring_level", f"Above this tool's ceiling ({ceiling}): raise it first."
+            )
         for field, require_object in (("input_schema", True), ("output_schema", False)):
             if field in cleaned:
                 for problem in json_schema_errors(cleaned[field], require_object=require_object):
@@ -139,7 +187,7 @@ class AgentLevelChangeInline(LevelChangeInline):
 
 
 @admin.register(Tool)
-class ToolAdmin(JSONEditingMixin, SimpleHistoryAdmin):
+class ToolAdmin(JSONEditingMixin, LevelChangeAdmin, SimpleHistoryAdmin):
     form = ToolAdminForm
     list_display = (
         "tool_id",
@@ -180,6 +228,7 @@ class ToolAdmin(JSONEditingMixin, SimpleHistoryAdmin):
                     "external_channel",
                     "permission_tier",
                     "monitoring_level",
+                    "level_change_reason",
                     "monitoring_ceiling",
                     "alignment_score_90d",
                     "approval_timeout_minutes",
@@ -355,8 +404,15 @@ class AgentCredentialInline(ReadOnlyInline):
     verbose_name_plural = "signing keys (issue with: manage.py agent_key <agent_id>)"
 
 
+class AgentAdminForm(LevelChangeForm):
+    class Meta:
+        model = Agent
+        fields = "__all__"
+
+
 @admin.register(Agent)
-class AgentAdmin(JSONEditingMixin, admin.ModelAdmin):
+class AgentAdmin(JSONEditingMixin, LevelChangeAdmin):
+    form = AgentAdminForm
     list_display = (
         "agent_id",
         "name",

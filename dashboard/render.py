@@ -8,7 +8,7 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from brainframe.models import Agent, ApprovalRequest, ToolCall
+from brainframe.models import Agent, AgentTask, ApprovalRequest, MonitoringLevelChange, ToolCall
 from broker.services.approvals import can_decide
 
 from . import selectors
@@ -98,6 +98,20 @@ def render_event(event: str, payload: dict[str, Any], user: Any) -> str:
                 )
             )
     elif event in _AGENT_EVENTS:
+        if event == "task_changed":
+            task = AgentTask.objects.select_related("agent").filter(pk=payload["task_id"]).first()
+            if task is not None:  # the row where the task stands now replaces its last one
+                entry = selectors.log_entry_for_task(task)
+                parts.append(f'<li id="{entry["id"]}" hx-swap-oob="delete"></li>')
+                parts.append(_log_row(entry))
+        elif event == "level_changed" and payload.get("change_id") is not None:
+            change = (
+                MonitoringLevelChange.objects.select_related("agent", "changed_by")
+                .filter(pk=payload["change_id"])
+                .first()
+            )
+            if change is not None:
+                parts.append(_log_row(selectors.log_entry_for_level_change(change)))
         agent = Agent.objects.filter(pk=payload.get("agent_id")).first()
         if agent is not None:
             parts.append(

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db.models import Count, Q
+from django.urls import reverse
 from django.utils import timezone
 
 from brainframe.models import (
@@ -16,6 +17,7 @@ from brainframe.models import (
     AlignmentSnapshot,
     ApprovalRequest,
     Deliverable,
+    MonitoringLevelChange,
     ReasonLog,
     ToolCall,
 )
@@ -164,14 +166,59 @@ def log_entry_for_approval(approval: ApprovalRequest) -> dict[str, Any]:
     }
 
 
-def action_log(agent: Agent | None = None, limit: int = 40) -> list[dict[str, Any]]:
+_TASK_TONES = {
+    AgentTask.Status.DONE: "ok",
+    AgentTask.Status.REVIEW: "warn",
+    AgentTask.Status.FAILED: "bad",
+    AgentTask.Status.CANCELLED: "muted",
+}
+
+
+def log_entry_for_task(task: AgentTask) -> dict[str, Any]:
+    """A task's row: where it is now. Like a call's, it is replaced as the task moves."""
+    return {
+        "id": f"task-{task.task_id}",
+        "at": task.updated_at,
+        "actor": task.agent.name,
+        "kind": "task",
+        "subject": task.title,
+        "href": reverse("dashboard:task-chain", args=[task.task_id]),
+        "label": task.get_status_display().upper(),
+        "tone": _TASK_TONES.get(AgentTask.Status(task.status), ""),
+        "duration_ms": None,
+        "o_tag": None,
+    }
+
+
+def log_entry_for_level_change(change: MonitoringLevelChange) -> dict[str, Any]:
+    """A graduation, demotion or staff change of a tool's or an agent's monitoring level."""
+    subject = change.tool_id if change.tool_id else change.agent.name if change.agent else ""
+    step = change.to_level - change.from_level
+    return {
+        "id": f"level-{change.pk}",
+        "at": change.created_at,
+        "actor": change.changed_by.get_username() if change.changed_by else "System",
+        "kind": "level",
+        "subject": subject,
+        "label": f"L{change.from_level} → L{change.to_level} · "
+        f"{MonitoringLevelChange.Rule(change.rule).label}",
+        "tone": "ok" if step > 0 else "bad" if step < 0 else "warn",
+        "duration_ms": None,
+        "o_tag": None,
+    }
+
+
+def action_log(limit: int = 40) -> list[dict[str, Any]]:
+    """The newest rows of every agent, as the live stream adds them: tool calls, decided
+    approvals, tasks where they stand, and level changes of tools and agents."""
     calls = ToolCall.objects.select_related("agent").order_by("-timestamp")
     decided = ApprovalRequest.objects.select_related("decided_by").filter(decided_at__isnull=False)
-    if agent is not None:
-        calls = calls.filter(agent=agent)
-        decided = decided.filter(agent=agent)
+    tasks = AgentTask.objects.select_related("agent").order_by("-updated_at")
+    levels = MonitoringLevelChange.objects.select_related("agent", "changed_by")
     entries = [log_entry_for_call(c) for c in calls[:limit]]
     entries += [log_entry_for_approval(a) for a in decided.order_by("-decided_at")[:limit]]
+    entries += [log_entry_for_task(t) for t in tasks[:limit]]
+    entries += [log_entry_for_level_change(c) for c in levels.order_by("-created_at")[:limit]]
     entries.sort(key=lambda e: e["at"], reverse=True)
     return entries[:limit]
 

@@ -209,6 +209,21 @@ def snapshots_write(*, day: date) -> None:
 # --- level changes ------------------------------------------------------------------------------
 
 
+def monitoring_level_set(
+    subject: Tool | Agent, *, to_level: int, by: Any, reason: str
+) -> MonitoringLevelChange | None:
+    """A staff member's change of a tool's or an agent's level, recorded like the automatic
+    ones (rule ``manual``, who and why). None if the level is already ``to_level``."""
+    return _set_level(
+        subject,
+        to_level=to_level,
+        rule=MonitoringLevelChange.Rule.MANUAL,
+        reason=reason,
+        evidence={"by": by.get_username()},
+        changed_by=by,
+    )
+
+
 def _set_level(
     subject: Tool | Agent,
     *,
@@ -216,6 +231,7 @@ def _set_level(
     rule: str,
     reason: str,
     evidence: dict[str, Any],
+    changed_by: Any = None,
 ) -> MonitoringLevelChange | None:
     model = type(subject)
     with transaction.atomic():
@@ -230,15 +246,23 @@ def _set_level(
             rule=rule,
             reason=reason,
             evidence=evidence,
+            changed_by=changed_by,
         )
         model.objects.filter(pk=subject.pk).update(monitoring_level=to_level)
         subject.monitoring_level = to_level
     from broker.events import publish
 
-    publish(
-        "level_changed",
-        {"subject": str(subject.pk), "from": change.from_level, "to": to_level, "rule": rule},
-    )
+    # After commit: the board reads the change's row to show it.
+    payload = {
+        "change_id": change.pk,
+        "subject": str(subject.pk),
+        # The agent whose board shows it on its status card (a tool's level shows in logs).
+        "agent_id": subject.pk if isinstance(subject, Agent) else None,
+        "from": change.from_level,
+        "to": to_level,
+        "rule": rule,
+    }
+    transaction.on_commit(lambda: publish("level_changed", payload))
     return change
 
 

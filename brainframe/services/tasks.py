@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from brainframe.models import Agent, AgentTask, ApprovalRequest
@@ -42,10 +43,9 @@ def _transition(
         raise TaskTransitionError(task, wanted)
     from broker.events import publish
 
-    publish(
-        "task_changed",
-        {"agent_id": agent.agent_id, "task_id": str(task.task_id), "status": task.status},
-    )
+    payload = {"agent_id": agent.agent_id, "task_id": str(task.task_id), "status": task.status}
+    # After commit: the board reads the task to show where it stands.
+    transaction.on_commit(lambda: publish("task_changed", payload))
     return task
 
 

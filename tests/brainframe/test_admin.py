@@ -384,3 +384,54 @@ def test_llm_usage_shows_cost_and_totals(admin_client: Client, seeded: None) -> 
     assert "3 queries, USD 1.1500" in page
     normal_only = admin_client.get("/admin/brainframe/llmusage/", {"mode__exact": "normal"})
     assert "1 query, USD 0.1500" in normal_only.content.decode()
+
+
+@pytest.mark.parametrize("model", [Tool, Agent])
+def test_a_staff_level_change_needs_a_reason_and_is_recorded(
+    admin_client: Client, seeded: None, model: type[Tool] | type[Agent]
+) -> None:
+    subject = model.objects.get(pk="roster.shift.read" if model is Tool else "henry")
+    url = _url(model, "change", subject.pk)
+    shown = _page_form(admin_client.get(url).content.decode())
+    assert shown["monitoring_level"] == "0" and "level_change_reason" in shown
+
+    refused = admin_client.post(url, {**shown, "monitoring_level": "2"})
+    assert refused.status_code == 200
+    assert "Say why the monitoring level changes." in refused.content.decode()
+    subject.refresh_from_db()
+    assert subject.monitoring_level == 0 and not MonitoringLevelChange.objects.exists()
+
+    reason = "Two weeks of clean reads on the pilot; the team lead signed off."
+    saved = admin_client.post(
+        url, {**shown, "monitoring_level": "2", "level_change_reason": reason}
+    )
+    assert saved.status_code == 302
+    subject.refresh_from_db()
+    change = MonitoringLevelChange.objects.get()
+    assert subject.monitoring_level == 2
+    assert (change.from_level, change.to_level, change.rule) == (0, 2, "manual")
+    assert change.reason == reason and change.changed_by.username == "admin"
+    assert getattr(change, "tool_id" if model is Tool else "agent_id") == subject.pk
+    # Other edits need no reason and record no level change.
+    again = _page_form(admin_client.get(url).content.decode())
+    assert (
+        admin_client.post(
+            url, {**again, "name" if model is Agent else "description": "Renamed"}
+        ).status_code
+        == 302
+    )
+    assert MonitoringLevelChange.objects.count() == 1
+
+
+def test_a_tool_is_not_set_above_its_ceiling_by_hand(admin_client: Client, seeded: None) -> None:
+    tool = Tool.objects.filter(risk_level="critical").first()
+    assert tool is not None and tool.monitoring_ceiling == 2
+    url = _url(Tool, "change", tool.pk)
+    shown = _page_form(admin_client.get(url).content.decode())
+    refused = admin_client.post(
+        url, {**shown, "monitoring_level": "3", "level_change_reason": "trusted now"}
+    )
+    assert refused.status_code == 200
+    assert "Above this tool&#x27;s ceiling (2): raise it first." in refused.content.decode()
+    tool.refresh_from_db()
+    assert tool.monitoring_level == 0 and not MonitoringLevelChange.objects.exists()

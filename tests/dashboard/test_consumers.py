@@ -116,3 +116,31 @@ async def test_a_call_publishes_its_guardian_assessment_with_its_row() -> None:
     assert all(payload["call_id"] == call_id for _, payload in events)
     assert "ignore_previous_instructions" in events[1][1]["patterns"]
     await layer.group_discard(BOARD_GROUP, channel)
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_task_moves_and_level_changes_stream_into_the_log() -> None:
+    from brainframe.models import Agent, AgentTask
+    from brainframe.services.alignment import monitoring_level_set
+    from brainframe.services.tasks import task_claim
+
+    def setup() -> tuple[Agent, AgentTask]:
+        agent = f.AgentFactory(agent_id="henry", name="Henry")
+        return agent, f.AgentTaskFactory(agent=agent, title="Vehicle check: Hiace 2")
+
+    agent, task = await sync_to_async(setup)()
+    communicator = await _board_socket()
+    await sync_to_async(task_claim)(agent=agent, task_id=task.task_id)
+    html = await communicator.receive_from(timeout=5)
+    # The task's previous row goes, its current one comes on top; the Kanban moves too.
+    assert f'<li id="task-{task.task_id}" hx-swap-oob="delete"></li>' in html
+    assert "Vehicle check: Hiace 2" in html and "IN PROGRESS" in html
+    assert 'id="kanban-henry"' in html
+
+    lead = await sync_to_async(f.UserFactory)(username="lead")
+    await sync_to_async(monitoring_level_set)(agent, to_level=1, by=lead, reason="pilot")
+    html = await communicator.receive_from(timeout=5)
+    assert "[lead]" in html and "L0 → L1" in html and "Manual change by staff" in html
+    assert 'id="status-henry"' in html and "1 · " in html  # the status card's level
+    await communicator.disconnect()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -12,7 +13,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.utils import timezone
 
-from brainframe.models import Agent, AgentNote, AgentTask, ApprovalRequest, ToolCall
+from brainframe.models import Agent, AgentNote, AgentTask, ApprovalRequest, Tool, ToolCall
 from broker.audit import arguments_hash
 from tests import factories as f
 
@@ -239,3 +240,25 @@ def test_deliverables_are_listed_and_downloadable(
     assert response.status_code == 200
     assert b"".join(response.streaming_content) == b"a,b\n1,2\n"
     assert 'attachment; filename="roster_week12.csv"' in response["Content-Disposition"]
+
+
+def test_the_action_log_shows_task_moves_and_level_changes(reviewer: Client) -> None:
+    from brainframe.services.alignment import monitoring_level_set
+    from brainframe.services.tasks import task_claim
+
+    henry = Agent.objects.get(agent_id="henry")
+    task = AgentTask.objects.get(agent=henry, title="Roster update for week 12")
+    task_claim(agent=henry, task_id=task.task_id)
+    admin_user = f.UserFactory(username="lead")
+    monitoring_level_set(henry, to_level=1, by=admin_user, reason="pilot went well")
+    tool = Tool.objects.get(tool_id="roster.shift.read")
+    monitoring_level_set(tool, to_level=2, by=admin_user, reason="clean reads")
+
+    page = reviewer.get("/board/?agent=henry").content.decode()
+    log = page[page.index('id="action-log"') :]
+    rows = [re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", row))).strip()
+            for row in re.findall(r"<li class=\"log-row.*?</li>", log, re.S)]  # fmt: skip
+    assert any("[Henry] task: Roster update for week 12 — IN PROGRESS" in r for r in rows)
+    assert any("[lead] level: Henry — L0 → L1 · Manual change by staff" in r for r in rows)
+    assert any("[lead] level: roster.shift.read — L0 → L2" in r for r in rows)
+    assert f'href="/board/tasks/{task.task_id}/chain/"' in log
