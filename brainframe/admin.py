@@ -48,6 +48,7 @@ from brainframe.models import (
 )
 from brainframe.schemas import handler_config_errors, json_schema_errors, vpol_rules_errors
 from brainframe.selectors import flatten, origin_chain
+from brainframe.services.agents import agent_changed, agent_set_paused
 from brainframe.services.alignment import monitoring_level_set
 from brainframe.services.policies import validation_policy_save
 from brainframe.services.search import semantic_search
@@ -433,6 +434,24 @@ class AgentAdmin(JSONEditingMixin, LevelChangeAdmin):
         "updated_at",
     )
     inlines = [AgentNoteInline, AgentCredentialInline, AgentLevelChangeInline]
+    actions = ["pause_agents", "resume_agents"]
+
+    def save_model(
+        self, request: HttpRequest, obj: Agent, form: forms.ModelForm, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        if change:
+            agent_changed(agent=obj)
+
+    @admin.action(description="Pause selected agents (the broker refuses their requests)")
+    def pause_agents(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        count = agent_set_paused(agents=queryset, paused=True)
+        self.message_user(request, f"{count} agent(s) paused.", messages.SUCCESS)
+
+    @admin.action(description="Resume selected agents")
+    def resume_agents(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        count = agent_set_paused(agents=queryset, paused=False)
+        self.message_user(request, f"{count} agent(s) may work again.", messages.SUCCESS)
 
 
 @admin.register(AgentNote)

@@ -45,7 +45,7 @@ def renders(event: str) -> bool:
     return event == "tool_call" or event.startswith("approval_") or event in _AGENT_EVENTS
 
 
-_AGENT_EVENTS = ("task_changed", "heartbeat", "level_changed")
+_AGENT_EVENTS = ("task_changed", "heartbeat", "level_changed", "agent_changed")
 
 
 def render_event(event: str, payload: dict[str, Any], user: Any) -> str:

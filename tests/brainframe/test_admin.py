@@ -21,6 +21,7 @@ from brainframe.models import (
     ValidationPolicy,
 )
 from tests import factories as f
+from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db
 
@@ -435,3 +436,22 @@ def test_a_tool_is_not_set_above_its_ceiling_by_hand(admin_client: Client, seede
     assert "Above this tool&#x27;s ceiling (2): raise it first." in refused.content.decode()
     tool.refresh_from_db()
     assert tool.monitoring_level == 0 and not MonitoringLevelChange.objects.exists()
+
+
+def test_pausing_an_agent_stops_its_requests_and_resuming_lets_it_work(
+    henry: SignedClient, seeded: None
+) -> None:
+    staff = Client()
+    staff.force_login(f.UserFactory(username="boss", is_staff=True, is_superuser=True))
+    changelist = _url(Agent, "changelist")
+    assert henry.get("/api/v1/tools/").status_code == 200
+
+    paused = staff.post(changelist, {"action": "pause_agents", "_selected_action": ["henry"]})
+    assert paused.status_code == 302
+    assert Agent.objects.get(pk="henry").status == "paused"
+    refused = henry.get("/api/v1/tools/")
+    assert refused.status_code == 401 and refused.json()["code"] == "auth_agent_paused"
+
+    staff.post(changelist, {"action": "resume_agents", "_selected_action": ["henry"]})
+    assert Agent.objects.get(pk="henry").status == "idle"
+    assert henry.get("/api/v1/tools/").status_code == 200

@@ -144,3 +144,16 @@ async def test_task_moves_and_level_changes_stream_into_the_log() -> None:
     assert "[lead]" in html and "L0 → L1" in html and "Manual change by staff" in html
     assert 'id="status-henry"' in html and "1 · " in html  # the status card's level
     await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_pause_by_staff_shows_on_open_boards_at_once() -> None:
+    from brainframe.services.agents import agent_set_paused
+
+    agent = await sync_to_async(f.AgentFactory)(agent_id="henry", name="Henry")
+    communicator = await _board_socket()
+    await sync_to_async(agent_set_paused)(agents=[agent], paused=True)
+    html = await communicator.receive_from(timeout=5)
+    assert 'id="status-henry"' in html and "status-paused" in html
+    await communicator.disconnect()

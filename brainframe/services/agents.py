@@ -1,0 +1,37 @@
+"""Changes staff make to agents (the admin calls these); every open board shows them at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db import transaction
+
+from brainframe.models import Agent
+
+
+def agent_changed(*, agent: Agent) -> None:
+    """Staff edited the agent (paused it, renamed it…): refresh its status card on every open
+    board once the edit is committed."""
+    _announce([agent.agent_id])
+
+
+def agent_set_paused(*, agents: Iterable[Agent], paused: bool) -> int:
+    """Pause agents (the broker refuses their requests at once: ``auth_agent_paused``) or let
+    them work again (Idle until their next heartbeat). Returns how many changed."""
+    changed = []
+    with transaction.atomic():
+        for agent in agents:
+            if (agent.status == Agent.Status.PAUSED) == paused:
+                continue
+            agent.status = Agent.Status.PAUSED if paused else Agent.Status.IDLE
+            agent.save(update_fields=["status", "updated_at"])
+            changed.append(agent.agent_id)
+    _announce(changed)
+    return len(changed)
+
+
+def _announce(agent_ids: list[str]) -> None:
+    from broker.events import publish_all
+
+    events = [("agent_changed", {"agent_id": agent_id}) for agent_id in agent_ids]
+    transaction.on_commit(lambda: publish_all(events) if events else None)
