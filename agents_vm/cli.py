@@ -150,7 +150,10 @@ def _secret(path: str | None) -> str:
 
 
 def _print(body: dict[str, Any]) -> None:
-    print(json.dumps(body, indent=2, ensure_ascii=False, default=str))
+    try:
+        print(json.dumps(body, indent=2, ensure_ascii=False, default=str), flush=True)
+    except BrokenPipeError:  # piped into head: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _usage(message: str) -> int:
