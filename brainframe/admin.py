@@ -52,6 +52,7 @@ from brainframe.services.agents import agent_changed, agent_set_paused
 from brainframe.services.alignment import monitoring_level_set
 from brainframe.services.policies import validation_policy_save
 from brainframe.services.search import semantic_search
+from brainframe.services.tasks import task_announce
 from brainframe.services.tools import tool_set_enabled, tool_set_execution_mode
 
 
@@ -504,6 +505,13 @@ class AgentTaskAdmin(JSONEditingMixin, admin.ModelAdmin):
     autocomplete_fields = ("agent", "on_behalf_of")
     raw_id_fields = ("o_tag",)
     readonly_fields = ("task_id", "created_at", "started_at", "completed_at", "updated_at")
+
+    def save_model(
+        self, request: HttpRequest, obj: AgentTask, form: forms.ModelForm, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        moved_from = form.initial.get("agent") if "agent" in form.changed_data else None
+        task_announce(obj, also_agent_id=moved_from)  # staff's edit shows on open boards
 
 
 @admin.register(ApprovalRequest)

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from brainframe.guardian import assess
 from brainframe.models import Agent, AgentTask, OriginRegistry
 from brainframe.services.indexing import classify_origin_after_commit
+from brainframe.services.tasks import task_announce
 
 
 class InboundRefusal(Exception):
@@ -116,10 +117,7 @@ def _announce(
             publish("guardian:assessment_complete", {"o_tag": str(origin.id), **assessment})
             if assessment["action"] != "allow":
                 publish("security:threat_detected", {"o_tag": str(origin.id), **assessment})
-        if task is not None:
-            publish(
-                "task_changed",
-                {"agent_id": task.agent_id, "task_id": str(task.task_id), "status": task.status},
-            )
 
     transaction.on_commit(send)
+    if task is not None:
+        task_announce(task)

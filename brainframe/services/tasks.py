@@ -41,12 +41,25 @@ def _transition(
     task = AgentTask.objects.get(pk=task_id, agent=agent)  # DoesNotExist: not this agent's
     if not updated:
         raise TaskTransitionError(task, wanted)
-    from broker.events import publish
-
-    payload = {"agent_id": agent.agent_id, "task_id": str(task.task_id), "status": task.status}
-    # After commit: the board reads the task to show where it stands.
-    transaction.on_commit(lambda: publish("task_changed", payload))
+    task_announce(task)
     return task
+
+
+def task_announce(task: AgentTask, *, also_agent_id: str | None = None) -> None:
+    """Show the task where it stands on every open board (its log row, its agent's Kanban),
+    once committed: the board reads the task. ``also_agent_id``: an agent it was moved away
+    from, whose Kanban loses it."""
+    from broker.events import publish_all
+
+    events = [
+        (
+            "task_changed",
+            {"agent_id": agent_id, "task_id": str(task.task_id), "status": task.status},
+        )
+        for agent_id in dict.fromkeys([task.agent_id, also_agent_id])
+        if agent_id
+    ]
+    transaction.on_commit(lambda: publish_all(events))
 
 
 def task_claim(*, agent: Agent, task_id: uuid.UUID) -> AgentTask:

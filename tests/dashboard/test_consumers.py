@@ -157,3 +157,36 @@ async def test_a_pause_by_staff_shows_on_open_boards_at_once() -> None:
     html = await communicator.receive_from(timeout=5)
     assert 'id="status-henry"' in html and "status-paused" in html
     await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_task_staff_move_in_the_admin_shows_on_open_boards() -> None:
+    from django.test import Client
+
+    from brainframe.models import AgentTask
+
+    def setup() -> tuple[Client, AgentTask]:
+        henry = f.AgentFactory(agent_id="henry", name="Henry")
+        f.AgentFactory(agent_id="reggie", name="Reggie")
+        staff = Client()
+        staff.force_login(f.UserFactory(username="boss", is_staff=True, is_superuser=True))
+        return staff, f.AgentTaskFactory(agent=henry, title="Vehicle check: Hiace 2")
+
+    staff, task = await sync_to_async(setup)()
+    communicator = await _board_socket()
+
+    def reassign() -> int:
+        form = {
+            "agent": "reggie", "title": task.title, "status": "in_progress",
+            "priority": task.priority, "payload": "{}", "result": "null", "progress": 0,
+            "failure_reason": "",
+        }  # fmt: skip
+        return staff.post(f"/admin/brainframe/agenttask/{task.task_id}/change/", form).status_code
+
+    assert await sync_to_async(reassign)() == 302
+    received = [await communicator.receive_from(timeout=5) for _ in range(2)]
+    assert "[Reggie]" in "".join(received) and "IN PROGRESS" in "".join(received)
+    assert any('id="kanban-henry"' in html for html in received)  # loses the task
+    assert any('id="kanban-reggie"' in html and "Vehicle check" in html for html in received)
+    await communicator.disconnect()
