@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.auth.views import LoginView
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
@@ -9,13 +10,21 @@ from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from rabs.signin import AdminSignInForm, SignInForm
+
 admin.site.site_header = "RABS Brainframe"
 admin.site.site_title = "RABS Brainframe"
 admin.site.index_title = "Tools registry, policies and audit"
+admin.site.login_form = AdminSignInForm
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/board/", permanent=False)),
     path("board/", include("dashboard.urls")),
+    path(
+        "accounts/login/",
+        LoginView.as_view(authentication_form=SignInForm),
+        name="login",
+    ),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("broker.api.urls")),

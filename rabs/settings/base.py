@@ -135,6 +135,12 @@ WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/board/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+# Sign-in of people (board and admin) is throttled per username and client (rabs/signin.py).
+AUTHENTICATION_BACKENDS = ["rabs.signin.ThrottledModelBackend"]
+RABS_SIGNIN_FAILURES = env.int("RABS_SIGNIN_FAILURES", default=5)
+RABS_SIGNIN_LOCKOUT_SECONDS = env.int("RABS_SIGNIN_LOCKOUT_SECONDS", default=900)
+# A header our own proxy sets to the client's address (e.g. X-Real-IP); empty: REMOTE_ADDR.
+RABS_CLIENT_IP_HEADER = env.str("RABS_CLIENT_IP_HEADER", default="")
 MEDIA_URL = "/media/"
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "var" / "media")
 

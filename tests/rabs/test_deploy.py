@@ -99,6 +99,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
             self.send_response(200)
             self.send_header("X-Seen-Host", self.headers.get("Host", ""))
             self.send_header("X-Seen-Proto", self.headers.get("X-Forwarded-Proto", ""))
+            self.send_header("X-Seen-Client", self.headers.get("X-Real-IP", ""))
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -195,6 +196,21 @@ def test_web_sees_the_clients_host_and_the_true_scheme(proxy: dict[int, int]) ->
     )
     assert agent.headers["X-Seen-Host"] == f"127.0.0.1:{proxy[AGENT_PORT]}"
     assert agent.headers["X-Seen-Proto"] == "http"
+
+
+@pytest.mark.parametrize("port", [STAFF_PORT, AGENT_PORT])
+def test_web_is_told_the_clients_address_not_the_one_it_claims(
+    proxy: dict[int, int], port: int
+) -> None:
+    """Sign-in throttling counts failures per client address (RABS_CLIENT_IP_HEADER, set to
+    X-Real-IP in the compose file): a guesser cannot pick a fresh address per try."""
+    path = "/accounts/login/" if port == STAFF_PORT else "/api/v1/tasks/"
+    seen = httpx.get(
+        f"http://127.0.0.1:{proxy[port]}{path}", headers={"X-Real-IP": "203.0.113.9"}, timeout=5
+    )
+    assert seen.headers["X-Seen-Client"] == "127.0.0.1"
+    web = _compose()["services"]["web"]
+    assert web["environment"]["RABS_CLIENT_IP_HEADER"] == "X-Real-IP"
 
 
 def test_compose_and_nginx_agree_on_the_ports() -> None:
