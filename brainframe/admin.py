@@ -125,7 +125,7 @@ class LevelChangeForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         if (
-            self.instance.pk
+            not self.instance._state.adding
             and "monitoring_level" in self.changed_data
             and not cleaned.get("level_change_reason", "").strip()
         ):
@@ -135,6 +135,19 @@ class LevelChangeForm(forms.ModelForm):
 
 class LevelChangeAdmin(admin.ModelAdmin):
     """Saves the object; a changed monitoring level goes through ``monitoring_level_set``."""
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is not None:
+            return fieldsets
+        # A new tool or agent starts at its level: there is no change to give a reason for.
+        return [
+            (
+                name,
+                {**options, "fields": [f for f in options["fields"] if f != "level_change_reason"]},
+            )
+            for name, options in fieldsets
+        ]
 
     def save_model(
         self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool

@@ -391,6 +391,8 @@ def test_llm_usage_shows_cost_and_totals(admin_client: Client, seeded: None) -> 
 def test_a_staff_level_change_needs_a_reason_and_is_recorded(
     admin_client: Client, seeded: None, model: type[Tool] | type[Agent]
 ) -> None:
+    # A new one starts at its level: no reason is asked for.
+    assert "level_change_reason" not in admin_client.get(_url(model, "add")).content.decode()
     subject = model.objects.get(pk="roster.shift.read" if model is Tool else "henry")
     url = _url(model, "change", subject.pk)
     shown = _page_form(admin_client.get(url).content.decode())
