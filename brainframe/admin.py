@@ -175,9 +175,16 @@ class ToolAdminForm(LevelChangeForm):
         cleaned = super().clean()
         level, ceiling = cleaned.get("monitoring_level"), cleaned.get("monitoring_ceiling")
         if level is not None and ceiling is not None and level > ceiling:
-            self.add_error(
-                "monitoring_level", f"Above this tool's ceiling ({ceiling}): raise it first."
-            )
+            if "monitoring_level" in self.changed_data:
+                self.add_error(
+                    "monitoring_level", f"Above this tool's ceiling ({ceiling}): raise it first."
+                )
+            else:  # the ceiling came down past where the tool is
+                self.add_error(
+                    "monitoring_ceiling",
+                    f"The tool is at level {level}: lower its level too (with a reason), or keep "
+                    f"the ceiling at {level} or above.",
+                )
         for field, require_object in (("input_schema", True), ("output_schema", False)):
             if field in cleaned:
                 for problem in json_schema_errors(cleaned[field], require_object=require_object):

@@ -439,6 +439,20 @@ def test_a_tool_is_not_set_above_its_ceiling_by_hand(admin_client: Client, seede
     tool.refresh_from_db()
     assert tool.monitoring_level == 0 and not MonitoringLevelChange.objects.exists()
 
+    # Lowering the ceiling past where the tool is says what to do instead.
+    Tool.objects.filter(pk=tool.pk).update(monitoring_level=2)
+    shown = _page_form(admin_client.get(url).content.decode())
+    refused = admin_client.post(url, {**shown, "monitoring_ceiling": "1"})
+    assert "The tool is at level 2: lower its level too" in refused.content.decode()
+    tool.refresh_from_db()
+    assert tool.monitoring_ceiling == 2
+    lowered = {**shown, "monitoring_ceiling": "1", "monitoring_level": "1"}
+    assert (
+        admin_client.post(url, {**lowered, "level_change_reason": "scope cut"}).status_code == 302
+    )
+    tool.refresh_from_db()
+    assert (tool.monitoring_level, tool.monitoring_ceiling) == (1, 1)
+
 
 def test_pausing_an_agent_stops_its_requests_and_resuming_lets_it_work(
     henry: SignedClient, seeded: None
