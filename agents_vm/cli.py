@@ -18,17 +18,7 @@ from typing import Any
 
 import httpx
 
-from .sdk import (
-    BrokerClient,
-    BrokerError,
-    Denied,
-    Executed,
-    Expired,
-    InvalidArguments,
-    Outcome,
-    PendingApproval,
-    Rejected,
-)
+from .sdk import BrokerClient, BrokerError, Executed, Outcome, PendingApproval
 
 #: Exit status by result (2 is argparse's: the command line itself was wrong).
 EXIT = {
@@ -41,14 +31,6 @@ EXIT = {
     "invalid": 5,
     "refused": 6,  # the broker refused the request itself (signature, size, rate, …)
     "unreachable": 7,
-}
-_STATUS = {
-    Executed: "executed",
-    PendingApproval: "pending_approval",
-    Denied: "denied",
-    Rejected: "rejected",
-    Expired: "expired",
-    InvalidArguments: "invalid",
 }
 
 
@@ -125,11 +107,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(outcome: Outcome) -> int:
-    status = _STATUS[type(outcome)]
-    _print({"status": status, **dataclasses.asdict(outcome)})
+    _print({"status": outcome.STATUS, **dataclasses.asdict(outcome)})
     if isinstance(outcome, Executed) and not outcome.ok:
         return EXIT["failed"]
-    return EXIT[status]
+    return EXIT[outcome.STATUS]
 
 
 def _secret(path: str | None) -> str:

@@ -21,7 +21,7 @@ import secrets
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -38,6 +38,8 @@ class BrokerError(Exception):
 
 @dataclass(frozen=True)
 class Tags:
+    """What every call outcome carries; each kind's ``STATUS`` is the broker's name for it."""
+
     call_id: str
     r_tag: str | None
     o_tag: str | None
@@ -46,6 +48,7 @@ class Tags:
 
 @dataclass(frozen=True)
 class Executed(Tags):
+    STATUS: ClassVar[str] = "executed"
     result: Any = None
     outcome: str = "succeeded"  # succeeded / failed / timed_out
     error: str = ""
@@ -57,28 +60,32 @@ class Executed(Tags):
 
 @dataclass(frozen=True)
 class PendingApproval(Tags):
+    STATUS: ClassVar[str] = "pending_approval"
     approval_id: str = ""
     expires_at: str = ""
 
 
 @dataclass(frozen=True)
 class Denied(Tags):
+    STATUS: ClassVar[str] = "denied"
     code: str = ""
     detail: str = ""
 
 
 @dataclass(frozen=True)
 class Rejected(Tags):
+    STATUS: ClassVar[str] = "rejected"
     reason: str = ""
 
 
 @dataclass(frozen=True)
 class Expired(Tags):
-    pass
+    STATUS: ClassVar[str] = "expired"
 
 
 @dataclass(frozen=True)
 class InvalidArguments(Tags):
+    STATUS: ClassVar[str] = "invalid"
     code: str = ""
     detail: str = ""
     errors: list[dict[str, str]] = field(default_factory=list)

@@ -461,7 +461,7 @@ class AgentAdmin(JSONEditingMixin, LevelChangeAdmin):
         self, request: HttpRequest, obj: Agent, form: forms.ModelForm, change: bool
     ) -> None:
         super().save_model(request, obj, form, change)
-        if change:
+        if change and form.changed_data:
             agent_changed(agent=obj)
 
     @admin.action(description="Pause selected agents (the broker refuses their requests)")

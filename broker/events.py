@@ -48,6 +48,14 @@ def publish(event: str, payload: dict[str, Any]) -> Future[Any] | None:
     return publish_all([(event, payload)])
 
 
+def publish_after_commit(events: list[Event]) -> None:
+    """``publish_all`` once the current transaction commits (at once outside one): for events
+    whose rows the board reads to show them."""
+    from django.db import transaction
+
+    transaction.on_commit(lambda: publish_all(events))
+
+
 def publish_all(events: list[Event]) -> Future[Any] | None:
     """Several events, in order, as one message (a tool call's Guardian assessment with its
     row): each message costs the channel layer a few Redis commands, whatever it carries."""

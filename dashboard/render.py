@@ -18,6 +18,12 @@ def _log_row(entry: dict[str, Any]) -> str:
     return render_to_string("dashboard/partials/log_row.html", {"entry": entry, "oob": True})
 
 
+def _replacing_row(entry: dict[str, Any]) -> str:
+    """A row that moves on (a call: review → approved → OK; a task between columns): drop its
+    old row, then put the current one on top."""
+    return f'<li id="{entry["id"]}" hx-swap-oob="delete"></li>\n' + _log_row(entry)
+
+
 def render_call_event(payload: dict[str, Any]) -> str | None:
     """A tool call's row straight from its event (no database read), or None when the event
     does not carry what the row shows."""
@@ -34,9 +40,7 @@ def render_call_event(payload: dict[str, Any]) -> str | None:
         duration_ms=payload["duration_ms"],
         o_tag=payload.get("o_tag"),
     )
-    # A call's row is replaced as it progresses (review → approved → OK): drop the old row,
-    # then put the current one on top.
-    return f'<li id="{entry["id"]}" hx-swap-oob="delete"></li>\n' + _log_row(entry)
+    return _replacing_row(entry)
 
 
 def renders(event: str) -> bool:
@@ -53,11 +57,7 @@ def render_event(event: str, payload: dict[str, Any], user: Any) -> str:
     if event == "tool_call":
         call = ToolCall.objects.select_related("agent").filter(pk=payload["call_id"]).first()
         if call is not None:
-            entry = selectors.log_entry_for_call(call)
-            # A call's row is replaced as it progresses (review → approved → OK): drop the old
-            # row, then put the current one on top.
-            parts.append(f'<li id="{entry["id"]}" hx-swap-oob="delete"></li>')
-            parts.append(_log_row(entry))
+            parts.append(_replacing_row(selectors.log_entry_for_call(call)))
     elif event.startswith("approval_"):
         approval = (
             ApprovalRequest.objects.select_related("agent", "tool", "r_tag", "decided_by", "vpol")
@@ -100,10 +100,8 @@ def render_event(event: str, payload: dict[str, Any], user: Any) -> str:
     elif event in _AGENT_EVENTS:
         if event == "task_changed":
             task = AgentTask.objects.select_related("agent").filter(pk=payload["task_id"]).first()
-            if task is not None:  # the row where the task stands now replaces its last one
-                entry = selectors.log_entry_for_task(task)
-                parts.append(f'<li id="{entry["id"]}" hx-swap-oob="delete"></li>')
-                parts.append(_log_row(entry))
+            if task is not None:
+                parts.append(_replacing_row(selectors.log_entry_for_task(task)))
         elif event == "level_changed" and payload.get("change_id") is not None:
             change = (
                 MonitoringLevelChange.objects.select_related("agent", "changed_by")
@@ -112,7 +110,8 @@ def render_event(event: str, payload: dict[str, Any], user: Any) -> str:
             )
             if change is not None:
                 parts.append(_log_row(selectors.log_entry_for_level_change(change)))
-        agent = Agent.objects.filter(pk=payload.get("agent_id")).first()
+        agent_id = payload.get("agent_id")  # none for a tool's level change
+        agent = Agent.objects.filter(pk=agent_id).first() if agent_id else None
         if agent is not None:
             parts.append(
                 render_to_string(

@@ -31,7 +31,6 @@ def agent_set_paused(*, agents: Iterable[Agent], paused: bool) -> int:
 
 
 def _announce(agent_ids: list[str]) -> None:
-    from broker.events import publish_all
+    from broker.events import publish_after_commit
 
-    events = [("agent_changed", {"agent_id": agent_id}) for agent_id in agent_ids]
-    transaction.on_commit(lambda: publish_all(events) if events else None)
+    publish_after_commit([("agent_changed", {"agent_id": agent_id}) for agent_id in agent_ids])

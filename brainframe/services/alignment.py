@@ -250,7 +250,7 @@ def _set_level(
         )
         model.objects.filter(pk=subject.pk).update(monitoring_level=to_level)
         subject.monitoring_level = to_level
-    from broker.events import publish
+    from broker.events import publish_after_commit
 
     # After commit: the board reads the change's row to show it.
     payload = {
@@ -262,7 +262,7 @@ def _set_level(
         "to": to_level,
         "rule": rule,
     }
-    transaction.on_commit(lambda: publish("level_changed", payload))
+    publish_after_commit([("level_changed", payload)])
     return change
 
 

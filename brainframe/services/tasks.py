@@ -9,7 +9,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from brainframe.models import Agent, AgentTask, ApprovalRequest
@@ -49,17 +48,16 @@ def task_announce(task: AgentTask, *, also_agent_id: str | None = None) -> None:
     """Show the task where it stands on every open board (its log row, its agent's Kanban),
     once committed: the board reads the task. ``also_agent_id``: an agent it was moved away
     from, whose Kanban loses it."""
-    from broker.events import publish_all
+    from broker.events import publish_after_commit
 
-    events = [
-        (
-            "task_changed",
-            {"agent_id": agent_id, "task_id": str(task.task_id), "status": task.status},
-        )
-        for agent_id in dict.fromkeys([task.agent_id, also_agent_id])
-        if agent_id
-    ]
-    transaction.on_commit(lambda: publish_all(events))
+    payload = {"task_id": str(task.task_id), "status": task.status}
+    publish_after_commit(
+        [
+            ("task_changed", {"agent_id": agent_id, **payload})
+            for agent_id in dict.fromkeys([task.agent_id, also_agent_id])
+            if agent_id
+        ]
+    )
 
 
 def task_claim(*, agent: Agent, task_id: uuid.UUID) -> AgentTask:
