@@ -15,7 +15,7 @@ client sent).
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, NoReturn
 
 from django import forms
 from django.conf import settings
@@ -25,6 +25,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+from redis.exceptions import RedisError
 
 
 def client_address(request: HttpRequest) -> str:
@@ -55,13 +56,15 @@ class ThrottledModelBackend(ModelBackend):
         if request is None or not username:
             return super().authenticate(request, username=username, password=password, **kwargs)
         key = _key(request, username)
+        client = cache.redis()  # type: ignore[attr-defined]  # rabs.cache.RedisCache
         try:
-            client = cache.redis()  # type: ignore[attr-defined]  # rabs.cache.RedisCache
             failures, ttl = client.pipeline(transaction=False).get(key).ttl(key).execute()
-            if int(failures or 0) >= settings.RABS_SIGNIN_FAILURES:
-                request.signin_refused = ("locked", max(int(ttl), 1))  # type: ignore[attr-defined]
-                raise PermissionDenied  # no other backend is asked
-            user = super().authenticate(request, username=username, password=password, **kwargs)
+        except RedisError as exc:
+            _refuse(request, "unavailable", 0, exc)
+        if int(failures or 0) >= settings.RABS_SIGNIN_FAILURES:
+            _refuse(request, "locked", max(int(ttl), 1))
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        try:
             if user is None:
                 window = settings.RABS_SIGNIN_LOCKOUT_SECONDS
                 client.pipeline(transaction=False).set(key, 0, ex=window, nx=True).incr(
@@ -69,12 +72,17 @@ class ThrottledModelBackend(ModelBackend):
                 ).execute()
             else:
                 client.delete(key)
-            return user
-        except PermissionDenied:
-            raise
-        except Exception as exc:  # the counter store is down: refuse rather than not count
-            request.signin_refused = ("unavailable", 0)  # type: ignore[attr-defined]
-            raise PermissionDenied from exc
+        except RedisError as exc:  # the count cannot be kept: refuse rather than not count
+            _refuse(request, "unavailable", 0, exc)
+        return user
+
+
+def _refuse(
+    request: HttpRequest, why: str, seconds: int, cause: Exception | None = None
+) -> NoReturn:
+    """Refuse the sign-in (no other backend is asked); the form says why."""
+    request.signin_refused = (why, seconds)  # type: ignore[attr-defined]
+    raise PermissionDenied from cause
 
 
 class _RefusalMessages(AuthenticationForm):
