@@ -6,7 +6,7 @@ Runs in a database of its own (``rabs_bench_audit`` on the same server, migrated
 dropped at the end: audit rows can never be deleted, so they are not written into yours).
 
 - **appends**: ``writers`` processes, each with its own connection, record decisions through the
-  real write path (``broker.audit.record_decision``: origin, reason, edges and the chained
+  real write path (``broker.audit.record.record_decision``: origin, reason, edges and the chained
   tool-call row, the agent's chain locked for the next ``seq``), (a) all on one
   agent's chain, (b) one chain per writer. The call is prepared once and embedding-after-commit
   is off: what is timed is the audit write. Prints chained rows/s, and the CPU per row of the
@@ -44,7 +44,7 @@ def _appends(writers: int, seconds: float, *, one_chain: bool) -> tuple[float, d
 
     from bench._cpu import CpuMeter, per_request_ms
     from brainframe.models import Agent
-    from broker.audit import record_decision
+    from broker.audit.record import record_decision
     from broker.pipeline.context import CallRequest, Outcome, Verdict
     from broker.services.calls import prepare
 
@@ -80,6 +80,7 @@ def _appends(writers: int, seconds: float, *, one_chain: bool) -> tuple[float, d
             while time.monotonic() < stop:
                 ctx = copy.copy(templates[agent.agent_id])
                 ctx.call_id, ctx.findings = uuid.uuid4(), []
+                ctx.tags = ctx.tags and ctx.tags.with_new_origin()
                 record_decision(ctx, verdict)
                 count += 1
         except BaseException as exc:
@@ -123,7 +124,8 @@ def _verify(rows: int, workers: int) -> tuple[float, float]:
     from psycopg.types.json import Jsonb
 
     from brainframe.models import Agent, OriginRegistry, ReasonLog, ToolCall
-    from broker.audit import GENESIS_HASH, HASH_SCHEME, compute_row_hash, verify_chain
+    from broker.audit.hashing import GENESIS_HASH, HASH_SCHEME, compute_row_hash
+    from broker.audit.verify import verify_chain
 
     agent = Agent.objects.create(agent_id="bench-verify", name="bench", type="type_2_sandboxed")
     origin = OriginRegistry.objects.create(origin_type="manual", source_ref="bench")

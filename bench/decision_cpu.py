@@ -45,10 +45,10 @@ STEPS = [
     ("    prepare (registry, task)", "broker.services.calls", "prepare"),
     ("    decide (pipeline)", "broker.services.calls", "decide"),
     ("    audit write", "broker.services.calls", "record_decision"),
-    ("    execute", "broker.services.calls", "tool_call_execute"),
-    ("      handler", "broker.services.calls", "run_handler"),
-    ("      outcome write", "broker.services.calls", "record_outcome_patiently"),
-    ("      board event", "broker.services.calls", "publish_tool_call"),
+    ("    execute", "broker.services.calls", "call_execute"),
+    ("      handler", "broker.services.execution", "run_handler"),
+    ("      outcome write", "broker.services.execution", "record_outcome_patiently"),
+    ("      board event", "broker.services.execution", "publish_tool_call"),
 ]
 
 

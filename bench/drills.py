@@ -153,7 +153,8 @@ def _recover() -> dict[str, Any]:
     """What the minute job does, once the interrupted call's handler time is up."""
     from django.utils import timezone
 
-    from broker.services.approvals import approvals_recover, calls_interrupted_seal
+    from broker.services.approvals import approvals_recover
+    from broker.services.execution import calls_interrupted_seal
 
     later = timezone.now() + timedelta(minutes=3)
     return {
@@ -194,7 +195,7 @@ def _reviewer() -> Any:
 def _pending_call(n: int) -> tuple[str, Any]:
     """A call of Henry's to the review tool, waiting for a reviewer: (call id, approval id)."""
     from brainframe.models import Agent
-    from broker.audit import record_decision
+    from broker.audit.record import record_decision
     from broker.pipeline.context import CallRequest, Outcome, Verdict
     from broker.services.calls import prepare
 

@@ -40,8 +40,8 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 def main() -> int:
-    from brainframe.guardian import assess
-    from brainframe.pii import pii_find
+    from brainframe.safety.guardian import assess
+    from brainframe.safety.pii import pii_find
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=300)

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from datetime import date, timedelta
+from typing import Any
+
 from django.apps import AppConfig
 
 
@@ -9,3 +12,18 @@ class BrainframeConfig(AppConfig):
     name = "brainframe"
     verbose_name = "Brainframe"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Services import models, which cannot be imported before the app registry is ready.
+        from .jobs import job_register
+        from .services.alignment import alignment_nightly
+        from .services.indexing import index_sweep
+        from .services.relevance import decay_run
+
+        def decay(day: date) -> Any:
+            # The 02:00 run on the morning after ``day`` is that night's decay.
+            return decay_run(night=day + timedelta(days=1))
+
+        job_register("index", lambda day: index_sweep())
+        job_register("decay", decay)
+        job_register("alignment", lambda day: alignment_nightly(day=day))

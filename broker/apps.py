@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from datetime import date
+from typing import Any
+
 from django.apps import AppConfig
 
 
@@ -10,4 +13,29 @@ class BrokerConfig(AppConfig):
     verbose_name = "Tools Broker"
 
     def ready(self) -> None:
-        from .api import schema  # noqa: F401  (registers the RABS-HMAC OpenAPI extension)
+        # Handlers, services and the API import models, which cannot be imported before the app
+        # registry is ready.
+        from brainframe.jobs import job_register
+        from brainframe.models import Tool
+
+        # drf-spectacular learns of an extension when its class is defined (RABS-HMAC's).
+        from .api import schema  # noqa: F401
+        from .handlers import api, demo, function, native, runner_register, script, sql
+        from .services.approvals import approvals_expire, approvals_recover
+        from .services.execution import calls_interrupted_seal
+
+        runner_register(Tool.HandlerType.FUNCTION, function.run)
+        runner_register(Tool.HandlerType.SQL, sql.run)
+        runner_register(Tool.HandlerType.API, api.run)
+        runner_register(Tool.HandlerType.SCRIPT, script.run)
+        function.functions_register(demo.CALLABLES)
+        function.functions_register(native.CALLABLES)
+
+        def expire_approvals(day: date) -> Any:
+            return {
+                "expired": approvals_expire(),
+                "re-enqueued": approvals_recover(),
+                "interrupted": calls_interrupted_seal(),
+            }
+
+        job_register("expire_approvals", expire_approvals)

@@ -43,7 +43,8 @@ def governing_policy(tool: Tool, policies: list[ValidationPolicy]) -> Validation
 class Snapshot:
     token: str | None
     policies: list[ValidationPolicy]
-    directives: list[tuple[str, list[Any]]]
+    # (code, escalation, predicates) of active directives that have predicates.
+    directives: list[tuple[str, str, list[Any]]]
     constitution: list[tuple[str, str, list[Any]]]
     # Filled as calls name them; an unknown tool id is not remembered.
     _tools: dict[str, Tool] = field(default_factory=dict)
@@ -102,10 +103,10 @@ def _load(token: str | None) -> Snapshot:
         token=token,
         policies=list(ValidationPolicy.objects.filter(active=True)),
         directives=[
-            (code, predicates)
-            for code, predicates in PrimeDirective.objects.filter(active=True)
+            (code, escalation, predicates)
+            for code, escalation, predicates in PrimeDirective.objects.filter(active=True)
             .exclude(predicates=[])
-            .values_list("code", "predicates")
+            .values_list("code", "escalation", "predicates")
         ],
         constitution=[
             (code, enforcement, predicates)

@@ -7,7 +7,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from broker.events import BOARD_GROUP
+from brainframe.events import BOARD_GROUP, Event, ToolCallChanged, event_from_wire
 
 from .render import render_call_event, render_event, renders
 
@@ -28,14 +28,19 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     async def board_events(self, message: dict[str, Any]) -> None:
         for item in message["events"]:
-            await self._show(item["event"], item["payload"])
+            event = event_from_wire(item)
+            if event is not None:
+                await self._show(event)
 
-    async def _show(self, event: str, payload: dict[str, Any]) -> None:
+    async def _show(self, event: Event) -> None:
         # A tool call's row needs no database read: render it here rather than queue it on the
         # consumers' one synchronous thread at high call rates; events the board does not show
         # (a Guardian assessment per call) are dropped here.
-        html = render_call_event(payload) if event == "tool_call" else None
-        if html is None and renders(event):
-            html = await database_sync_to_async(render_event)(event, payload, self.scope["user"])
+        if isinstance(event, ToolCallChanged):
+            html = render_call_event(event)
+        elif renders(event):
+            html = await database_sync_to_async(render_event)(event, self.scope["user"])
+        else:
+            return
         if html:
             await self.send(text_data=html)

@@ -1,15 +1,34 @@
-"""Event → HTML: which partials to push for each board event (out-of-band swaps)."""
+"""Event → HTML: which partials to push for each board event (out-of-band swaps).
+
+``RENDERERS`` maps each event type the board shows to the function that renders it; events
+not in it (every Guardian assessment, a threat alert) are for other listeners and cost the board
+nothing.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from django.template.loader import render_to_string
 
+from brainframe.events import (
+    AgentChanged,
+    ApprovalCreated,
+    ApprovalDecided,
+    ApprovalEscalated,
+    ApprovalEvent,
+    ApprovalExpired,
+    Event,
+    Heartbeat,
+    LevelChanged,
+    TaskChanged,
+    ToolCallChanged,
+)
 from brainframe.models import Agent, AgentTask, ApprovalRequest, MonitoringLevelChange, ToolCall
-from broker.services.approvals import can_decide
+from broker.services.approvals import OPEN, can_decide
 
 from . import selectors
 
@@ -24,106 +43,133 @@ def _replacing_row(entry: dict[str, Any]) -> str:
     return f'<li id="{entry["id"]}" hx-swap-oob="delete"></li>\n' + _log_row(entry)
 
 
-def render_call_event(payload: dict[str, Any]) -> str | None:
-    """A tool call's row straight from its event (no database read), or None when the event
-    does not carry what the row shows."""
-    if "agent_name" not in payload:
-        return None
+def render_call_event(event: ToolCallChanged) -> str:
+    """A tool call's row straight from its event (no database read)."""
     entry = selectors.call_log_entry(
-        call_id=payload["call_id"],
-        at=datetime.fromisoformat(payload["timestamp"]),
-        actor=payload["agent_name"],
-        tool_id=payload["tool_id"],
-        decision=payload["decision"],
-        code=payload["code"],
-        outcome=payload["outcome"],
-        duration_ms=payload["duration_ms"],
-        o_tag=payload.get("o_tag"),
+        call_id=event.call_id,
+        at=datetime.fromisoformat(event.timestamp),
+        actor=event.agent_name,
+        tool_id=event.tool_id,
+        decision=event.decision,
+        code=event.code,
+        outcome=event.outcome,
+        duration_ms=event.duration_ms,
+        o_tag=event.o_tag,
     )
     return _replacing_row(entry)
 
 
-def renders(event: str) -> bool:
-    """Whether the board shows ``event`` (others, such as every Guardian assessment, are for
-    other listeners: no thread hop, no database read for them)."""
-    return event == "tool_call" or event.startswith("approval_") or event in _AGENT_EVENTS
+def _tool_call(event: Event, user: Any) -> list[str]:
+    assert isinstance(event, ToolCallChanged)
+    call = ToolCall.objects.select_related("agent").filter(pk=event.call_id).first()
+    return [_replacing_row(selectors.log_entry_for_call(call))] if call is not None else []
 
 
-_AGENT_EVENTS = ("task_changed", "heartbeat", "level_changed", "agent_changed")
+def _approval(event: Event, user: Any) -> list[str]:
+    assert isinstance(event, ApprovalEvent)
+    approval = (
+        ApprovalRequest.objects.select_related("agent", "tool", "r_tag", "decided_by", "vpol")
+        .filter(pk=event.approval_id)
+        .first()
+    )
+    if approval is None:
+        return []
+    created = isinstance(event, ApprovalCreated)
+    template = (
+        "dashboard/partials/approval_new.html"
+        if created
+        else "dashboard/partials/approval_card.html"
+    )
+    parts: list[str] = [
+        render_to_string(
+            template,
+            {
+                "approval": approval,
+                "chain": selectors.chain_for(approval),
+                "can_decide": can_decide(user, approval),
+                "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
+                "oob": True,
+            },
+        )
+    ]
+    if not created:
+        parts.append(_log_row(selectors.log_entry_for_approval(approval)))
+    open_count = ApprovalRequest.objects.filter(status__in=OPEN).count()
+    parts.append(
+        render_to_string(
+            "dashboard/partials/open_count.html", {"open_count": open_count, "oob": True}
+        )
+    )
+    return parts
 
 
-def render_event(event: str, payload: dict[str, Any], user: Any) -> str:
+def _status_card(agent_id: str | None, *, kanban: bool = False) -> list[str]:
+    """The agent's status card (and its Kanban), as they stand now."""
+    agent = Agent.objects.filter(pk=agent_id).first() if agent_id else None
+    if agent is None:
+        return []
+    parts: list[str] = [
+        render_to_string(
+            "dashboard/partials/status_card.html",
+            {"card": selectors.status_card(agent), "oob": True},
+        )
+    ]
+    if kanban:
+        parts.append(
+            render_to_string(
+                "dashboard/partials/kanban.html",
+                {"agent": agent, "columns": selectors.kanban(agent), "oob": True},
+            )
+        )
+    return parts
+
+
+def _task(event: Event, user: Any) -> list[str]:
+    assert isinstance(event, TaskChanged)
+    task = AgentTask.objects.select_related("agent").filter(pk=event.task_id).first()
+    parts = [_replacing_row(selectors.log_entry_for_task(task))] if task is not None else []
+    return parts + _status_card(event.agent_id, kanban=True)
+
+
+def _level(event: Event, user: Any) -> list[str]:
+    assert isinstance(event, LevelChanged)
     parts: list[str] = []
-    if event == "tool_call":
-        call = ToolCall.objects.select_related("agent").filter(pk=payload["call_id"]).first()
-        if call is not None:
-            parts.append(_replacing_row(selectors.log_entry_for_call(call)))
-    elif event.startswith("approval_"):
-        approval = (
-            ApprovalRequest.objects.select_related("agent", "tool", "r_tag", "decided_by", "vpol")
-            .filter(pk=payload["approval_id"])
+    if event.change_id is not None:
+        change = (
+            MonitoringLevelChange.objects.select_related("agent", "changed_by")
+            .filter(pk=event.change_id)
             .first()
         )
-        if approval is not None:
-            template = (
-                "dashboard/partials/approval_new.html"
-                if event == "approval_created"
-                else "dashboard/partials/approval_card.html"
-            )
-            parts.append(
-                render_to_string(
-                    template,
-                    {
-                        "approval": approval,
-                        "chain": selectors.chain_for(approval),
-                        "can_decide": can_decide(user, approval),
-                        "arguments_json": json.dumps(
-                            approval.arguments, indent=2, ensure_ascii=False
-                        ),
-                        "oob": True,
-                    },
-                )
-            )
-            if event != "approval_created":
-                parts.append(_log_row(selectors.log_entry_for_approval(approval)))
-            parts.append(
-                render_to_string(
-                    "dashboard/partials/open_count.html",
-                    {
-                        "open_count": ApprovalRequest.objects.filter(
-                            status__in=["pending", "escalated"]
-                        ).count(),
-                        "oob": True,
-                    },
-                )
-            )
-    elif event in _AGENT_EVENTS:
-        if event == "task_changed":
-            task = AgentTask.objects.select_related("agent").filter(pk=payload["task_id"]).first()
-            if task is not None:
-                parts.append(_replacing_row(selectors.log_entry_for_task(task)))
-        elif event == "level_changed" and payload.get("change_id") is not None:
-            change = (
-                MonitoringLevelChange.objects.select_related("agent", "changed_by")
-                .filter(pk=payload["change_id"])
-                .first()
-            )
-            if change is not None:
-                parts.append(_log_row(selectors.log_entry_for_level_change(change)))
-        agent_id = payload.get("agent_id")  # none for a tool's level change
-        agent = Agent.objects.filter(pk=agent_id).first() if agent_id else None
-        if agent is not None:
-            parts.append(
-                render_to_string(
-                    "dashboard/partials/status_card.html",
-                    {"card": selectors.status_card(agent), "oob": True},
-                )
-            )
-            if event == "task_changed":
-                parts.append(
-                    render_to_string(
-                        "dashboard/partials/kanban.html",
-                        {"agent": agent, "columns": selectors.kanban(agent), "oob": True},
-                    )
-                )
-    return "\n".join(parts)
+        if change is not None:
+            parts.append(_log_row(selectors.log_entry_for_level_change(change)))
+    return parts + _status_card(event.agent_id)  # none for a tool's level change
+
+
+def _agent(event: Event, user: Any) -> list[str]:
+    assert isinstance(event, AgentChanged | Heartbeat)
+    return _status_card(event.agent_id)
+
+
+#: What the board shows, by event type.
+RENDERERS: dict[type[Event], Callable[[Event, Any], list[str]]] = {
+    ToolCallChanged: _tool_call,
+    ApprovalCreated: _approval,
+    ApprovalDecided: _approval,
+    ApprovalEscalated: _approval,
+    ApprovalExpired: _approval,
+    TaskChanged: _task,
+    LevelChanged: _level,
+    AgentChanged: _agent,
+    Heartbeat: _agent,
+}
+
+
+def renders(event: Event) -> bool:
+    """Whether the board shows ``event`` (others, such as every Guardian assessment, are for
+    other listeners: no thread hop, no database read for them)."""
+    return type(event) in RENDERERS
+
+
+def render_event(event: Event, user: Any) -> str:
+    renderer = RENDERERS.get(type(event))
+    return "\n".join(renderer(event, user)) if renderer is not None else ""

@@ -23,7 +23,7 @@ TRUST = {"untrusted": "untrusted", "tool_output": "untrusted", "authenticated_us
 
 
 def main() -> int:
-    from brainframe.guardian import assess
+    from brainframe.safety.guardian import assess
 
     parser = argparse.ArgumentParser()
     parser.add_argument(

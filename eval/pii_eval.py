@@ -32,7 +32,7 @@ LABELS = {
 
 
 def main() -> int:
-    from brainframe.pii import pii_find
+    from brainframe.safety.pii import pii_find
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", default=str(ROOT.parent / "shared/eval/presidio-synth-v2.json"))

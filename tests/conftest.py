@@ -12,7 +12,7 @@ from django.test import Client
 from brainframe.models import Agent
 from brainframe.services.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
-from broker.handlers.function import register
+from broker.handlers.function import functions_register
 from rabs.devstack import free_port, start_daphne, wait_until_up
 from rabs.embedded import database_url
 from tests.signing import SignedClient
@@ -27,10 +27,12 @@ def seeded(db: None) -> None:
 EXECUTED: list[dict[str, Any]] = []
 
 
-@register("tests.echo")
 def _echo(args: dict[str, Any], *, call_id: Any) -> dict[str, Any]:
     EXECUTED.append(args)
     return {"echo": args}
+
+
+functions_register({"tests.echo": _echo})
 
 
 @pytest.fixture

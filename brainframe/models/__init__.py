@@ -15,7 +15,7 @@ from .registry import (
 )
 from .trust import AlignmentSnapshot, MonitoringLevelChange
 from .usage import LLMUsage, ModelPrice
-from .work import AgentTask, ApprovalRequest, Deliverable
+from .work import AgentTask, ApprovalRequest, Deliverable, NotificationDelivery
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
@@ -35,6 +35,7 @@ __all__ = [
     "LLMUsage",
     "ModelPrice",
     "MonitoringLevelChange",
+    "NotificationDelivery",
     "OriginRegistry",
     "PrimeDirective",
     "ReasonEdge",

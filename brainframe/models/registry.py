@@ -181,6 +181,15 @@ class ValidationPolicy(models.Model):
 class PrimeDirective(models.Model):
     """A non-negotiable rule that overrides all other agent behaviour (seed 000 §14)."""
 
+    class Escalation(models.TextChoices):
+        """What an ``escalate`` predicate of the directive does to the call it matched."""
+
+        SENIOR_REVIEW = "senior_review", "Senior reviewers decide the call"
+        SAFETY_LEVEL_ZERO = (
+            "safety_level_zero",
+            "Senior reviewers decide; the tool drops to level 0 and they are e-mailed at once",
+        )
+
     code = models.CharField(
         primary_key=True,
         max_length=40,
@@ -193,6 +202,13 @@ class PrimeDirective(models.Model):
         default=list,
         blank=True,
         help_text="Block predicates the broker evaluates (decision filter).",
+    )
+    escalation = models.CharField(
+        max_length=24,
+        choices=Escalation.choices,
+        default=Escalation.SENIOR_REVIEW,
+        help_text="What a matching 'escalate' predicate does beyond the senior review "
+        "(SAFETY_FIRST: the tool drops to level 0 and senior reviewers are told at once).",
     )
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -184,6 +184,41 @@ class ApprovalRequest(models.Model):
         return f"{self.tool_id} for {self.agent_id} [{self.status}]"
 
 
+class NotificationDelivery(models.Model):
+    """One notification about an approval, to one recipient over one channel: written before
+    the send and marked delivered after it, so a retry of one channel (a flaky webhook) never
+    repeats what another channel (the e-mail) already delivered."""
+
+    class Channel(models.TextChoices):
+        EMAIL = "email", "E-mail"
+        WEBHOOK = "webhook", "Webhook"
+
+    approval = models.ForeignKey(
+        ApprovalRequest, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event = models.CharField(max_length=20, help_text="created, escalated or expired")
+    channel = models.CharField(max_length=16, choices=Channel.choices)
+    recipient = models.CharField(max_length=500, help_text="An e-mail address or the webhook URL.")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "notification_deliveries"
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["approval", "event", "channel", "recipient"],
+                name="%(app_label)s_%(class)s_once_per_recipient",
+            )
+        ]
+
+    def __str__(self) -> str:
+        state = "delivered" if self.delivered_at else f"{self.attempts} attempt(s)"
+        return f"{self.event} by {self.channel} to {self.recipient} ({state})"
+
+
 def deliverable_upload_to(instance: Deliverable, filename: str) -> str:
     task = instance.task_id or "no-task"
     return f"outbox/{instance.agent_id}/{task}/{filename}"

@@ -36,6 +36,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from brainframe.choices import LEVEL_THRESHOLDS
+from brainframe.events import LevelChanged, publish_after_commit
 from brainframe.models import Agent, MonitoringLevelChange, Tool, ToolCall
 
 log = logging.getLogger(__name__)
@@ -250,19 +251,8 @@ def _set_level(
         )
         model.objects.filter(pk=subject.pk).update(monitoring_level=to_level)
         subject.monitoring_level = to_level
-    from broker.events import publish_after_commit
-
     # After commit: the board reads the change's row to show it.
-    payload = {
-        "change_id": change.pk,
-        "subject": str(subject.pk),
-        # The agent whose board shows it on its status card (a tool's level shows in logs).
-        "agent_id": subject.pk if isinstance(subject, Agent) else None,
-        "from": change.from_level,
-        "to": to_level,
-        "rule": rule,
-    }
-    publish_after_commit([("level_changed", payload)])
+    publish_after_commit(LevelChanged.of(change))
     return change
 
 

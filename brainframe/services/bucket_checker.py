@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from brainframe.choices import ContextBucket
+from brainframe.bucket_hints import BUCKET_HINTS
+from brainframe.choices import BUCKET_SCOPES, ContextBucket
 from brainframe.embeddings.indexer import Indexer, IndexerUnavailable, get_indexer
 from brainframe.models import ContextBucketDefinition, OriginRegistry
 
@@ -106,9 +107,6 @@ def rules_from(rows: list[ContextBucketDefinition]) -> _Rules:
 
 def default_definitions() -> list[ContextBucketDefinition]:
     """The seeded definitions (scopes and starting hints), unsaved."""
-    from brainframe.bucket_hints import BUCKET_HINTS
-    from brainframe.choices import BUCKET_SCOPES
-
     return [
         ContextBucketDefinition(bucket=b, number=i, scope=BUCKET_SCOPES[b], **BUCKET_HINTS[b])
         for i, b in enumerate(ContextBucket.values, start=1)

@@ -15,8 +15,14 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from brainframe.guardian import assess
+from brainframe.events import (
+    Event,
+    GuardianAssessmentComplete,
+    SecurityThreatDetected,
+    publish_after_commit,
+)
 from brainframe.models import Agent, AgentTask, OriginRegistry
+from brainframe.safety.guardian import Assessment, assess
 from brainframe.services.indexing import classify_origin_after_commit
 from brainframe.services.tasks import task_announce
 
@@ -103,21 +109,37 @@ def inbound_event_record(*, agent: Agent, event: dict[str, Any]) -> InboundResul
                 payload=payload,
                 o_tag=origin,
             )
-    _announce(origin, task, assessment.as_dict() if assessment else None)
+    _announce(origin, task, assessment)
     return InboundResult(origin, task, created=True, blocked=blocked)
 
 
 def _announce(
-    origin: OriginRegistry, task: AgentTask | None, assessment: dict[str, Any] | None
+    origin: OriginRegistry, task: AgentTask | None, assessment: Assessment | None
 ) -> None:
-    from broker.events import publish
-
-    def send() -> None:
-        if assessment is not None:
-            publish("guardian:assessment_complete", {"o_tag": str(origin.id), **assessment})
-            if assessment["action"] != "allow":
-                publish("security:threat_detected", {"o_tag": str(origin.id), **assessment})
-
-    transaction.on_commit(send)
+    if assessment is not None:
+        o_tag, agent_id = str(origin.id), origin.registered_by_id
+        events: list[Event] = [
+            GuardianAssessmentComplete(
+                risk=assessment.risk,
+                action=assessment.action,
+                o_tag=o_tag,
+                agent_id=agent_id,
+                patterns=tuple(assessment.patterns),
+                trust=assessment.trust,
+            )
+        ]
+        if assessment.action != "allow":
+            events.append(
+                SecurityThreatDetected(
+                    risk=assessment.risk,
+                    action=assessment.action,
+                    patterns=tuple(assessment.patterns),
+                    blocked=assessment.action == "block",
+                    o_tag=o_tag,
+                    agent_id=agent_id,
+                    trust=assessment.trust,
+                )
+            )
+        publish_after_commit(*events)
     if task is not None:
         task_announce(task)

@@ -36,6 +36,7 @@ from brainframe.models import (
     Tool,
     ValidationPolicy,
 )
+from brainframe.safety import baseline
 
 # Stable ids for demo tasks, so a re-seed finds the rows it made.
 _TASK_NAMESPACE = uuid.UUID("9a4c4f0e-2f7b-4d3c-9a51-5b8e0d1c7f21")
@@ -57,7 +58,7 @@ def seed_brainframe(*, baseline_only: bool = False) -> Counter[str]:
 
 
 def _seed_baseline(created: Counter[str]) -> None:
-    for name in [*demo_data.REVIEWER_GROUPS, *demo_data.ROLES]:
+    for name in [*baseline.REVIEWER_GROUPS, *baseline.ROLES]:
         created["groups"] += Group.objects.get_or_create(name=name)[1]
 
     for number, bucket in enumerate(ContextBucket.values, start=1):
@@ -72,9 +73,9 @@ def _seed_baseline(created: Counter[str]) -> None:
             bucket=bucket, keywords=[], exemplars=[]
         ).update(**hints)
 
-    created["directives"] += _create_missing(PrimeDirective, "code", demo_data.PRIME_DIRECTIVES)
+    created["directives"] += _create_missing(PrimeDirective, "code", baseline.PRIME_DIRECTIVES)
     created["constitution_rules"] += _create_missing(
-        ConstitutionRule, "code", demo_data.CONSTITUTION
+        ConstitutionRule, "code", baseline.CONSTITUTION
     )
     created["model_prices"] += _create_missing(ModelPrice, "model", demo_data.MODEL_PRICES)
 

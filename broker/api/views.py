@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brainframe.choices import ContextBucket, ExecutionMode
+from brainframe.events import Heartbeat, publish
 from brainframe.models import Agent, AgentTask, Tool, ToolCall
 from brainframe.services import tasks as task_services
 from brainframe.services.context import agent_context
@@ -262,16 +263,13 @@ class HeartbeatView(AgentAPIView):
         Agent.objects.filter(pk=agent.pk).exclude(status=Agent.Status.PAUSED).update(
             status=data["status"], uptime_seconds=data["uptime_seconds"], last_heartbeat_at=now
         )
-        from ..events import publish
-
         publish(
-            "heartbeat",
-            {
-                "agent_id": agent.agent_id,
-                "status": data["status"],
-                "uptime_seconds": data["uptime_seconds"],
-                "at": now.isoformat(),
-            },
+            Heartbeat(
+                agent_id=agent.agent_id,
+                status=data["status"],
+                uptime_seconds=data["uptime_seconds"],
+                at=now.isoformat(),
+            )
         )
         return Response({"status": data["status"], "received_at": now.isoformat()})
 

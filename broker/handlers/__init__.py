@@ -1,5 +1,8 @@
 """Execution backends, one per ``handler_type``. Every handler has a timeout, and a handler's
 failure is a recorded outcome (failed / timed out), never an exception out of the broker.
+
+The backends are registered by ``BrokerConfig.ready`` (``runner_register``); nothing here
+depends on which exist.
 """
 
 from __future__ import annotations
@@ -7,46 +10,39 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
-
-from django.conf import settings
 
 from brainframe.models import Tool, ToolCall
 
+from ..pipeline.validation import schema_validators
+from .base import HandlerFailure, HandlerResult, HandlerTimeout, handler_timeout
 
-@dataclass(frozen=True)
-class HandlerResult:
-    outcome: str  # ToolCall.Outcome: succeeded / failed / timed_out
-    output: Any = None
-    error: str = ""
-    duration_ms: int = 0
+__all__ = [
+    "HandlerFailure",
+    "HandlerResult",
+    "HandlerTimeout",
+    "handler_timeout",
+    "run_handler",
+    "runner_register",
+]
+
+#: A backend: runs the tool with validated arguments, returns its JSON-able output or raises
+#: HandlerFailure / HandlerTimeout.
+Runner = Callable[..., Any]
+RUNNERS: dict[str, Runner] = {}
 
 
-class HandlerFailure(Exception):
-    """A handler could not do its job; the message is recorded as the call's error."""
-
-
-class HandlerTimeout(Exception):
-    pass
-
-
-def handler_timeout(tool: Tool) -> float:
-    return float(tool.handler_config.get("timeout_s") or settings.RABS_HANDLER_TIMEOUT_SECONDS)
+def runner_register(handler_type: str, runner: Runner) -> None:
+    RUNNERS[handler_type] = runner
 
 
 def run_handler(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID) -> HandlerResult:
-    from . import api, function, script, sql
-
-    runners: dict[str, Any] = {
-        Tool.HandlerType.FUNCTION: function.run,
-        Tool.HandlerType.SQL: sql.run,
-        Tool.HandlerType.API: api.run,
-        Tool.HandlerType.SCRIPT: script.run,
-    }
     started = time.monotonic()
     try:
-        runner = runners[tool.handler_type]
+        runner = RUNNERS.get(tool.handler_type)
+        if runner is None:
+            raise HandlerFailure(f"no handler backend for {tool.handler_type!r}")
         output = runner(
             tool=tool, arguments=arguments, call_id=call_id, timeout=handler_timeout(tool)
         )
@@ -81,8 +77,6 @@ def run_handler(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID) ->
 def output_schema_errors(tool: Tool, output: Any) -> list[str]:
     if not tool.output_schema:
         return []
-    from ..pipeline.stages import schema_validators
-
     fast, validator = schema_validators(tool.output_schema)
     if fast.is_valid(output):
         return []

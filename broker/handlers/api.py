@@ -9,7 +9,7 @@ import httpx
 
 from brainframe.models import Tool
 
-from . import HandlerFailure, HandlerTimeout
+from .base import HandlerFailure, HandlerTimeout
 
 
 def run(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID, timeout: float) -> Any:

@@ -11,7 +11,9 @@ import uuid
 from datetime import date, timedelta
 from typing import Any
 
-from .function import register
+from django.core.cache import cache
+
+from .function import ToolFunction
 
 
 def _ref(prefix: str, call_id: uuid.UUID) -> str:
@@ -22,7 +24,6 @@ def _pick(seed: str, options: list[str]) -> str:
     return options[int(hashlib.sha256(seed.encode()).hexdigest(), 16) % len(options)]
 
 
-@register("roster.shift_read")
 def roster_shift_read(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     start = date.fromisoformat(args["date_from"])
     end = min(date.fromisoformat(args["date_to"]), start + timedelta(days=13))
@@ -44,17 +45,14 @@ def roster_shift_read(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, 
     return {"shifts": shifts}
 
 
-@register("roster.shift_create")
 def roster_shift_create(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"shift_id": _ref("SH", call_id), "status": "created", **args}
 
 
-@register("roster.shift_swap")
 def roster_shift_swap(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"shift_id": args["shift_id"], "staff_id": args["to_staff_id"], "status": "swapped"}
 
 
-@register("transport.vehicle_availability")
 def transport_vehicle_availability(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     fleet = [
         {"vehicle_id": "VEH-001", "seats": 8, "wheelchair_access": True},
@@ -66,17 +64,14 @@ def transport_vehicle_availability(args: dict[str, Any], *, call_id: uuid.UUID) 
     return {"vehicles": fleet}
 
 
-@register("transport.vehicle_book")
 def transport_vehicle_book(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"booking_id": _ref("BK", call_id), "status": "booked", **args}
 
 
-@register("facilities.check_log")
 def facilities_check_log(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"check_id": _ref("FC", call_id), "recorded": True, **args}
 
 
-@register("participant.profile_read")
 def participant_profile_read(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     pid = args["participant_id"]
     return {
@@ -87,73 +82,83 @@ def participant_profile_read(args: dict[str, Any], *, call_id: uuid.UUID) -> dic
     }
 
 
-@register("comms.email_draft")
 def comms_email_draft(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"draft_id": _ref("DR", call_id), "to": args["to"], "subject": args["subject"]}
 
 
-@register("comms.notification_push")
 def comms_notification_push(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"delivered": len(args["staff_ids"]), "urgency": args.get("urgency", "normal")}
 
 
-@register("comms.message_classify")
 def comms_message_classify(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     text = args["text"].lower()
     urgent = any(word in text for word in ("urgent", "asap", "fall", "injur", "hospital"))
     return {"urgency": "high" if urgent else "normal", "buckets": []}
 
 
-@register("hr.staff_lookup")
 def hr_staff_lookup(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"matches": [{"staff_id": "ST-014", "role": "support worker", "team": "Bayside"}]}
 
 
-@register("hr.kpi_update")
 def hr_kpi_update(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"updated": True, **args}
 
 
-@register("hr.leave_request")
 def hr_leave_request(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"leave_request_id": _ref("LV", call_id), "status": "lodged"}
 
 
-@register("hr.contract_generate")
 def hr_contract_generate(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"document_id": _ref("CT", call_id), "template": args["template"]}
 
 
-@register("finance.invoice_create")
 def finance_invoice_create(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     total = sum(item["quantity"] * item["unit_price"] for item in args["line_items"])
     return {"invoice_id": _ref("INV", call_id), "status": "draft", "total": round(total, 2)}
 
 
-@register("finance.billing_adjust")
 def finance_billing_adjust(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"adjustment_id": _ref("ADJ", call_id), **args}
 
 
-@register("data.report_generate")
 def data_report_generate(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     fmt = args.get("format", "pdf")
     return {"report": args["report"], "file": f"{args['report']}_{args['period']}.{fmt}"}
 
 
-@register("system.cache_clear")
 def system_cache_clear(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
-    from django.core.cache import cache
-
     cache.delete(f"namespace:{args['namespace']}")
     return {"namespace": args["namespace"], "cleared": True}
 
 
-@register("system.job_trigger")
 def system_job_trigger(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"job": args["job"], "queued": True}
 
 
-@register("system.config_update")
 def system_config_update(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     raise NotImplementedError("configuration changes are made by staff in the admin")
+
+
+#: The callables by the name tools give in ``handler_config["callable"]``.
+CALLABLES: dict[str, ToolFunction] = {
+    "roster.shift_read": roster_shift_read,
+    "roster.shift_create": roster_shift_create,
+    "roster.shift_swap": roster_shift_swap,
+    "transport.vehicle_availability": transport_vehicle_availability,
+    "transport.vehicle_book": transport_vehicle_book,
+    "facilities.check_log": facilities_check_log,
+    "participant.profile_read": participant_profile_read,
+    "comms.email_draft": comms_email_draft,
+    "comms.notification_push": comms_notification_push,
+    "comms.message_classify": comms_message_classify,
+    "hr.staff_lookup": hr_staff_lookup,
+    "hr.kpi_update": hr_kpi_update,
+    "hr.leave_request": hr_leave_request,
+    "hr.contract_generate": hr_contract_generate,
+    "finance.invoice_create": finance_invoice_create,
+    "finance.billing_adjust": finance_billing_adjust,
+    "data.report_generate": data_report_generate,
+    "system.cache_clear": system_cache_clear,
+    "system.job_trigger": system_job_trigger,
+    "system.config_update": system_config_update,
+}

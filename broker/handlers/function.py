@@ -13,28 +13,24 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from django.db import close_old_connections
+
 from brainframe.models import Tool
 
-from . import HandlerFailure, HandlerTimeout
+from .base import HandlerFailure, HandlerTimeout
 
+#: A tool's callable: ``fn(arguments, *, call_id)`` → JSON-serialisable result.
 ToolFunction = Callable[..., Any]
 FUNCTIONS: dict[str, ToolFunction] = {}
 _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="tool-fn")
 
 
-def register(name: str) -> Callable[[ToolFunction], ToolFunction]:
-    """Register ``fn`` as the callable named ``name`` in tools' ``handler_config``."""
-
-    def decorator(fn: ToolFunction) -> ToolFunction:
-        FUNCTIONS[name] = fn
-        return fn
-
-    return decorator
+def functions_register(callables: dict[str, ToolFunction]) -> None:
+    """Make ``callables`` available by name to tools' ``handler_config["callable"]``."""
+    FUNCTIONS.update(callables)
 
 
 def run(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID, timeout: float) -> Any:
-    from . import demo, native  # noqa: F401  (register the demo's and the native callables)
-
     name = tool.handler_config.get("callable", "")
     fn = FUNCTIONS.get(name)
     if fn is None:
@@ -47,8 +43,6 @@ def run(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID, timeout: f
 
 
 def _call_closing_db(fn: ToolFunction, arguments: dict[str, Any], call_id: uuid.UUID) -> Any:
-    from django.db import close_old_connections
-
     try:
         return fn(dict(arguments), call_id=call_id)
     finally:

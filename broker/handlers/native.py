@@ -19,16 +19,18 @@ from typing import Any
 from django.conf import settings
 
 from brainframe.models import Agent
+from brainframe.services.bucket_checker import bucket_classify
+from brainframe.services.usage import usage_record
 
-from . import HandlerFailure
-from .function import register
+from .base import HandlerFailure
+from .function import ToolFunction
 
 URGENCIES = ("low", "normal", "high", "urgent")
 
 
 def _complete(system: str, user: str, *, call_id: uuid.UUID) -> str:
     """One chat completion; its tokens recorded against the calling agent."""
-    from openai import OpenAI, OpenAIError
+    from openai import OpenAI, OpenAIError  # loaded when a native tool first runs (slow import)
 
     if not settings.RABS_LLM_BASE_URL:
         raise HandlerFailure("no LLM endpoint configured (RABS_LLM_BASE_URL)")
@@ -47,8 +49,6 @@ def _complete(system: str, user: str, *, call_id: uuid.UUID) -> str:
     except OpenAIError as exc:
         raise HandlerFailure(f"LLM endpoint failed: {exc}") from exc
     if response.usage is not None:
-        from brainframe.services.usage import usage_record
-
         agent = Agent.objects.filter(tool_calls__id=call_id).first()
         if agent is not None:
             usage_record(
@@ -73,10 +73,7 @@ def _json_answer(text: str) -> dict[str, Any]:
     return value
 
 
-@register("native.triage")
 def triage(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
-    from brainframe.services.bucket_checker import bucket_classify
-
     answer = _json_answer(
         _complete(
             "You triage messages arriving at a disability support provider. Answer with JSON "
@@ -98,7 +95,6 @@ def triage(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     }
 
 
-@register("native.classify")
 def classify(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     labels = [str(label) for label in args["labels"]]
     answer = _complete(
@@ -114,7 +110,6 @@ def classify(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     return {"label": chosen}
 
 
-@register("native.summarise")
 def summarise(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     limit = int(args.get("max_words", 80))
     summary = _complete(
@@ -127,3 +122,11 @@ def summarise(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
         raise HandlerFailure("the model answered nothing")
     words = summary.split()
     return {"summary": " ".join(words[:limit]), "words": min(len(words), limit)}
+
+
+#: The callables by the name tools give in ``handler_config["callable"]``.
+CALLABLES: dict[str, ToolFunction] = {
+    "native.triage": triage,
+    "native.classify": classify,
+    "native.summarise": summarise,
+}

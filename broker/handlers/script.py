@@ -16,7 +16,7 @@ from django.conf import settings
 
 from brainframe.models import Tool
 
-from . import HandlerFailure, HandlerTimeout
+from .base import HandlerFailure, HandlerTimeout
 
 
 def _working_directory(relative: str) -> Path:

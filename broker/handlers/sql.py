@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from brainframe.choices import RiskLevel
 from brainframe.models import Tool
 
-from . import HandlerFailure, HandlerTimeout
+from .base import HandlerFailure, HandlerTimeout
 
 
 def _conninfo() -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from brainframe.models import Agent, AgentTask, ReasonLog, Tool, ValidationPolicy
+from brainframe.models import Agent, AgentTask, OriginRegistry, ReasonLog, Tool, ValidationPolicy
 
 
 def argument_strings(value: Any) -> list[str]:
@@ -43,6 +45,9 @@ class Finding:
 
     source: str  # "vpol:<rule id>", "threat", "directive:<CODE>"
     detail: str
+    #: A directive escalation declared to drop the tool to level 0 and tell senior reviewers
+    #: at once (``PrimeDirective.escalation``: SAFETY_FIRST).
+    safety_level_zero: bool = False
 
 
 class Outcome:
@@ -68,6 +73,28 @@ class Verdict:
         return self.outcome in (Outcome.EXECUTE, Outcome.EXECUTE_POST_REVIEW)
 
 
+@dataclass(frozen=True)
+class ChainTags:
+    """Where a call stands in the Tag Trinity, resolved before it is decided: its O-Tag (an
+    existing origin, or ``origin``, one the call registers with its decision), the chain it
+    continues (None: it starts one) and the V-Pol that governs the chain, at the version the
+    chain started under."""
+
+    o_tag_id: uuid.UUID
+    origin: OriginRegistry | None = None
+    chain_id: uuid.UUID | None = None
+    vpol_id: Any = None
+    vpol_version: int | None = None
+
+    def with_new_origin(self) -> ChainTags:
+        """The same tags for another call (an origin is registered once: it gets a new id)."""
+        if self.origin is None:
+            return self
+        origin = copy.copy(self.origin)
+        origin.id = uuid.uuid4()
+        return dataclasses.replace(self, origin=origin, o_tag_id=origin.id)
+
+
 @dataclass
 class CallContext:
     call_id: uuid.UUID
@@ -77,8 +104,10 @@ class CallContext:
     task: AgentTask | None = None
     parent: ReasonLog | None = None
     vpol: ValidationPolicy | None = None
+    tags: ChainTags | None = None
     policies: list[ValidationPolicy] = field(default_factory=list)
-    directives: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)
+    # (code, escalation, predicates) of active directives that have predicates.
+    directives: list[tuple[str, str, list[dict[str, Any]]]] = field(default_factory=list)
     # (code, enforcement, predicates) of constitution rules that have predicates.
     constitution: list[tuple[str, str, list[dict[str, Any]]]] = field(default_factory=list)
     requester_roles: frozenset[str] = frozenset()

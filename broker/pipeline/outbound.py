@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brainframe.models import Tool
+from brainframe.safety.pii import pii_redact
 
 CONSENT_FLAG = "consent_pii"
 
@@ -33,8 +34,6 @@ def is_external(tool: Tool) -> bool:
 
 
 def _redact(value: Any, path: str, redactions: list[dict[str, Any]]) -> Any:
-    from brainframe.pii import pii_redact
-
     if isinstance(value, str):
         text, findings = pii_redact(value)
         redactions.extend({"path": path, **f.as_dict()} for f in findings)

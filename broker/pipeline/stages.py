@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import lru_cache
-from typing import Any
 
-import jsonschema_rs
-from jsonschema import Draft202012Validator, FormatChecker
+from django.conf import settings
 from jsonschema.exceptions import ValidationError
 
 from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, PermissionTier
-from brainframe.models import Tool
+from brainframe.models import PrimeDirective, Tool
+from brainframe.safety.conditions import first_match
 
 from . import threat
-from .conditions import first_match
 from .context import CallContext, Finding, Outcome, Verdict
 from .gate import gate_decide
+from .validation import Validators, schema_validators_by_key
 
 Stage = Callable[[CallContext], Verdict | None]
 
@@ -86,30 +84,12 @@ def check_permission_tier(ctx: CallContext) -> Verdict | None:
     return None
 
 
-@lru_cache(maxsize=2048)
-def _validators(schema_json: str) -> tuple[jsonschema_rs.Validator, Draft202012Validator]:
-    """(fast check, reference validator) for one JSON Schema (its canonical JSON text).
-
-    The compiled (Rust) validator answers "valid?" in microseconds and checks every format it
-    knows; only when it says no does the reference ``jsonschema`` validator run, and its answer
-    (with every error, path and message) is the one that counts.
-    """
-    schema = json.loads(schema_json)
-    fast = jsonschema_rs.Draft202012Validator(schema, validate_formats=True, offline=True)
-    return fast, Draft202012Validator(schema, format_checker=FormatChecker())
-
-
-def schema_validators(schema: Any) -> tuple[jsonschema_rs.Validator, Draft202012Validator]:
-    """The validators of a schema, compiled once per distinct schema."""
-    return _validators(json.dumps(schema, sort_keys=True))
-
-
-def _tool_validators(tool: Tool) -> tuple[jsonschema_rs.Validator, Draft202012Validator]:
+def _tool_validators(tool: Tool) -> Validators:
     # The schema text is serialised once per loaded tool instance.
     key = tool.__dict__.get("_schema_key")
     if key is None:
         key = tool.__dict__["_schema_key"] = json.dumps(tool.input_schema, sort_keys=True)
-    return _validators(key)
+    return schema_validators_by_key(key)
 
 
 def _error_path(error: ValidationError) -> str:
@@ -161,14 +141,20 @@ def check_directives(ctx: CallContext) -> Verdict | None:
         if enforcement == "block":
             return Verdict(Outcome.DENY, f"constitution:{code}", reason)
         ctx.findings.append(Finding(f"constitution:{code}", reason))
-    for code, predicates in ctx.directives:
+    for code, escalation, predicates in ctx.directives:
         rule = first_match(predicates, facts)
         if rule is None:
             continue
         reason = rule.get("reason") or f"violates {code}"
         if rule["action"] == "deny":
             return Verdict(Outcome.DENY, f"directive:{code}", reason)
-        ctx.findings.append(Finding(f"directive:{code}", reason))
+        ctx.findings.append(
+            Finding(
+                f"directive:{code}",
+                reason,
+                safety_level_zero=escalation == PrimeDirective.Escalation.SAFETY_LEVEL_ZERO,
+            )
+        )
     return None
 
 
@@ -186,8 +172,6 @@ def evaluate_vpol(ctx: CallContext) -> Verdict | None:
 
 
 def gate(ctx: CallContext) -> Verdict:
-    from django.conf import settings
-
     assert ctx.tool is not None
     return gate_decide(
         tool=ctx.tool,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from brainframe.guardian import TRUST_MULTIPLIERS
-from brainframe.guardian import assess as guardian_assess
 from brainframe.models import Agent
+from brainframe.safety.guardian import TRUST_MULTIPLIERS
+from brainframe.safety.guardian import assess as guardian_assess
 
 from .context import CallContext
 

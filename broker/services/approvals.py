@@ -2,8 +2,9 @@
 
 An approval is bound to the exact tool, arguments and policy version it was created for.
 Deciding locks the row, so two reviewers (or a double click) cannot both decide; executing an
-approved call is claimed with a conditional UPDATE on the call's outcome, so it runs at most once
-however often the job is retried, and the recovery sweep makes sure it runs at least once.
+approved call (``execution.approved_call_execute``) is claimed with a conditional UPDATE on the
+call's outcome, so it runs at most once however often the job is retried, and the recovery sweep
+here makes sure it runs at least once.
 """
 
 from __future__ import annotations
@@ -19,14 +20,22 @@ from django.db import transaction
 from django.utils import timezone
 
 from brainframe.choices import ExecutionMode
+from brainframe.events import (
+    ApprovalDecided,
+    ApprovalEscalated,
+    ApprovalEvent,
+    ApprovalExpired,
+    publish,
+)
 from brainframe.models import ApprovalRequest, OriginRegistry, ToolCall, ValidationPolicy
+from brainframe.services.alignment import alignment_signal
 
-from ..audit import arguments_hash, record_cancelled, record_outcome, record_outcome_patiently
-from ..events import publish
-from ..handlers import run_handler
+from ..audit.hashing import arguments_hash
+from ..audit.record import record_cancelled
 from ..pipeline.context import CallContext, CallRequest
-from ..pipeline.outbound import OutboundFilterUnavailable, prepare_outbound
 from ..pipeline.stages import check_directives, evaluate_vpol, validate_arguments
+from ..registry import registry_snapshot
+from ..tasks import execute_approved_call, notify_enqueue
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +143,6 @@ def _recheck_arguments(approval: ApprovalRequest, arguments: dict[str, Any]) -> 
         task=approval.task,
         vpol=approval.vpol,
     )
-    from ..registry import registry_snapshot
-
     registry = registry_snapshot()
     ctx.directives, ctx.constitution = registry.directives, registry.constitution
     for stage in (validate_arguments, check_directives, evaluate_vpol):
@@ -198,7 +205,7 @@ def approval_decide(
                     "decision_reason",
                 ]
             )
-            event = "approval_escalated"
+            event: type[ApprovalEvent] = ApprovalEscalated
         else:
             approval.status = {
                 "approve": Status.APPROVED,
@@ -218,7 +225,7 @@ def approval_decide(
                     "modified_arguments",
                 ]
             )
-            event = "approval_decided"
+            event = ApprovalDecided
             if action == "reject" and pre_execution and approval.tool_call is not None:
                 record_cancelled(approval.tool_call, f"rejected: {reason}")
 
@@ -230,90 +237,18 @@ def approval_decide(
 
 
 def _enqueue_execution(approval_id: Any) -> None:
-    from ..tasks import execute_approved_call
-
     try:
         execute_approved_call.delay(str(approval_id))
     except Exception:  # the broker is down: the recovery sweep will enqueue it again
         log.warning("could not enqueue execution of approval %s", approval_id, exc_info=True)
 
 
-def _after_decision(approval_id: Any, event: str) -> None:
-    from brainframe.services.alignment import alignment_signal
-
+def _after_decision(approval_id: Any, event: type[ApprovalEvent]) -> None:
     approval = ApprovalRequest.objects.select_related("decided_by").get(pk=approval_id)
-    publish(event, approval_payload(approval))
+    publish(event.of(approval))
     alignment_signal(call_id=approval.tool_call_id)
-    if event == "approval_escalated":
-        from ..tasks import notify_approval
-
-        _safe_delay(notify_approval, str(approval_id), "escalated")
-
-
-def _safe_delay(task: Any, *args: Any) -> None:
-    try:
-        task.delay(*args)
-    except Exception:
-        log.warning("could not enqueue %s%s", task.name, args, exc_info=True)
-
-
-def approval_payload(approval: ApprovalRequest) -> dict[str, Any]:
-    return {
-        "approval_id": str(approval.id),
-        "call_id": str(approval.tool_call_id) if approval.tool_call_id else None,
-        "agent_id": approval.agent_id,
-        "tool_id": approval.tool_id,
-        "status": approval.status,
-        "kind": approval.kind,
-        "decided_by": approval.decided_by.get_username() if approval.decided_by else None,
-        "timeout_at": approval.timeout_at.isoformat(),
-    }
-
-
-def approved_call_execute(*, approval_id: Any) -> str:
-    """Run an approved (or modified) call exactly once. Safe to call again and again.
-
-    Returns what happened: ``executed``, ``already_claimed``, or ``not_approved``.
-    """
-    approval = ApprovalRequest.objects.select_related("tool", "tool_call").get(pk=approval_id)
-    if approval.status not in (Status.APPROVED, Status.MODIFIED) or approval.tool_call is None:
-        return "not_approved"
-    call = approval.tool_call
-    # The claim: only one caller moves the outcome from not_run to pending; executed_at marks
-    # when it started until the outcome overwrites it (see calls_interrupted_seal).
-    claimed = ToolCall.objects.filter(pk=call.pk, outcome=ToolCall.Outcome.NOT_RUN).update(
-        outcome=ToolCall.Outcome.PENDING, executed_at=timezone.now()
-    )
-    if not claimed:
-        return "already_claimed"
-    call.outcome = ToolCall.Outcome.PENDING
-    arguments = approval.modified_arguments if approval.status == Status.MODIFIED else None
-    final_arguments = arguments if arguments is not None else approval.arguments
-    try:
-        outbound = prepare_outbound(tool=approval.tool, arguments=final_arguments)
-    except OutboundFilterUnavailable as exc:
-        record_outcome_patiently(
-            call, outcome=ToolCall.Outcome.FAILED, output=None, error=str(exc), duration_ms=0
-        )
-        return "executed"
-    result = run_handler(tool=approval.tool, arguments=outbound.arguments, call_id=call.id)
-    executed = outbound.arguments if outbound.arguments != call.input else None
-    record_outcome_patiently(
-        call,
-        outcome=result.outcome,
-        output=result.output,
-        error=result.error,
-        duration_ms=result.duration_ms,
-        executed_arguments=executed,
-        outbound_findings=outbound.redactions,
-    )
-    from ..events import publish_tool_call
-
-    publish_tool_call(call)
-    from brainframe.services.alignment import alignment_signal
-
-    alignment_signal(call_id=call.pk)
-    return "executed"
+    if event is ApprovalEscalated:
+        notify_enqueue(approval_id=approval_id, event="escalated")
 
 
 def approvals_expire(*, now: Any = None) -> list[str]:
@@ -336,11 +271,9 @@ def approvals_expire(*, now: Any = None) -> list[str]:
     ids = [str(i) for i in expired]
 
     def notify() -> None:
-        from ..tasks import notify_approval
-
-        for approval in ApprovalRequest.objects.filter(pk__in=expired):
-            publish("approval_expired", approval_payload(approval))
-            _safe_delay(notify_approval, str(approval.pk), "expired")
+        for approval in ApprovalRequest.objects.filter(pk__in=expired).select_related("decided_by"):
+            publish(ApprovalExpired.of(approval))
+            notify_enqueue(approval_id=approval.pk, event="expired")
 
     transaction.on_commit(notify)
     return ids
@@ -360,46 +293,3 @@ def approvals_recover(*, now: Any = None, grace: timedelta = timedelta(minutes=1
     for approval_id in ids:
         _enqueue_execution(approval_id)
     return ids
-
-
-INTERRUPTED = (
-    "interrupted: the process running it was lost before it reported back; it may or may not "
-    "have taken effect, and it is not run again (at most once)"
-)
-
-
-def calls_interrupted_seal(
-    *, now: Any = None, grace: timedelta = timedelta(minutes=2)
-) -> list[str]:
-    """Seal calls that started but never reported back (a worker or web process killed mid-run).
-
-    A call is running while its outcome is ``pending``; it started when it was decided (an
-    auto-executed call) or claimed (an approved one, ``executed_at``). Once it has been running
-    longer than its handler's timeout plus ``grace``, nothing can still be working on it: its
-    outcome becomes ``failed`` with the reason, written only if it is still ``pending`` (a late
-    result and this seal cannot both land). It is never re-run: nothing is executed twice.
-    """
-    from django.db.models.functions import Coalesce
-
-    from ..handlers import handler_timeout
-
-    now = now or timezone.now()
-    candidates = (
-        ToolCall.objects.filter(outcome=ToolCall.Outcome.PENDING)
-        .annotate(started=Coalesce("executed_at", "timestamp"))
-        .filter(started__lte=now - grace)
-        .select_related("tool")
-    )
-    sealed = []
-    for call in candidates:
-        limit = timedelta(seconds=handler_timeout(call.tool) if call.tool else 0) + grace
-        if call.started > now - limit:
-            continue
-        if record_outcome(
-            call, outcome=ToolCall.Outcome.FAILED, output=None, error=INTERRUPTED, duration_ms=0
-        ):
-            sealed.append(str(call.pk))
-            from ..events import publish_tool_call
-
-            publish_tool_call(call)
-    return sealed

@@ -1,4 +1,4 @@
-"""Submitting a tool call: prepare → decide → audit → execute → publish.
+"""Submitting a tool call: prepare → decide → audit → execute (``execution``) → publish.
 
 The only path by which an agent's request becomes an action. Failures of the audit store fail
 closed: nothing executes unless the decision is recorded first.
@@ -14,24 +14,31 @@ from typing import Any
 from django.db import DatabaseError, IntegrityError
 from django.utils import timezone
 
+from brainframe.events import (
+    ApprovalCreated,
+    Event,
+    GuardianAssessmentComplete,
+    SecurityThreatDetected,
+    publish,
+    publish_tool_call,
+)
 from brainframe.models import (
     Agent,
     AgentTask,
     ApprovalRequest,
     OriginRegistry,
     ReasonLog,
-    Tool,
     ToolCall,
 )
+from brainframe.services.alignment import alignment_signal, safety_escalation
 
-from ..audit import record_decision, record_outcome_patiently
+from ..audit.record import record_decision
 from ..errors import BrokerRefusal
-from ..events import Event, publish_all, publish_tool_call
-from ..handlers import run_handler
-from ..pipeline.context import CallContext, CallRequest
-from ..pipeline.outbound import OutboundFilterUnavailable, prepare_outbound
+from ..pipeline.context import CallContext, CallRequest, ChainTags
 from ..pipeline.stages import decide
 from ..registry import registry_snapshot
+from ..tasks import notify_enqueue
+from .execution import call_execute
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +96,49 @@ def prepare(
     ctx.directives = registry.directives
     ctx.constitution = registry.constitution
     ctx.local_hour = timezone.localtime().hour
+    ctx.tags = _chain_tags(ctx)
     return ctx
+
+
+def _chain_tags(ctx: CallContext) -> ChainTags:
+    """The Tag Trinity of the call: a knock-on call inherits its parent's O-Tag, chain and V-Pol
+    (at the chain's version); a new chain takes the origin it names (registering it), the O-Tag
+    it cites, or its task's, else registers the agent's own initiative as its origin."""
+    if ctx.parent is not None:
+        return ChainTags(
+            o_tag_id=ctx.parent.o_tag_id,
+            chain_id=ctx.parent.chain_id,
+            vpol_id=ctx.parent.vpol_id,
+            vpol_version=ctx.parent.vpol_version,
+        )
+    req, origin = ctx.request, None
+    if req.origin is not None:
+        origin = OriginRegistry(
+            origin_type=req.origin["origin_type"],
+            source_ref=req.origin["source_ref"],
+            metadata=req.origin.get("metadata") or {},
+            registered_by=ctx.agent,
+        )
+    elif req.o_tag is not None:
+        o_tag_id = req.o_tag
+    elif ctx.task is not None and ctx.task.o_tag_id is not None:
+        o_tag_id = ctx.task.o_tag_id
+    else:
+        origin = OriginRegistry(
+            origin_type=OriginRegistry.OriginType.AGENT,
+            source_ref=f"agent:{ctx.agent.agent_id}"
+            + (f":task:{ctx.task.task_id}" if ctx.task else ""),
+            metadata={"note": "no origin given: the agent's own initiative"},
+            registered_by=ctx.agent,
+        )
+    if origin is not None:
+        o_tag_id = origin.id
+    return ChainTags(
+        o_tag_id=o_tag_id,
+        origin=origin,
+        vpol_id=ctx.vpol.id if ctx.vpol else None,
+        vpol_version=ctx.vpol.version if ctx.vpol else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -119,7 +168,7 @@ def tool_call_submit(
             raise
         return replay
     except DatabaseError as exc:
-        publish_all(assessment)
+        publish(*assessment)
         log.exception("audit write failed; refusing the call")
         raise BrokerRefusal(
             503, "audit_unavailable", "the audit could not be written; nothing was executed"
@@ -127,92 +176,41 @@ def tool_call_submit(
     call = recorded.call
     if not verdict.executes:  # an executing call is published once, with its outcome
         publish_tool_call(call, after=assessment)
-    if ctx.tool is not None and any(f.source == "directive:SAFETY_FIRST" for f in ctx.findings):
-        from brainframe.services.alignment import safety_escalation
-
+    if ctx.tool is not None and any(f.safety_level_zero for f in ctx.findings):
         safety_escalation(tool=ctx.tool, call_id=call.id, reason=verdict.detail)
     if call.decision == ToolCall.Decision.DENIED:
-        from brainframe.services.alignment import alignment_signal
-
         alignment_signal(call_id=call.id)  # a directive violation demotes at once
     if recorded.approval is not None:
-        _notify_new_approval(recorded.approval)
+        _announce_new_approval(recorded.approval)
     if verdict.executes:
         assert ctx.tool is not None
-        tool_call_execute(call=call, tool=ctx.tool, arguments=request.arguments, events=assessment)
+        call_execute(call=call, tool=ctx.tool, arguments=request.arguments, events=assessment)
     return call_answer(call, recorded.approval)
 
 
-def tool_call_execute(
-    *, call: ToolCall, tool: Tool, arguments: dict[str, Any], events: list[Event] | None = None
-) -> None:
-    """Run the handler (after the outbound filter) and record the outcome, once. ``events``
-    (the decision's Guardian assessment) go out with the call's row."""
-    try:
-        outbound = prepare_outbound(tool=tool, arguments=arguments)
-    except OutboundFilterUnavailable as exc:
-        record_outcome_patiently(
-            call, outcome=ToolCall.Outcome.FAILED, output=None, error=str(exc), duration_ms=0
-        )
-        publish_tool_call(call, after=events)
-        return
-    result = run_handler(tool=tool, arguments=outbound.arguments, call_id=call.id)
-    try:
-        record_outcome_patiently(
-            call,
-            outcome=result.outcome,
-            output=result.output,
-            error=result.error,
-            duration_ms=result.duration_ms,
-            # What actually left, when the filter changed it (the input stays as sent).
-            executed_arguments=outbound.arguments if outbound.arguments != arguments else None,
-            outbound_findings=outbound.redactions,
-        )
-    except DatabaseError:
-        log.exception("could not record the outcome of call %s", call.id)
-        call.outcome, call.output, call.error = result.outcome, result.output, result.error
-        call.duration_ms = result.duration_ms
-    publish_tool_call(call, after=events)
-
-
-def _assessment_events(ctx: CallContext) -> list[Event]:
+def _assessment_events(ctx: CallContext) -> tuple[Event, ...]:
     """Seed 001's Guardian events: every assessment, and threats when something matched."""
     threat = ctx.threat
     if not threat or threat.get("detector") != "guardian":
-        return []
-    payload = {
+        return ()
+    common: dict[str, Any] = {
         "call_id": str(ctx.call_id),
         "agent_id": ctx.agent.agent_id,
-        "risk": threat.get("risk"),
-        "action": threat.get("action"),
+        "risk": threat.get("risk", 0.0),
+        "action": threat.get("action", "allow"),
+        "patterns": tuple(threat.get("patterns") or ()),
+        "trust": threat.get("trust"),
     }
-    events: list[Event] = [("guardian:assessment_complete", payload)]
-    if threat.get("patterns"):
-        events.append(
-            (
-                "security:threat_detected",
-                {
-                    **payload,
-                    "patterns": threat["patterns"],
-                    "trustLevel": threat.get("trust"),
-                    "blocked": threat.get("action") == "block",
-                },
-            )
-        )
-    return events
+    complete = GuardianAssessmentComplete(**common)
+    if not common["patterns"]:
+        return (complete,)
+    return complete, SecurityThreatDetected(**common, blocked=common["action"] == "block")
 
 
-def _notify_new_approval(approval: ApprovalRequest) -> None:
-    from ..events import publish
-    from ..tasks import notify_approval
-    from .approvals import approval_payload
-
-    publish("approval_created", approval_payload(approval))
+def _announce_new_approval(approval: ApprovalRequest) -> None:
+    publish(ApprovalCreated.of(approval))
     if approval.kind == ApprovalRequest.Kind.PRE_EXECUTION:
-        try:
-            notify_approval.delay(str(approval.pk), "created")
-        except Exception:
-            log.warning("could not enqueue the notification for %s", approval.pk, exc_info=True)
+        notify_enqueue(approval_id=approval.pk, event="created")
 
 
 def _idempotent_replay(agent: Agent, request: CallRequest) -> CallAnswer | None:

@@ -1,7 +1,11 @@
 """Telling reviewers (and the agent's operators) about approvals: e-mail and a signed webhook.
 
-Sent from Celery after commit, never on the request path. The webhook body is JSON, signed with
-``X-RABS-Signature: sha256=<hex HMAC-SHA256 of the body under RABS_APPROVAL_WEBHOOK_SECRET>``.
+Sent from Celery after commit, never on the request path. Each channel is its own task, retried
+on its own, and each (approval, event, channel, recipient) is delivered at most once: a
+``NotificationDelivery`` row is taken before the send and marked delivered after it, so a
+webhook that fails four times does not send the e-mail five times. The webhook body is JSON,
+signed with ``X-RABS-Signature: sha256=<hex HMAC-SHA256 of the body under
+RABS_APPROVAL_WEBHOOK_SECRET>``.
 """
 
 from __future__ import annotations
@@ -10,22 +14,35 @@ import hashlib
 import hmac
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
+from django.db.models import F
+from django.utils import timezone
 
-from brainframe.models import ApprovalRequest
+from brainframe.models import ApprovalRequest, NotificationDelivery
 
 log = logging.getLogger(__name__)
+
+Channel = NotificationDelivery.Channel
 
 SUBJECTS = {
     "created": "Approval needed: {tool} for {agent}",
     "escalated": "Escalated to you: {tool} for {agent}",
     "expired": "Expired without a decision: {tool} for {agent}",
 }
+
+
+def notify_channels() -> list[str]:
+    """The channels notifications go out on (the webhook only when a URL is configured)."""
+    channels = [Channel.EMAIL.value]
+    if settings.RABS_APPROVAL_WEBHOOK_URL:
+        channels.append(Channel.WEBHOOK.value)
+    return channels
 
 
 def _recipients(approval: ApprovalRequest) -> list[str]:
@@ -40,41 +57,97 @@ def webhook_signature(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def approval_notify(*, approval: ApprovalRequest, event: str) -> dict[str, Any]:
-    """Send the e-mail and the webhook for ``event``. Returns what was sent (for the log)."""
-    link = f"{settings.RABS_PUBLIC_URL.rstrip('/')}/board/approvals/#approval-{approval.pk}"
+def _link(approval: ApprovalRequest) -> str:
+    return f"{settings.RABS_PUBLIC_URL.rstrip('/')}/board/approvals/#approval-{approval.pk}"
+
+
+def _deliver(
+    *,
+    approval: ApprovalRequest,
+    event: str,
+    channel: str,
+    recipients: list[str],
+    send: Callable[[list[str]], Any],
+) -> list[str]:
+    """Send to those of ``recipients`` not yet reached for this event on this channel; record
+    the attempt, and the delivery once ``send`` returns. Returns who was sent to now. Raises
+    what ``send`` raised (the task retries; those delivered stay delivered)."""
+    for recipient in recipients:
+        NotificationDelivery.objects.get_or_create(
+            approval=approval, event=event, channel=channel, recipient=recipient
+        )
+    pending = NotificationDelivery.objects.filter(
+        approval=approval,
+        event=event,
+        channel=channel,
+        recipient__in=recipients,
+        delivered_at__isnull=True,
+    )
+    due = sorted(pending.values_list("recipient", flat=True))
+    if not due:
+        return []
+    rows = NotificationDelivery.objects.filter(
+        approval=approval, event=event, channel=channel, recipient__in=due
+    )
+    try:
+        send(due)
+    except Exception as exc:
+        rows.update(attempts=F("attempts") + 1, last_error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    rows.update(attempts=F("attempts") + 1, last_error="", delivered_at=timezone.now())
+    return due
+
+
+def approval_notify(*, approval: ApprovalRequest, event: str, channel: str) -> dict[str, Any]:
+    """Deliver ``event`` about ``approval`` on one channel. Returns what was sent now."""
+    if event not in SUBJECTS:
+        raise ValueError(f"unknown notification event {event!r}")
+    if channel == Channel.EMAIL:
+        return {"event": event, "emails": _email(approval, event)}
+    if channel == Channel.WEBHOOK:
+        return {"event": event, "webhook": _webhook(approval, event)}
+    raise ValueError(f"unknown notification channel {channel!r}")
+
+
+def _email(approval: ApprovalRequest, event: str) -> list[str]:
     subject = SUBJECTS[event].format(tool=approval.tool_id, agent=approval.agent_id)
     text = (
         f"{approval.summary}\n\nReason given: {approval.reason}\nRisk: {approval.risk_level}\n"
-        f"Decide before: {approval.timeout_at:%Y-%m-%d %H:%M %Z}\n\n{link}\n"
+        f"Decide before: {approval.timeout_at:%Y-%m-%d %H:%M %Z}\n\n{_link(approval)}\n"
     )
-    sent: dict[str, Any] = {"event": event, "emails": [], "webhook": None}
-    recipients = _recipients(approval)
-    if recipients:
-        send_mail(subject, text, settings.RABS_NOTIFY_FROM_EMAIL, recipients)
-        sent["emails"] = recipients
-    if settings.RABS_APPROVAL_WEBHOOK_URL:
-        body = json.dumps(
-            {
-                "event": f"approval.{event}",
-                "approval_id": str(approval.pk),
-                "tool_id": approval.tool_id,
-                "agent_id": approval.agent_id,
-                "status": approval.status,
-                "reviewer_group": approval.reviewer_group,
-                "summary": approval.summary,
-                "timeout_at": approval.timeout_at.isoformat(),
-                "link": link,
-            }
-        ).encode()
-        headers = {"Content-Type": "application/json", "X-RABS-Event": f"approval.{event}"}
-        if settings.RABS_APPROVAL_WEBHOOK_SECRET:
-            headers["X-RABS-Signature"] = webhook_signature(
-                settings.RABS_APPROVAL_WEBHOOK_SECRET, body
-            )
-        response = httpx.post(
-            settings.RABS_APPROVAL_WEBHOOK_URL, content=body, headers=headers, timeout=10
-        )
-        response.raise_for_status()
-        sent["webhook"] = response.status_code
-    return sent
+    return _deliver(
+        approval=approval,
+        event=event,
+        channel=Channel.EMAIL,
+        recipients=_recipients(approval),
+        send=lambda to: send_mail(subject, text, settings.RABS_NOTIFY_FROM_EMAIL, to),
+    )
+
+
+def _webhook(approval: ApprovalRequest, event: str) -> list[str]:
+    url = settings.RABS_APPROVAL_WEBHOOK_URL
+    if not url:
+        return []
+    body = json.dumps(
+        {
+            "event": f"approval.{event}",
+            "approval_id": str(approval.pk),
+            "tool_id": approval.tool_id,
+            "agent_id": approval.agent_id,
+            "status": approval.status,
+            "reviewer_group": approval.reviewer_group,
+            "summary": approval.summary,
+            "timeout_at": approval.timeout_at.isoformat(),
+            "link": _link(approval),
+        }
+    ).encode()
+    headers = {"Content-Type": "application/json", "X-RABS-Event": f"approval.{event}"}
+    if settings.RABS_APPROVAL_WEBHOOK_SECRET:
+        headers["X-RABS-Signature"] = webhook_signature(settings.RABS_APPROVAL_WEBHOOK_SECRET, body)
+
+    def post(_: list[str]) -> None:
+        httpx.post(url, content=body, headers=headers, timeout=10).raise_for_status()
+
+    return _deliver(
+        approval=approval, event=event, channel=Channel.WEBHOOK, recipients=[url], send=post
+    )

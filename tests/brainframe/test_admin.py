@@ -32,7 +32,12 @@ def populated(seeded: None) -> None:
     agent = Agent.objects.get(agent_id="henry")
     tool = Tool.objects.get(tool_id="roster.shift.create")
     call = f.ToolCallFactory(agent=agent, tool=tool)
-    f.ApprovalRequestFactory(agent=agent, tool=tool, tool_call=call, r_tag=call.r_tag)
+    approval = f.ApprovalRequestFactory(agent=agent, tool=tool, tool_call=call, r_tag=call.r_tag)
+    from brainframe.models import NotificationDelivery
+
+    NotificationDelivery.objects.create(
+        approval=approval, event="created", channel="webhook", recipient="https://hooks.test/"
+    )
     MonitoringLevelChange.objects.create(
         tool=tool, from_level=0, to_level=1, rule="graduation", reason="30 days at 0.72"
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from brainframe import fastre
+from brainframe.safety import fastre
 
 CASES = [
     # (expression, flags, text)

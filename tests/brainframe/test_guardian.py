@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from brainframe.guardian import assess
-from brainframe.guardian_patterns import PATTERNS
-from broker.pipeline.conditions import first_match
+from brainframe.safety.conditions import first_match
+from brainframe.safety.guardian import assess
+from brainframe.safety.patterns import PATTERNS
 from tests.signing import SignedClient
 
 # The public corpora live beside the checkout (../shared/eval), not in it.

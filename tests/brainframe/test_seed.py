@@ -18,7 +18,8 @@ from brainframe.models import (
     Tool,
     ValidationPolicy,
 )
-from brainframe.schemas import handler_config_errors, json_schema_errors, vpol_rules_errors
+from brainframe.safety.conditions import vpol_rules_errors
+from brainframe.schemas import handler_config_errors, json_schema_errors
 
 pytestmark = pytest.mark.django_db
 
@@ -108,15 +109,16 @@ def test_baseline_is_what_a_deployment_governs_with_and_nothing_of_the_demo() ->
 
     from brainframe import demo_data
     from brainframe.models import ConstitutionRule, ContextBucketEntry, ModelPrice
+    from brainframe.safety import baseline
 
     out = StringIO()
     call_command("seed_brainframe", "--baseline", stdout=out)
     assert "Created" in out.getvalue()
     assert set(PrimeDirective.objects.values_list("code", flat=True)) == {
-        d["code"] for d in demo_data.PRIME_DIRECTIVES
+        d["code"] for d in baseline.PRIME_DIRECTIVES
     }
     assert set(ConstitutionRule.objects.values_list("code", flat=True)) == {
-        r["code"] for r in demo_data.CONSTITUTION
+        r["code"] for r in baseline.CONSTITUTION
     }
     assert Group.objects.filter(name="reviewers").exists()
     assert ContextBucketDefinition.objects.count() == len(ContextBucket.values)

@@ -20,13 +20,9 @@ from django.utils import timezone
 from brainframe.models import Agent, AgentTask, ApprovalRequest, Tool, ToolCall
 from brainframe.services.seed import seed_brainframe
 from broker.pipeline.context import CallRequest
-from broker.services.approvals import (
-    ApprovalError,
-    approval_decide,
-    approvals_recover,
-    approved_call_execute,
-)
+from broker.services.approvals import ApprovalError, approval_decide, approvals_recover
 from broker.services.calls import tool_call_submit
+from broker.services.execution import approved_call_execute
 from tests import factories as f
 
 
@@ -86,7 +82,7 @@ def _pending(world: dict[str, Any], q: str = "shift") -> ApprovalRequest:
 def _pending_fast(world: dict[str, Any], q: str) -> ApprovalRequest:
     """A pending pre-execution approval and its call, written directly (the race is in the
     decision and execution, not in how the item was created)."""
-    from broker.audit import arguments_hash
+    from broker.audit.hashing import arguments_hash
 
     arguments = {"q": q}
     call = f.ToolCallFactory(

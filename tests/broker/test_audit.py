@@ -11,7 +11,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from brainframe.models import ToolCall
-from broker.audit import GENESIS_HASH, verify_chain
+from broker.audit.hashing import GENESIS_HASH
+from broker.audit.verify import verify_chain
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db

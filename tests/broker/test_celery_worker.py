@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from brainframe.models import ToolCall
-from broker.audit import arguments_hash
+from broker.audit.hashing import arguments_hash
 from broker.services.approvals import approval_decide
 from rabs.celery import app as celery_app
 from rabs.embedded import database_url

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from broker.handlers import run_handler
-from broker.handlers.function import register
+from broker.handlers.function import functions_register
 from tests import factories as f
 
 RECEIVED: list[dict[str, Any]] = []
@@ -82,10 +82,12 @@ def test_api_handler_failures_are_outcomes(peer: str) -> None:
     assert down.outcome == "failed"
 
 
-@register("tests.sleepy")
 def _sleepy(args: dict[str, Any], *, call_id: Any) -> dict[str, Any]:
     time.sleep(args["seconds"])
     return {}
+
+
+functions_register({"tests.sleepy": _sleepy})
 
 
 def test_function_handler_timeout() -> None:

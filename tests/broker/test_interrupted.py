@@ -9,10 +9,11 @@ from django.utils import timezone
 
 from brainframe.jobs import job_run
 from brainframe.models import Agent, ApprovalRequest, Tool, ToolCall
-from broker.audit import record_decision, record_outcome, verify_chain
+from broker.audit.record import record_decision, record_outcome
+from broker.audit.verify import verify_chain
 from broker.pipeline.context import CallRequest, Outcome, Verdict
-from broker.services.approvals import INTERRUPTED, calls_interrupted_seal
 from broker.services.calls import prepare
+from broker.services.execution import INTERRUPTED, calls_interrupted_seal
 from tests import factories as f
 
 READ = {"date_from": "2026-03-02", "date_to": "2026-03-02"}

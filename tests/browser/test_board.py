@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from brainframe.models import Agent, AgentTask, ApprovalRequest, ToolCall
 from brainframe.services.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
-from broker.audit import arguments_hash
+from broker.audit.hashing import arguments_hash
 from tests import factories as f
 from tests.signing import signed_request
 
@@ -98,25 +98,24 @@ def test_the_live_action_log_keeps_its_newest_200_rows(
 
     from django.utils import timezone
 
-    from broker.events import publish
+    from brainframe.events import ToolCallChanged, publish
 
     page = open_page(world["alice"], "/board/?agent=henry")
     ids = [str(uuid.uuid4()) for _ in range(230)]
     for call_id in ids:
         publish(
-            "tool_call",
-            {
-                "call_id": call_id,
-                "agent_id": "henry",
-                "agent_name": "Henry",
-                "o_tag": None,
-                "tool_id": "roster.shift.read",
-                "decision": "executed",
-                "code": "",
-                "outcome": "succeeded",
-                "duration_ms": 3,
-                "timestamp": timezone.now().isoformat(),
-            },
+            ToolCallChanged(
+                call_id=call_id,
+                agent_id="henry",
+                agent_name="Henry",
+                o_tag=None,
+                tool_id="roster.shift.read",
+                decision="executed",
+                code="",
+                outcome="succeeded",
+                duration_ms=3,
+                timestamp=timezone.now().isoformat(),
+            )
         ).result(timeout=5)
     page.locator(f"#action-log #call-{ids[-1]}").wait_for(timeout=5000)
     assert page.locator("#action-log > li").count() == 200

@@ -10,7 +10,7 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
-from broker.events import publish_tool_call
+from brainframe.events import BOARD_GROUP, GuardianAssessmentComplete, publish, publish_tool_call
 from dashboard.routing import websocket_urlpatterns
 from tests import factories as f
 
@@ -52,10 +52,9 @@ async def test_tool_call_event_pushes_a_log_row() -> None:
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_events_the_board_does_not_show_send_nothing() -> None:
-    from broker.events import publish
-
     communicator = await _board_socket()
-    await sync_to_async(lambda: publish("guardian:assessment_complete", {"risk": 0.0}).result())()
+    assessment = GuardianAssessmentComplete(risk=0.0, action="allow")
+    await sync_to_async(lambda: publish(assessment).result())()
     call = await sync_to_async(f.ToolCallFactory)(requested_tool_id="roster.shift.read")
     await sync_to_async(publish_tool_call)(call)
     html = await communicator.receive_from(timeout=5)  # the first thing sent is the call's row
@@ -97,8 +96,6 @@ async def test_a_call_publishes_its_guardian_assessment_with_its_row() -> None:
     import asyncio
 
     from channels.layers import get_channel_layer
-
-    from broker.events import BOARD_GROUP
 
     layer = get_channel_layer()
     channel = await layer.new_channel()

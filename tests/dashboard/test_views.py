@@ -14,7 +14,7 @@ from django.test import Client
 from django.utils import timezone
 
 from brainframe.models import Agent, AgentNote, AgentTask, ApprovalRequest, Tool, ToolCall
-from broker.audit import arguments_hash
+from broker.audit.hashing import arguments_hash
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

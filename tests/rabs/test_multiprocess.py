@@ -23,7 +23,7 @@ from django.contrib.auth.models import Group
 
 from brainframe.models import Agent, ApprovalRequest, ToolCall
 from brainframe.services.credentials import agent_credential_issue
-from broker.audit import verify_chain
+from broker.audit.verify import verify_chain
 from rabs.devstack import free_port, launched
 from rabs.embedded import database_url
 from tests import factories as f

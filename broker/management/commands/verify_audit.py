@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brainframe.models import ToolCall
-from broker.audit import verify_chain
+from broker.audit.verify import verify_chain
 
 
 class Command(BaseCommand):

@@ -32,8 +32,8 @@ from urllib.parse import unquote
 
 import hyperscan
 
-from brainframe.fastre import PREFILTER, UNICODE, database, scan, utf8
-from brainframe.guardian_patterns import PATTERNS, ThreatPattern
+from brainframe.safety.fastre import PREFILTER, UNICODE, database, scan, utf8
+from brainframe.safety.patterns import PATTERNS, ThreatPattern
 
 BLOCK_AT = 0.8
 FLAG_AT = 0.5
@@ -156,7 +156,7 @@ class Assessment:
 
 
 def _leet_regex(expression: str) -> str:
-    """Turn a pattern into a regex over the compact view (see guardian_patterns)."""
+    """Turn a pattern into a regex over the compact view (see safety.patterns)."""
     out, depth = [], 0
     for char in expression:
         if char in "[{":

@@ -1,85 +1,36 @@
-"""The tamper-evident audit: every decision becomes rows in reason_log, origin_registry,
-reason_edges and tool_calls, written in one transaction before anything executes.
-
-``tool_calls`` rows are hash-chained per agent. The application computes ``content_hash``,
-sha256 over the canonical JSON of the row's recorded content (``CONTENT_FIELDS``); the database
-function ``brainframe_record_decision`` (migration 0012) then writes every row of the decision in
-one call and, under a lock on the agent's row, sets ``seq`` and ``prev_hash`` from the chain's
-end and ``row_hash`` = sha256("prev_hash:seq:content_hash"). Editing, deleting or reordering any
-row breaks the chain from that row on. When the execution outcome is written (once),
-``outcome_hash`` = sha256(row_hash + canonical outcome) seals it too. Rows of hash scheme 1
-(written before the function existed) hash ``HASHED_FIELDS`` directly and verify as before.
-"""
+"""Writing the audit: a decision's rows in one statement before anything runs, then its outcome
+once, sealed with its hash."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import multiprocessing
 import time
 import uuid
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, connections, models, transaction
-from django.db.models import Max
+from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from brainframe.models import (
-    ApprovalRequest,
-    OriginRegistry,
-    ReasonEdge,
-    ReasonLog,
-    ToolCall,
-)
+from brainframe.models import ApprovalRequest, ReasonEdge, ReasonLog, ToolCall
 from brainframe.services.indexing import classify_origin_after_commit, index_after_commit
 
-from .pipeline.context import CallContext, Outcome, Verdict
+from ..pipeline.context import CallContext, Outcome, Verdict
+from .hashing import (
+    CONTENT_FIELDS,
+    HASH_SCHEME,
+    arguments_hash,
+    compute_content_hash,
+    compute_outcome_hash,
+    json_default,
+)
 
 log = logging.getLogger(__name__)
-
-GENESIS_HASH = "0" * 64
-
-HASHED_FIELDS = (
-    "id",
-    "agent_id",
-    "requested_tool_id",
-    "tool_id",
-    "task_id",
-    "r_tag_id",
-    "o_tag_id",
-    "vpol_id",
-    "input",
-    "decision",
-    "decision_code",
-    "decision_detail",
-    "decision_errors",
-    "threat_assessment",
-    "idempotency_key",
-    "request_hash",
-    "seq",
-    "prev_hash",
-    "timestamp",
-)
-# Scheme 2: the content the application hashes; seq and prev_hash enter in the database.
-CONTENT_FIELDS = (*(f for f in HASHED_FIELDS if f not in ("seq", "prev_hash")), "hash_scheme")
-HASH_SCHEME = 2
-OUTCOME_FIELDS = (
-    "outcome",
-    "output",
-    "error",
-    "duration_ms",
-    "executed_at",
-    "executed_arguments",
-    "outbound_findings",
-)
 
 _DECISIONS = {
     Outcome.EXECUTE: ToolCall.Decision.EXECUTED,
@@ -89,39 +40,6 @@ _DECISIONS = {
     Outcome.INVALID: ToolCall.Decision.INVALID,
     Outcome.UNKNOWN_TOOL: ToolCall.Decision.INVALID,
 }
-
-
-def canonical_json(value: Any) -> bytes:
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default
-    ).encode()
-
-
-def _json_default(value: Any) -> str:
-    if hasattr(value, "isoformat"):
-        return str(value.isoformat())
-    return str(value)
-
-
-def compute_content_hash(values: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json({k: values[k] for k in CONTENT_FIELDS})).hexdigest()
-
-
-def compute_row_hash(values: dict[str, Any]) -> str:
-    """The row hash of a tool_calls row, by its ``hash_scheme``."""
-    if values.get("hash_scheme", 1) == 1:
-        return hashlib.sha256(canonical_json({k: values[k] for k in HASHED_FIELDS})).hexdigest()
-    link = f"{values['prev_hash']}:{values['seq']}:{compute_content_hash(values)}"
-    return hashlib.sha256(link.encode()).hexdigest()
-
-
-def compute_outcome_hash(row_hash: str, values: dict[str, Any]) -> str:
-    payload = row_hash.encode() + canonical_json({k: values[k] for k in OUTCOME_FIELDS})
-    return hashlib.sha256(payload).hexdigest()
-
-
-def arguments_hash(arguments: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(arguments)).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -166,43 +84,18 @@ def _summary(ctx: CallContext) -> str:
 def record_decision(ctx: CallContext, verdict: Verdict) -> Recorded:
     """Write the decision's audit rows atomically. Raises DatabaseError if the audit is down.
 
-    Every row is built here and written by one call of ``brainframe_record_decision``: the
-    origin (when the decision registers one), the reason and its edges, the chained tool call
-    and the approval request (when the verdict asks for one).
+    Only writes: the context carries the resolved tags (``ctx.tags``, from ``prepare``). Every
+    row is built here and written by one call of ``brainframe_record_decision``: the origin
+    (when the call registers one), the reason and its edges, the chained tool call and the
+    approval request (when the verdict asks for one).
     """
     req = ctx.request
+    tags = ctx.tags
+    if tags is None:
+        raise ValueError("the call's tags were not resolved (prepare the context first)")
     now = timezone.now()
-    origin = None
-    if ctx.parent is not None:
-        o_tag_id = ctx.parent.o_tag_id
-        chain_id = ctx.parent.chain_id
-        vpol_id, vpol_version = ctx.parent.vpol_id, ctx.parent.vpol_version
-    else:
-        if req.origin is not None:
-            origin = OriginRegistry(
-                origin_type=req.origin["origin_type"],
-                source_ref=req.origin["source_ref"],
-                metadata=req.origin.get("metadata") or {},
-                registered_by=ctx.agent,
-            )
-        elif req.o_tag is not None:
-            o_tag_id = req.o_tag
-        elif ctx.task is not None and ctx.task.o_tag_id is not None:
-            o_tag_id = ctx.task.o_tag_id
-        else:
-            origin = OriginRegistry(
-                origin_type=OriginRegistry.OriginType.AGENT,
-                source_ref=f"agent:{ctx.agent.agent_id}"
-                + (f":task:{ctx.task.task_id}" if ctx.task else ""),
-                metadata={"note": "no origin given: the agent's own initiative"},
-                registered_by=ctx.agent,
-            )
-        if origin is not None:
-            o_tag_id = origin.id
-        chain_id = None
-        vpol_id = ctx.vpol.id if ctx.vpol else None
-        vpol_version = ctx.vpol.version if ctx.vpol else None
-
+    origin, o_tag_id = tags.origin, tags.o_tag_id
+    vpol_id, vpol_version = tags.vpol_id, tags.vpol_version
     reason_id = uuid.uuid4()
     reason = ReasonLog(
         id=reason_id,
@@ -210,7 +103,7 @@ def record_decision(ctx: CallContext, verdict: Verdict) -> Recorded:
         o_tag_id=o_tag_id,
         vpol_id=vpol_id,
         vpol_version=vpol_version,
-        chain_id=chain_id or reason_id,
+        chain_id=tags.chain_id or reason_id,
         agent=ctx.agent,
         tool=ctx.tool,
         thought=req.reason,
@@ -295,7 +188,7 @@ def _sql_value(column: str, value: Any) -> Any:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, default=_json_default)
+    return json.dumps(value, default=json_default)
 
 
 def _approval(
@@ -405,96 +298,3 @@ def record_cancelled(call: ToolCall, reason: str) -> bool:
         for key, value in values.items():
             setattr(call, key, value)
     return bool(written)
-
-
-@dataclass(frozen=True)
-class ChainBreak:
-    agent_id: str
-    call_id: uuid.UUID
-    seq: int
-    problem: str
-
-    def __str__(self) -> str:
-        return (
-            f"tool_calls row {self.call_id} (agent {self.agent_id}, seq {self.seq}): {self.problem}"
-        )
-
-
-#: Below this many rows a chain is verified in this process; above it, in ``workers`` processes.
-PARALLEL_FROM_ROWS = 100_000
-
-
-def verify_chain(
-    agent_id: str,
-    *,
-    workers: int = 1,
-    parallel_from: int = PARALLEL_FROM_ROWS,
-    chunk_size: int = 5000,
-) -> ChainBreak | None:
-    """The first row of ``agent_id``'s chain that does not match, or None if it is intact.
-
-    With ``workers`` > 1 a long chain is cut into that many runs of ``seq`` verified side by
-    side in forked processes (each run checks its first row against the stored hash of the row
-    before it, which the previous run verifies); the break with the lowest ``seq`` is named.
-    Not for daemonic processes (a Celery worker's children cannot fork): the command uses it.
-    """
-    last = 0
-    if workers > 1:
-        last = ToolCall.objects.filter(agent_id=agent_id).aggregate(m=Max("seq"))["m"] or 0
-    if workers <= 1 or last < parallel_from:
-        return _verify_run(agent_id, 1, None, chunk_size)
-    step = -(-last // workers)
-    runs = [
-        (agent_id, first, min(first + step - 1, last), chunk_size)
-        for first in range(1, last + 1, step)
-    ]
-    # Children must not share the parent's database connections: close them before forking.
-    connections.close_all()
-    if hasattr(connection, "close_pool"):
-        connection.close_pool()
-    with ProcessPoolExecutor(len(runs), mp_context=multiprocessing.get_context("fork")) as pool:
-        breaks = [found for found in pool.map(_verify_run_in_child, runs) if found is not None]
-    return min(breaks, key=lambda found: found.seq) if breaks else None
-
-
-def _verify_run_in_child(run: tuple[str, int, int, int]) -> ChainBreak | None:
-    try:
-        return _verify_run(*run)
-    finally:
-        connections.close_all()
-
-
-def _verify_run(agent_id: str, first: int, last: int | None, chunk_size: int) -> ChainBreak | None:
-    """Verify rows ``first``..``last`` (to the end when None) of one chain."""
-    expected_seq = first
-    prev_hash: str | None = GENESIS_HASH
-    if first > 1:
-        prev_hash = (
-            ToolCall.objects.filter(agent_id=agent_id, seq=first - 1)
-            .values_list("row_hash", flat=True)
-            .first()
-        )
-    columns = (*HASHED_FIELDS, "hash_scheme", "row_hash", "outcome_hash", *OUTCOME_FIELDS)
-    rows = ToolCall.objects.filter(agent_id=agent_id, seq__gte=first)
-    if last is not None:
-        rows = rows.filter(seq__lte=last)
-    stream: Iterator[dict[str, Any]] = (
-        rows.order_by("seq").values(*columns).iterator(chunk_size=chunk_size)
-    )
-    for row in stream:
-        where = (agent_id, row["id"], row["seq"])
-        if prev_hash is None:  # the row before this run is gone
-            return ChainBreak(*where, f"expected seq {first - 1} (a row is missing)")
-        if row["seq"] != expected_seq:
-            return ChainBreak(*where, f"expected seq {expected_seq} (a row is missing)")
-        if row["prev_hash"] != prev_hash:
-            return ChainBreak(*where, "prev_hash does not match the previous row")
-        if compute_row_hash(row) != row["row_hash"]:
-            return ChainBreak(*where, "content does not match its hash (row edited)")
-        if row["outcome_hash"]:
-            if compute_outcome_hash(row["row_hash"], row) != row["outcome_hash"]:
-                return ChainBreak(*where, "outcome does not match its hash (outcome edited)")
-        elif row["outcome"] not in (ToolCall.Outcome.PENDING, ToolCall.Outcome.NOT_RUN):
-            return ChainBreak(*where, "outcome written without its hash")
-        expected_seq, prev_hash = expected_seq + 1, row["row_hash"]
-    return None

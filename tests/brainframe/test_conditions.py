@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from broker.pipeline.conditions import first_match, holds
+from brainframe.safety.conditions import first_match, holds
 
 FACTS: dict[str, Any] = {
     "arguments": {

@@ -1,0 +1,53 @@
+"""Work: tasks and deliverables (approvals belong to the broker's admin)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+
+from brainframe.models import (
+    AgentTask,
+    Deliverable,
+)
+from brainframe.services.tasks import task_announce
+
+from .common import (
+    JSONEditingMixin,
+)
+
+
+@admin.register(AgentTask)
+class AgentTaskAdmin(JSONEditingMixin, admin.ModelAdmin):
+    list_display = (
+        "title",
+        "agent",
+        "status",
+        "priority",
+        "progress",
+        "created_at",
+        "completed_at",
+    )
+    list_filter = ("status", "agent")
+    search_fields = ("title", "task_id")
+    list_select_related = ("agent",)
+    autocomplete_fields = ("agent", "on_behalf_of")
+    raw_id_fields = ("o_tag",)
+    readonly_fields = ("task_id", "created_at", "started_at", "completed_at", "updated_at")
+
+    def save_model(
+        self, request: HttpRequest, obj: AgentTask, form: forms.ModelForm, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        moved_from = form.initial.get("agent") if "agent" in form.changed_data else None
+        task_announce(obj, also_agent_id=moved_from)  # staff's edit shows on open boards
+
+
+@admin.register(Deliverable)
+class DeliverableAdmin(JSONEditingMixin, admin.ModelAdmin):
+    list_display = ("filename", "agent", "task", "content_type", "size_bytes", "created_at")
+    list_filter = ("agent", "content_type")
+    search_fields = ("filename", "sha256")
+    list_select_related = ("agent", "task")
+    readonly_fields = ("id", "size_bytes", "sha256", "created_at")
+    raw_id_fields = ("task",)

@@ -1,0 +1,215 @@
+"""The condition language shared by V-Pol rules, directive predicates and constitution rules:
+its grammar (``VPOL_RULES_SCHEMA``, checked when staff save a document) and its evaluator.
+
+Semantics, for a field that holds a list: ``in`` holds when every element is in the value list;
+``not_in`` when any element is outside it (a recipient allowlist); ``contains`` and ``matches``
+when any element does. A missing field makes every comparison false except ``missing`` (and
+``ne``/``not_in``, false too: absent is not evidence).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from brainframe.safety import fastre
+
+# --- Grammar ----------------------------------------------------------------------------------
+_CONDITION: dict[str, Any] = {
+    "oneOf": [
+        {
+            "type": "object",
+            "required": ["all"],
+            "additionalProperties": False,
+            "properties": {"all": {"type": "array", "items": {"$ref": "#/$defs/condition"}}},
+        },
+        {
+            "type": "object",
+            "required": ["any"],
+            "additionalProperties": False,
+            "properties": {"any": {"type": "array", "items": {"$ref": "#/$defs/condition"}}},
+        },
+        {
+            "type": "object",
+            "required": ["not"],
+            "additionalProperties": False,
+            "properties": {"not": {"$ref": "#/$defs/condition"}},
+        },
+        {
+            "type": "object",
+            "required": ["field", "op"],
+            "additionalProperties": False,
+            "properties": {
+                # "arguments.amount", "agent.agent_id", "tool.risk_level", "context.hour"
+                "field": {
+                    "type": "string",
+                    "pattern": r"^(arguments|agent|tool|context)(\.[A-Za-z0-9_]+)*$",
+                },
+                "op": {
+                    "enum": [
+                        "eq",
+                        "ne",
+                        "gt",
+                        "gte",
+                        "lt",
+                        "lte",
+                        "in",
+                        "not_in",
+                        "contains",
+                        "matches",
+                        "exists",
+                        "missing",
+                    ]
+                },
+                "value": {},
+            },
+        },
+    ]
+}
+
+#: The V-Pol rule language: an ordered list; the first rule whose ``when`` holds decides.
+VPOL_RULES_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["id", "when", "action"],
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9_\-]*$"},
+            "when": {"$ref": "#/$defs/condition"},
+            "action": {"enum": ["allow", "review", "deny"]},
+            "reason": {"type": "string"},
+        },
+    },
+    "$defs": {"condition": _CONDITION},
+}
+
+
+def vpol_rules_errors(
+    rules: Any, *, actions: tuple[str, ...] = ("allow", "review", "deny")
+) -> list[str]:
+    """Problems with a V-Pol's ``rules`` document (see ``VPOL_RULES_SCHEMA``), or with the
+    predicates of a directive or constitution rule (the same language, other actions)."""
+    schema = {
+        **VPOL_RULES_SCHEMA,
+        "items": {
+            **VPOL_RULES_SCHEMA["items"],
+            "properties": {
+                **VPOL_RULES_SCHEMA["items"]["properties"],
+                "action": {"enum": list(actions)},
+            },
+        },
+    }
+    problems = document_errors(schema, rules)
+    if not problems:
+        ids = [rule["id"] for rule in rules]
+        duplicates = sorted({rule_id for rule_id in ids if ids.count(rule_id) > 1})
+        if duplicates:
+            problems.append(f"rule ids must be unique: {', '.join(duplicates)}")
+    return problems
+
+
+def document_errors(schema: dict[str, Any], instance: Any) -> list[str]:
+    """Every place ``instance`` breaks ``schema``, as '<path>: <message>' lines."""
+    validator = Draft202012Validator(schema)
+    problems = []
+    for error in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(part) for part in error.absolute_path)
+        problems.append(f"{where or '(root)'}: {error.message}")
+    return problems
+
+
+# --- Evaluation -------------------------------------------------------------------------------
+MISSING: Any = object()
+
+
+def resolve(facts: Mapping[str, Any], path: str) -> Any:
+    value: Any = facts
+    for part in path.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+    return value
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _compare(op: str, actual: Any, expected: Any) -> bool:
+    left, right = _number(actual), _number(expected)
+    if left is None or right is None:
+        return False
+    if op == "gt":
+        return left > right
+    if op == "gte":
+        return left >= right
+    if op == "lt":
+        return left < right
+    return left <= right
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _text_contains(haystack: Any, needle: Any) -> bool:
+    if isinstance(haystack, str) and isinstance(needle, str):
+        return needle.lower() in haystack.lower()
+    return bool(haystack == needle)
+
+
+def holds(condition: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
+    """Whether ``condition`` holds over ``facts``."""
+    if "all" in condition:
+        return all(holds(part, facts) for part in condition["all"])
+    if "any" in condition:
+        return any(holds(part, facts) for part in condition["any"])
+    if "not" in condition:
+        return not holds(condition["not"], facts)
+    actual = resolve(facts, condition["field"])
+    op = condition["op"]
+    expected = condition.get("value")
+    if op == "missing":
+        return actual is MISSING or actual is None
+    if actual is MISSING:
+        return False
+    if op == "exists":
+        return actual is not None
+    if op == "eq":
+        return bool(actual == expected)
+    if op == "ne":
+        return bool(actual != expected)
+    if op in ("gt", "gte", "lt", "lte"):
+        return _compare(op, actual, expected)
+    if op == "in":
+        allowed = _items(expected)
+        return all(item in allowed for item in _items(actual))
+    if op == "not_in":
+        allowed = _items(expected)
+        return any(item not in allowed for item in _items(actual))
+    if op == "contains":
+        return any(_text_contains(item, expected) for item in _items(actual))
+    if op == "matches":
+        pattern = fastre.compiled(str(expected), re.IGNORECASE)
+        return any(isinstance(item, str) and pattern.search(item) for item in _items(actual))
+    raise ValueError(f"unknown operator {op!r}")
+
+
+def first_match(
+    rules: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]
+) -> Mapping[str, Any] | None:
+    """The first rule whose ``when`` holds, in order, or None."""
+    for rule in rules:
+        if holds(rule["when"], facts):
+            return rule
+    return None

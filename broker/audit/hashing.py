@@ -1,0 +1,77 @@
+"""What the audit hashes and how: the canonical JSON of a row, its content, row and outcome
+hashes (see the package docstring for the chain)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+GENESIS_HASH = "0" * 64
+
+HASHED_FIELDS = (
+    "id",
+    "agent_id",
+    "requested_tool_id",
+    "tool_id",
+    "task_id",
+    "r_tag_id",
+    "o_tag_id",
+    "vpol_id",
+    "input",
+    "decision",
+    "decision_code",
+    "decision_detail",
+    "decision_errors",
+    "threat_assessment",
+    "idempotency_key",
+    "request_hash",
+    "seq",
+    "prev_hash",
+    "timestamp",
+)
+# Scheme 2: the content the application hashes; seq and prev_hash enter in the database.
+CONTENT_FIELDS = (*(f for f in HASHED_FIELDS if f not in ("seq", "prev_hash")), "hash_scheme")
+HASH_SCHEME = 2
+OUTCOME_FIELDS = (
+    "outcome",
+    "output",
+    "error",
+    "duration_ms",
+    "executed_at",
+    "executed_arguments",
+    "outbound_findings",
+)
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=json_default
+    ).encode()
+
+
+def json_default(value: Any) -> str:
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat())
+    return str(value)
+
+
+def compute_content_hash(values: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json({k: values[k] for k in CONTENT_FIELDS})).hexdigest()
+
+
+def compute_row_hash(values: dict[str, Any]) -> str:
+    """The row hash of a tool_calls row, by its ``hash_scheme``."""
+    if values.get("hash_scheme", 1) == 1:
+        return hashlib.sha256(canonical_json({k: values[k] for k in HASHED_FIELDS})).hexdigest()
+    link = f"{values['prev_hash']}:{values['seq']}:{compute_content_hash(values)}"
+    return hashlib.sha256(link.encode()).hexdigest()
+
+
+def compute_outcome_hash(row_hash: str, values: dict[str, Any]) -> str:
+    payload = row_hash.encode() + canonical_json({k: values[k] for k in OUTCOME_FIELDS})
+    return hashlib.sha256(payload).hexdigest()
+
+
+def arguments_hash(arguments: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(arguments)).hexdigest()
