@@ -45,9 +45,11 @@ run-multi: install
 test: install $(CHROMIUM) $(NGINX)
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
 
+# Style, and the architecture contract (layers point one way, no import cycles).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: install
 	$(VENV)/bin/mypy .

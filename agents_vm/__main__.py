@@ -29,6 +29,7 @@ def worker(config_path: str) -> int:
     stop = threading.Event()
     # SIGTERM from the supervisor: drain (stop at the next safe point, everything persisted).
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # The worker's parts load here: the shell commands (call, tools) start without them.
     from openai import OpenAI
 
     from .loop import CognitiveLoop
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "worker":
             return worker(args.config)
-        from .supervisor import Supervisor
+        from .supervisor import Supervisor  # not needed by the worker or the shell commands
 
         return Supervisor(load_config(args.config)).serve()
     except ConfigError as exc:

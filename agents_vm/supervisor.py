@@ -15,6 +15,8 @@ recorded with its reason in ``supervisor_events`` and in ``supervisor.log``.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hmac
 import json
 import logging
@@ -39,12 +41,9 @@ _PR_SET_PDEATHSIG = 1
 
 def _die_with_parent() -> None:
     """In the child: if the supervisor dies (even by SIGKILL), the worker gets SIGTERM."""
-    try:
-        import ctypes
-
+    # Not Linux (OSError): the supervisor's shutdown still stops the worker.
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:  # not Linux: the supervisor's shutdown still stops the worker
-        pass
 
 
 MAX_BACKOFF = 30.0

@@ -1,4 +1,5 @@
-"""Celery tasks for the scheduled jobs (beat schedule in ``rabs/celery.py``)."""
+"""Celery tasks of brainframe: thin wrappers that call services (beat schedule in
+``rabs/celery.py``; services queue them by name through ``brainframe.queue``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from celery import shared_task
 
 from brainframe.embeddings.indexer import IndexerUnavailable
 from brainframe.jobs import job_run
+from brainframe.services.bucket_checker import origin_classify
+from brainframe.services.indexing import embed_rows
+from brainframe.services.memory import observation_record_classified
 
 
 @shared_task
@@ -17,15 +21,11 @@ def run_scheduled_job(name: str) -> Any:
 
 @shared_task(autoretry_for=(IndexerUnavailable,), retry_backoff=30, max_retries=5)
 def embed_rows_task(kind: str, ids: list[str]) -> int:
-    from brainframe.services.indexing import embed_rows
-
     return embed_rows(kind, ids)
 
 
 @shared_task(autoretry_for=(IndexerUnavailable,), retry_backoff=30, max_retries=5)
 def classify_origin_task(origin_id: str) -> str | None:
-    from brainframe.services.bucket_checker import origin_classify
-
     result = origin_classify(origin_id)
     return result.bucket if result else None
 
@@ -33,6 +33,4 @@ def classify_origin_task(origin_id: str) -> str | None:
 @shared_task
 def record_observation_task(agent_id: str | None, data: dict[str, Any]) -> dict[str, Any]:
     """An observation that arrived without a bucket: classify it, then record it."""
-    from brainframe.services.memory import observation_record_classified
-
     return observation_record_classified(agent_id=agent_id, data=data)

@@ -1,8 +1,8 @@
-"""Celery tasks of the broker: thin wrappers that load ids and call services."""
+"""Celery tasks of the broker: thin wrappers that load ids and call services (which queue them by
+name through ``broker.queue``)."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from celery import shared_task
@@ -11,9 +11,7 @@ from django.db import DatabaseError
 from brainframe.models import ApprovalRequest
 
 from .services.execution import approved_call_execute
-from .services.notifications import approval_notify, notify_channels
-
-log = logging.getLogger(__name__)
+from .services.notifications import approval_notify, notify_enqueue
 
 
 @shared_task(
@@ -35,15 +33,3 @@ def notify_approval(approval_id: str, event: str, channel: str | None = None) ->
         return {"event": event, "fanned_out": True}
     approval = ApprovalRequest.objects.select_related("tool", "agent").get(pk=approval_id)
     return approval_notify(approval=approval, event=event, channel=channel)
-
-
-def notify_enqueue(*, approval_id: Any, event: str) -> None:
-    """One notification task per channel. A broker that cannot take it is logged, not raised:
-    the approval stands on the board whatever happens to its notifications."""
-    for channel in notify_channels():
-        try:
-            notify_approval.delay(str(approval_id), event, channel)
-        except Exception:
-            log.warning(
-                "could not enqueue the %s notification for %s", channel, approval_id, exc_info=True
-            )

@@ -29,6 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from rabs.embedded import ensure_services, var_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -86,8 +88,6 @@ def wait_until_up(
 ) -> None:
     """Return once ``url + path`` answers at all; RuntimeError if ``process`` exits first or
     ``timeout`` passes."""
-    import httpx
-
     deadline = time.monotonic() + timeout
     while True:
         try:

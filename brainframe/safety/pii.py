@@ -5,7 +5,8 @@ the package registry; nothing is downloaded at run time) finds people's names, a
 recognizers find the structured identifiers the business handles: e-mail addresses, phone
 numbers (Australian and international), credit cards, IBANs, IP addresses, Medicare numbers,
 Tax File Numbers, ABNs and NDIS participant numbers. The anonymizer replaces each with
-``<TYPE>``. The engines load once per process.
+``<TYPE>``. The engines load once per process, on first use: presidio, spaCy and the model are
+imported inside the functions that build them (seconds of start-up no other path should pay).
 """
 
 from __future__ import annotations

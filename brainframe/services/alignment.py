@@ -32,6 +32,8 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -424,9 +426,6 @@ def safety_escalation(*, tool: Tool, call_id: uuid.UUID, reason: str) -> None:
 def _notify_critical(
     subject: Tool | Agent, change: MonitoringLevelChange, *, title: str | None = None
 ) -> None:
-    from django.contrib.auth import get_user_model
-    from django.core.mail import send_mail
-
     seniors = get_user_model().objects.filter(groups__name="senior_reviewers", is_active=True)
     recipients = sorted({u.email for u in seniors if u.email})
     if recipients:

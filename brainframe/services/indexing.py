@@ -17,8 +17,10 @@ from typing import Any
 from django.conf import settings
 from django.db import models, transaction
 
-from brainframe.embeddings.indexer import Indexer, get_indexer
-from brainframe.models import ContextBucketEntry, ReasonLog
+from brainframe.embeddings.indexer import Indexer, IndexerUnavailable, get_indexer
+from brainframe.models import ContextBucketEntry, OriginRegistry, ReasonLog
+from brainframe.queue import CLASSIFY_ORIGIN, EMBED_ROWS, enqueue
+from brainframe.services.bucket_checker import origin_classify
 
 logger = logging.getLogger(__name__)
 
@@ -55,15 +57,13 @@ def index_after_commit(kind: str, ids: Iterable[Any]) -> None:
     if not id_list or not settings.RABS_INDEX_ON_COMMIT:
         return
 
-    def enqueue() -> None:
-        from brainframe.tasks import embed_rows_task
-
+    def queue() -> None:
         try:
-            embed_rows_task.delay(kind, id_list)
+            enqueue(EMBED_ROWS, kind, id_list)
         except Exception:  # the queue is down: the sweep embeds these rows later
             logger.warning("could not queue embedding of %d %s rows", len(id_list), kind)
 
-    transaction.on_commit(enqueue)
+    transaction.on_commit(queue)
 
 
 def classify_origin_after_commit(origin_id: Any) -> None:
@@ -71,15 +71,13 @@ def classify_origin_after_commit(origin_id: Any) -> None:
     if not settings.RABS_INDEX_ON_COMMIT:
         return
 
-    def enqueue() -> None:
-        from brainframe.tasks import classify_origin_task
-
+    def queue() -> None:
         try:
-            classify_origin_task.delay(str(origin_id))
+            enqueue(CLASSIFY_ORIGIN, str(origin_id))
         except Exception:  # the queue is down: the sweep classifies it later
             logger.warning("could not queue bucket classification of origin %s", origin_id)
 
-    transaction.on_commit(enqueue)
+    transaction.on_commit(queue)
 
 
 def embed_rows(kind: str, ids: Sequence[Any], *, indexer: Indexer | None = None) -> int:
@@ -145,10 +143,6 @@ def index_pending(
 
 def index_sweep(*, limit: int = 500) -> dict[str, Any]:
     """The periodic catch-up: embed rows left without a vector, classify unclassified origins."""
-    from brainframe.embeddings.indexer import IndexerUnavailable
-    from brainframe.models import OriginRegistry
-    from brainframe.services.bucket_checker import origin_classify
-
     try:
         indexer = get_indexer()
         done: dict[str, Any] = dict(index_pending(indexer=indexer, limit=limit))

@@ -8,6 +8,7 @@ from django.db import connection
 from psycopg.types.json import Jsonb
 
 from brainframe.models import Agent, ContextBucketEntry
+from brainframe.services.bucket_checker import bucket_classify
 from brainframe.services.indexing import index_after_commit
 
 # One statement: a repeat of (bucket, entity, pattern_type) reinforces the existing row —
@@ -84,8 +85,6 @@ def observation_record_classified(*, agent_id: str | None, data: dict[str, Any])
     The checker's answer (every bucket it considered likely, with confidences) is kept in the
     entry's ``scoring`` so a reviewer can see why it landed there.
     """
-    from brainframe.services.bucket_checker import bucket_classify
-
     result = bucket_classify(f"{data['entity']}: {data['observation']}")
     agent = Agent.objects.filter(agent_id=agent_id).first() if agent_id else None
     entry, created = observation_record(

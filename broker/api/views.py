@@ -21,13 +21,13 @@ from rest_framework.views import APIView
 from brainframe.choices import ContextBucket, ExecutionMode
 from brainframe.events import Heartbeat, publish
 from brainframe.models import Agent, AgentTask, Tool, ToolCall
+from brainframe.queue import RECORD_OBSERVATION, enqueue
 from brainframe.services import tasks as task_services
 from brainframe.services.context import agent_context
 from brainframe.services.deliverables import deliverable_store
 from brainframe.services.inbound import InboundRefusal, inbound_event_record
 from brainframe.services.memory import observation_record
 from brainframe.services.usage import usage_dict, usage_record
-from brainframe.tasks import record_observation_task
 
 from ..errors import BrokerRefusal
 from ..pipeline.context import CallRequest
@@ -318,7 +318,7 @@ class ObservationsView(AgentAPIView):
         agent = self.agent(request)
         if "bucket" not in data:
             try:
-                queued = record_observation_task.delay(agent.agent_id, data)
+                queued = enqueue(RECORD_OBSERVATION, agent.agent_id, data)
             except Exception as exc:  # the queue is down: refuse rather than drop it
                 raise BrokerRefusal(
                     503, "queue_unavailable", "observation not accepted: the task queue is down"

@@ -34,8 +34,9 @@ from ..audit.hashing import arguments_hash
 from ..audit.record import record_cancelled
 from ..pipeline.context import CallContext, CallRequest
 from ..pipeline.stages import check_directives, evaluate_vpol, validate_arguments
+from ..queue import EXECUTE_APPROVED_CALL, enqueue
 from ..registry import registry_snapshot
-from ..tasks import execute_approved_call, notify_enqueue
+from .notifications import notify_enqueue
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +239,7 @@ def approval_decide(
 
 def _enqueue_execution(approval_id: Any) -> None:
     try:
-        execute_approved_call.delay(str(approval_id))
+        enqueue(EXECUTE_APPROVED_CALL, str(approval_id))
     except Exception:  # the broker is down: the recovery sweep will enqueue it again
         log.warning("could not enqueue execution of approval %s", approval_id, exc_info=True)
 

@@ -37,8 +37,8 @@ from ..errors import BrokerRefusal
 from ..pipeline.context import CallContext, CallRequest, ChainTags
 from ..pipeline.stages import decide
 from ..registry import registry_snapshot
-from ..tasks import notify_enqueue
 from .execution import call_execute
+from .notifications import notify_enqueue
 
 log = logging.getLogger(__name__)
 

@@ -26,6 +26,8 @@ from django.utils import timezone
 
 from brainframe.models import ApprovalRequest, NotificationDelivery
 
+from ..queue import NOTIFY_APPROVAL, enqueue
+
 log = logging.getLogger(__name__)
 
 Channel = NotificationDelivery.Channel
@@ -43,6 +45,18 @@ def notify_channels() -> list[str]:
     if settings.RABS_APPROVAL_WEBHOOK_URL:
         channels.append(Channel.WEBHOOK.value)
     return channels
+
+
+def notify_enqueue(*, approval_id: Any, event: str) -> None:
+    """One notification task per channel. A broker that cannot take it is logged, not raised:
+    the approval stands on the board whatever happens to its notifications."""
+    for channel in notify_channels():
+        try:
+            enqueue(NOTIFY_APPROVAL, str(approval_id), event, channel)
+        except Exception:
+            log.warning(
+                "could not enqueue the %s notification for %s", channel, approval_id, exc_info=True
+            )
 
 
 def _recipients(approval: ApprovalRequest) -> list[str]:
