@@ -37,6 +37,10 @@ def test_the_import_contract_holds() -> None:
     assert "3 kept, 0 broken" in result.stdout
 
 
+def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+    return [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+
+
 def test_brainframe_names_neither_broker_nor_dashboard() -> None:
     offenders = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
@@ -44,9 +48,7 @@ def test_brainframe_names_neither_broker_nor_dashboard() -> None:
         if path.relative_to(ROOT).parts[0] == "brainframe"
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Import | ast.ImportFrom)
-        for name in (
-            [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
-        )
+        for name in _imported(node)
         if name.split(".")[0] in ("broker", "dashboard")
     ]
     assert offenders == []
@@ -57,9 +59,7 @@ def _nested_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             found += [
-                inner
-                for inner in ast.walk(node)
-                if isinstance(inner, ast.Import | ast.ImportFrom)
+                inner for inner in ast.walk(node) if isinstance(inner, ast.Import | ast.ImportFrom)
             ]
     return found
 
@@ -110,9 +110,7 @@ def test_every_event_type_is_in_the_one_list() -> None:
     defined = {
         value
         for value in vars(events).values()
-        if isinstance(value, type)
-        and issubclass(value, events.Event)
-        and "NAME" in vars(value)
+        if isinstance(value, type) and issubclass(value, events.Event) and "NAME" in vars(value)
     }
     assert set(events.EVENT_TYPES.values()) == defined
     names = {

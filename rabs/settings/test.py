@@ -9,7 +9,10 @@ from .base import *  # noqa: F403
 from .base import CACHES, CHANNEL_LAYERS, DATABASES
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+# Mail stays in memory, unless a test points a worker process it starts at a local SMTP server.
+EMAIL_BACKEND = os.environ.get(
+    "RABS_TEST_EMAIL_BACKEND", "django.core.mail.backends.locmem.EmailBackend"
+)
 # Each test process gets its own pool; keep it small so parallel workers stay under max_connections.
 DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": 4, "timeout": 10.0}
 

