@@ -1,4 +1,4 @@
-"""Measure the Guardian on the AGT prompt-injection corpus (../shared/eval by default).
+"""Measure the Guardian on the AGT prompt-injection corpus (vendored in eval/corpora).
 
     .venv/bin/python eval/guardian_eval.py [--corpus PATH] [--split test] [--show-misses]
 
@@ -27,7 +27,7 @@ def main() -> int:
 
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--corpus", default=str(ROOT.parent / "shared/eval/agt-injection-smoke.jsonl")
+        "--corpus", default=str(ROOT / "eval/corpora/agt-injection-smoke.jsonl")
     )
     parser.add_argument("--split", action="append", help="repeatable; default: each split")
     parser.add_argument("--show-misses", action="store_true")

@@ -35,7 +35,7 @@ def main() -> int:
     from brainframe.safety.pii import pii_find
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--corpus", default=str(ROOT.parent / "shared/eval/presidio-synth-v2.json"))
+    parser.add_argument("--corpus", default=str(ROOT / "eval/corpora/presidio-synth-v2.json"))
     parser.add_argument("--part", choices=["tune", "report"], default="report")
     args = parser.parse_args()
     with open(args.corpus) as handle:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,8 @@ from brainframe.safety.guardian import assess
 from brainframe.safety.patterns import PATTERNS
 from tests.signing import SignedClient
 
-# The public corpora live beside the checkout (../shared/eval), not in it.
-EVAL = Path(
-    os.environ.get("RABS_EVAL_DIR", Path(__file__).resolve().parents[3] / "shared" / "eval")
-)
+# The public corpora, vendored with their sources and licences (eval/corpora/README.md).
+EVAL = Path(__file__).resolve().parents[2] / "eval" / "corpora"
 
 
 @pytest.mark.parametrize(
