@@ -235,10 +235,24 @@ def open_approvals() -> list[ApprovalRequest]:
 
 def chain_for(approval: ApprovalRequest) -> list[ReasonLog]:
     """The R-Tags of the approval's origin, oldest first (O-Tag → R-Tags)."""
-    if approval.r_tag is None:
-        return []
-    return list(
-        ReasonLog.objects.filter(o_tag_id=approval.r_tag.o_tag_id)
+    return chains_for([approval]).get(approval.pk, [])
+
+
+CHAIN_SHOWN = 20
+
+
+def chains_for(approvals: list[ApprovalRequest]) -> dict[Any, list[ReasonLog]]:
+    """``chain_for`` of each approval (by its id), in one query for the whole page."""
+    o_tags = {a.pk: a.r_tag.o_tag_id for a in approvals if a.r_tag is not None}
+    if not o_tags:
+        return {}
+    by_origin: dict[Any, list[ReasonLog]] = {}
+    for reason in (
+        ReasonLog.objects.filter(o_tag_id__in=set(o_tags.values()))
         .select_related("tool")
-        .order_by("created_at")[:20]
-    )
+        .order_by("created_at")
+    ):
+        shown = by_origin.setdefault(reason.o_tag_id, [])
+        if len(shown) < CHAIN_SHOWN:
+            shown.append(reason)
+    return {pk: by_origin.get(o_tag, []) for pk, o_tag in o_tags.items()}

@@ -19,7 +19,12 @@ from django.views.decorators.http import require_POST
 
 from brainframe.models import Agent, AgentNote, AgentTask, ApprovalRequest, Deliverable, ToolCall
 from brainframe.selectors import flatten, origin_chain
-from broker.services.approvals import ApprovalError, approval_decide, can_decide
+from broker.services.approvals import (
+    ApprovalError,
+    approval_decide,
+    can_decide,
+    reviewer_groups,
+)
 
 from . import selectors
 
@@ -81,11 +86,18 @@ def note_edit(request: HttpRequest, note_id: str) -> HttpResponse:
     )
 
 
-def _card_context(request: HttpRequest, approval: ApprovalRequest, **extra: Any) -> dict[str, Any]:
+def _card_context(
+    request: HttpRequest,
+    approval: ApprovalRequest,
+    *,
+    chain: list[Any] | None = None,
+    groups: set[str] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     return {
         "approval": approval,
-        "chain": selectors.chain_for(approval),
-        "can_decide": can_decide(request.user, approval),
+        "chain": selectors.chain_for(approval) if chain is None else chain,
+        "can_decide": can_decide(request.user, approval, groups=groups),
         "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
         **extra,
     }
@@ -94,7 +106,8 @@ def _card_context(request: HttpRequest, approval: ApprovalRequest, **extra: Any)
 @login_required
 def approvals(request: HttpRequest) -> HttpResponse:
     items = selectors.open_approvals()
-    cards = [_card_context(request, a) for a in items]
+    chains, groups = selectors.chains_for(items), reviewer_groups(request.user)
+    cards = [_card_context(request, a, chain=chains.get(a.pk, []), groups=groups) for a in items]
     return render(request, "dashboard/approvals.html", {"cards": cards})
 
 

@@ -26,9 +26,7 @@ def main() -> int:
     from brainframe.safety.guardian import assess
 
     parser = argparse.ArgumentParser()
-    parser.add_argument(
-        "--corpus", default=str(ROOT / "eval/corpora/agt-injection-smoke.jsonl")
-    )
+    parser.add_argument("--corpus", default=str(ROOT / "eval/corpora/agt-injection-smoke.jsonl"))
     parser.add_argument("--split", action="append", help="repeatable; default: each split")
     parser.add_argument("--show-misses", action="store_true")
     args = parser.parse_args()

@@ -68,8 +68,16 @@ def reviewer_groups(user: AbstractBaseUser | AnonymousUser) -> set[str]:
     return set(groups.filter(name__in=REVIEWER_GROUPS).values_list("name", flat=True))
 
 
-def can_decide(user: AbstractBaseUser | AnonymousUser, approval: ApprovalRequest) -> bool:
-    groups = reviewer_groups(user)
+def can_decide(
+    user: AbstractBaseUser | AnonymousUser,
+    approval: ApprovalRequest,
+    *,
+    groups: set[str] | None = None,
+) -> bool:
+    """Whether ``user`` may decide ``approval``. ``groups``: the user's reviewer groups when the
+    caller already read them (a page of cards reads them once)."""
+    if groups is None:
+        groups = reviewer_groups(user)
     if approval.reviewer_group == ApprovalRequest.ReviewerGroup.SENIOR:
         return ApprovalRequest.ReviewerGroup.SENIOR in groups
     return bool(groups)
