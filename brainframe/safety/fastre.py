@@ -59,7 +59,7 @@ def database(expressions: list[str], flags: list[int]) -> hyperscan.Database:
 
 def _cache_dir() -> Path:
     configured = os.environ.get("RABS_VAR_DIR")
-    root = Path(configured) if configured else Path(__file__).resolve().parent.parent / "var"
+    root = Path(configured) if configured else Path(__file__).resolve().parents[2] / "var"
     return root / "cache" / "hyperscan"
 
 
