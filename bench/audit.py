@@ -161,6 +161,7 @@ def _verify(rows: int, workers: int) -> tuple[float, float]:
         "alignment_reasons": [],
         "outcome_hash": "",
         "hash_scheme": HASH_SCHEME,
+        "face": "rest",
     }
     json_columns = {
         "input", "decision_errors", "threat_assessment", "executed_arguments",

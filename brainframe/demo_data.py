@@ -110,6 +110,8 @@ def _tool(
         "handler_config": handler_config,
         "input_schema": input_schema,
         "output_schema": output_schema or {"type": "object"},
+        # Reading twice changes nothing (shown to MCP clients as idempotentHint).
+        "idempotent": risk == R.READ,
         "agent_access": list(agents),
         "role_requirements": list(roles),
         "validation_mode": validation_mode,

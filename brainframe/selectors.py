@@ -1,13 +1,43 @@
-"""Reads that several places reuse: the causal chain behind an origin or an entity."""
+"""Reads that several places reuse: the tools an agent may call, and the causal chain behind an
+origin or an entity."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
-from brainframe.models import ApprovalRequest, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
+from brainframe.choices import ExecutionMode
+from brainframe.models import (
+    Agent,
+    ApprovalRequest,
+    OriginRegistry,
+    ReasonEdge,
+    ReasonLog,
+    Tool,
+    ToolCall,
+)
+
+#: In a tool's ``agent_access``: every agent may call it (the broker's own tools, such as
+#: ``rabs.capability.request``).
+EVERY_AGENT = "*"
+
+
+def tool_allows(tool: Tool, agent_id: str) -> bool:
+    """Whether ``agent_id`` is on ``tool``'s allowlist."""
+    return agent_id in tool.agent_access or EVERY_AGENT in tool.agent_access
+
+
+def tools_for_agent(agent: Agent) -> QuerySet[Tool]:
+    """The tools ``agent`` may call: on its allowlist and not disabled, by id."""
+    return (
+        Tool.objects.filter(
+            Q(agent_access__contains=[agent.agent_id]) | Q(agent_access__contains=[EVERY_AGENT])
+        )
+        .exclude(execution_mode=ExecutionMode.DISABLED)
+        .order_by("tool_id")
+    )
 
 
 def origin_reasons(*, o_tag: uuid.UUID) -> QuerySet[ReasonLog]:

@@ -1,9 +1,12 @@
-"""ASGI entry point (daphne): HTTP through Django's synchronous path (rabs.http), the board's
-websockets through Channels."""
+"""ASGI entry point (daphne): HTTP through Django's synchronous path (rabs.http), the MCP face
+at /mcp through the official SDK's transport (broker.mcp.gateway), the board's websockets through
+Channels. The lifespan, when a server sends one, starts the MCP session manager; under daphne,
+which sends none, the first MCP request starts it."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import django
 
@@ -15,10 +18,11 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from broker.mcp.gateway import MCP_PATH, MCPGateway  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 from rabs.http import SyncASGIHandler, http_threads  # noqa: E402
 
-application = ProtocolTypeRouter(
+router = ProtocolTypeRouter(
     {
         "http": SyncASGIHandler(threads=http_threads()),
         "websocket": AllowedHostsOriginValidator(
@@ -26,3 +30,13 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+mcp = MCPGateway()
+
+
+async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "lifespan":
+        await mcp.lifespan(scope, receive, send)
+    elif scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH:
+        await mcp(scope, receive, send)
+    else:
+        await router(scope, receive, send)

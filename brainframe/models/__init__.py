@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from .agents import Agent, AgentCredential, AgentNote
+from .agents import Agent, AgentCredential, AgentNote, AgentToken
 from .append_only import AppendOnlyError, AppendOnlyModel
 from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
 from .memory import ContextBucketEntry, DecayRun
 from .registry import (
     ConstitutionRule,
     ContextBucketDefinition,
+    MCPUpstream,
     PrimeDirective,
     Tool,
+    UpstreamToolChange,
     ValidationPolicy,
 )
 from .trust import AlignmentSnapshot, MonitoringLevelChange
 from .usage import LLMUsage, ModelPrice
-from .work import AgentTask, ApprovalRequest, Deliverable, NotificationDelivery
+from .work import AgentTask, ApprovalRequest, CapabilityGrant, Deliverable, NotificationDelivery
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
@@ -23,16 +25,19 @@ __all__ = [
     "AgentCredential",
     "AgentNote",
     "AgentTask",
+    "AgentToken",
     "AlignmentSnapshot",
     "AppendOnlyError",
     "AppendOnlyModel",
     "ApprovalRequest",
+    "CapabilityGrant",
     "ConstitutionRule",
     "ContextBucketDefinition",
     "ContextBucketEntry",
     "DecayRun",
     "Deliverable",
     "LLMUsage",
+    "MCPUpstream",
     "ModelPrice",
     "MonitoringLevelChange",
     "NotificationDelivery",
@@ -42,5 +47,6 @@ __all__ = [
     "ReasonLog",
     "Tool",
     "ToolCall",
+    "UpstreamToolChange",
     "ValidationPolicy",
 ]

@@ -104,6 +104,32 @@ class AgentCredential(models.Model):
         return f"{self.agent_id} key {self.fingerprint}… ({state})"
 
 
+class AgentToken(models.Model):
+    """A bearer token by which an agent reaches the broker's MCP face (and A2A): MCP clients
+    cannot sign requests. Stored as its sha256 only; shown in plain text once, at creation;
+    revocable; optionally expiring."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tokens")
+    token_sha256 = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(
+        max_length=12, editable=False, help_text="The token's first characters, to recognise it."
+    )
+    label = models.CharField(max_length=120, blank=True, help_text="What the token is for.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Empty: no expiry.")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        db_table = "agent_tokens"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else "active"
+        return f"{self.agent_id} token {self.prefix}… ({state})"
+
+
 class AgentNote(models.Model):
     """A standing instruction or persistent note an agent follows (the board's Notes panel)."""
 

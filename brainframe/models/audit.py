@@ -193,6 +193,12 @@ class ToolCall(AppendOnlyModel):
     Execution results arrive after the decision and are written once into the outcome columns.
     """
 
+    class Face(models.TextChoices):
+        REST = "rest", "REST (signed)"
+        MCP = "mcp", "MCP"
+        A2A = "a2a", "A2A"
+        SYSTEM = "system", "The system (a hook, a job)"
+
     class Decision(models.TextChoices):
         EXECUTED = "executed", "Executed"
         PENDING_APPROVAL = "pending_approval", "Pending approval"
@@ -279,6 +285,12 @@ class ToolCall(AppendOnlyModel):
     threat_assessment = models.JSONField(default=dict, blank=True)
     idempotency_key = models.CharField(max_length=200, blank=True)
     request_hash = models.CharField(max_length=64, blank=True)
+    face = models.CharField(
+        max_length=8,
+        choices=Face.choices,
+        default=Face.REST,
+        help_text="How the call came in (hashed from scheme 3 on).",
+    )
     # Filled in once when the handler runs.
     executed_arguments = models.JSONField(null=True, blank=True)
     # What the outbound PII filter redacted before the text left ([{path, type, start, end}]).
@@ -295,6 +307,7 @@ class ToolCall(AppendOnlyModel):
     #: 1: row_hash = sha256(canonical content incl. seq and prev_hash), computed in Python.
     #: 2: row_hash = sha256("prev_hash:seq:content_hash") computed in the database under the
     #: chain's lock, content_hash = sha256(canonical content incl. this scheme) from Python.
+    #: 3: as 2, the content including ``face``.
     hash_scheme = models.PositiveSmallIntegerField(default=2)
     seq = models.PositiveBigIntegerField()
     prev_hash = models.CharField(max_length=64)

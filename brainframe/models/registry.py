@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
@@ -37,6 +38,7 @@ class Tool(models.Model):
         SQL = "sql", "SQL (parameterised query)"
         API = "api", "API (HTTP call)"
         SCRIPT = "script", "Script (sandboxed subprocess)"
+        MCP = "mcp", "MCP (a tool of an upstream MCP server)"
 
     tool_id = models.CharField(
         primary_key=True,
@@ -92,6 +94,11 @@ class Tool(models.Model):
     )
     external_channel = models.BooleanField(
         default=False, help_text="Output leaves the business (e-mail, SMS…): PII filter applies."
+    )
+    idempotent = models.BooleanField(
+        default=False,
+        help_text="Calling it twice with the same arguments has the effect of calling it once "
+        "(shown to MCP clients as idempotentHint).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -315,3 +322,96 @@ class ConstitutionRule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.number}. {self.title} ({self.enforcement})"
+
+
+class MCPUpstream(models.Model):
+    """An MCP server whose tools the broker can forward to (handler type ``mcp``): reached by
+    Streamable HTTP URL or started as a stdio command. Staff import its tools into the registry,
+    disabled until they enable them."""
+
+    class Transport(models.TextChoices):
+        HTTP = "http", "Streamable HTTP (URL)"
+        STDIO = "stdio", "stdio (a command the broker starts)"
+
+    name = models.SlugField(
+        primary_key=True, max_length=64, help_text="Short name; imported tools are <name>.<tool>."
+    )
+    description = models.TextField(blank=True)
+    transport = models.CharField(max_length=8, choices=Transport.choices)
+    url = models.URLField(blank=True, help_text="For HTTP: the server's MCP endpoint.")
+    command = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='For stdio: the command and its arguments, e.g. ["uvx", "mcp-server-time"].',
+    )
+    headers = models.JSONField(
+        default=dict, blank=True, help_text="Extra HTTP headers (an upstream's own API key)."
+    )
+    enabled = models.BooleanField(default=True)
+    server_info = models.JSONField(
+        default=dict, blank=True, editable=False, help_text="What it said about itself."
+    )
+    last_imported_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    history = HistoricalRecords(table_name="mcp_upstreams_history")
+
+    class Meta:
+        db_table = "mcp_upstreams"
+        verbose_name = "MCP upstream"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(models.Q(transport="http") & ~models.Q(url=""))
+                | (models.Q(transport="stdio") & ~models.Q(command=[])),
+                name="%(app_label)s_%(class)s_has_url_or_command",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class UpstreamToolChange(models.Model):
+    """What an upstream changed about a tool already imported (its description, schemas or
+    annotations, or the tool gone): flagged at re-import and applied only when staff accept it,
+    so an upstream cannot change what the registry says a tool does behind staff's back."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        DISMISSED = "dismissed", "Dismissed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    upstream = models.ForeignKey(MCPUpstream, on_delete=models.CASCADE, related_name="changes")
+    tool = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="upstream_changes")
+    fields = models.JSONField(default=list, help_text="What changed: description, inputSchema…")
+    before = models.JSONField(default=dict, help_text="The definition as imported.")
+    after = models.JSONField(
+        null=True, blank=True, help_text="The definition the upstream gives now (none: removed)."
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    detected_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+
+    class Meta:
+        db_table = "upstream_tool_changes"
+        ordering = ["-detected_at"]
+        constraints = [
+            # One open flag per tool: a later re-import updates it.
+            models.UniqueConstraint(
+                fields=["tool"],
+                condition=models.Q(status="pending"),
+                name="%(app_label)s_%(class)s_one_pending_per_tool",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_id}: {', '.join(self.fields)} ({self.status})"

@@ -249,3 +249,50 @@ class Deliverable(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_id}/{self.filename}"
+
+
+class CapabilityGrant(models.Model):
+    """What an agent was granted on asking for it (seed 004 capability requests): access to a
+    tool, to an upstream MCP server's tools, or a higher monitoring level for one tool. Made by
+    the approved ``rabs.capability.request`` call (``granted_by_call``: the audit of who asked,
+    why, and who approved); time-boxed grants are withdrawn by the minute job at ``until``."""
+
+    class Kind(models.TextChoices):
+        TOOL = "tool", "Access to a tool"
+        UPSTREAM = "upstream", "Access to an upstream MCP server's tools"
+        LEVEL = "level", "A higher monitoring level for a tool"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="grants")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    tool_ids = ArrayField(
+        models.CharField(max_length=120),
+        default=list,
+        help_text="The tools the grant added the agent to (or whose level it raised).",
+    )
+    upstream = models.CharField(max_length=64, blank=True)
+    level_before = models.PositiveSmallIntegerField(null=True, blank=True)
+    level = models.PositiveSmallIntegerField(null=True, blank=True)
+    granted_by_call = models.OneToOneField(
+        ToolCall, on_delete=models.PROTECT, related_name="grant", null=True, blank=True
+    )
+    until = models.DateTimeField(null=True, blank=True, help_text="Empty: until revoked.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        db_table = "capability_grants"
+        ordering = ["-created_at"]
+        indexes = [
+            # The minute job: live grants whose time is up.
+            models.Index(
+                fields=["until"],
+                name="capability_grants_due_idx",
+                condition=models.Q(withdrawn_at__isnull=True, until__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        what = self.upstream or ", ".join(self.tool_ids)
+        return f"{self.agent_id}: {self.get_kind_display()} {what}"

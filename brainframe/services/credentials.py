@@ -1,4 +1,5 @@
-"""Agent signing secrets: issue/rotate, and read back for signature checks.
+"""Agent credentials: signing secrets (issue/rotate, read back for signature checks) and bearer
+tokens for the MCP face (issue, authenticate, revoke).
 
 The broker verifies HMAC signatures, which needs the secret itself, so secrets are encrypted at
 rest (Fernet) rather than hashed. The plain secret leaves this module only once, when issued.
@@ -9,7 +10,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import lru_cache
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -17,7 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from brainframe.models import Agent, AgentCredential
+from brainframe.models import Agent, AgentCredential, AgentToken
 
 
 @lru_cache(maxsize=4)
@@ -87,3 +90,67 @@ def _decrypt(key_material: str, token: str) -> bytes | None:
     except InvalidToken:
         # Encrypted under another key (RABS_SECRET_ENCRYPTION_KEY changed): fail closed.
         return None
+
+
+# --- Bearer tokens (MCP, A2A) ---------------------------------------------------------------
+
+TOKEN_PREFIX = "rabs_"
+
+
+def _token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def agent_token_issue(
+    *, agent: Agent, label: str = "", expires_at: datetime | None = None
+) -> str:
+    """A new bearer token for ``agent`` (its earlier tokens stay valid until revoked or
+    expired). Only its sha256 is stored; the token is returned once."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    AgentToken.objects.create(
+        agent=agent,
+        token_sha256=_token_digest(token),
+        prefix=token[:12],
+        label=label,
+        expires_at=expires_at,
+    )
+    return token
+
+
+class TokenRefused(Exception):
+    """A bearer token that does not admit its holder; ``code`` is machine-readable."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code, self.detail = code, detail
+
+
+def agent_token_authenticate(*, token: str) -> Agent:
+    """The agent a bearer token admits, or TokenRefused: unknown, revoked or expired token, or
+    a paused agent (refused like on REST)."""
+    if not token.startswith(TOKEN_PREFIX):
+        raise TokenRefused("auth_unknown_token", "not a token of this broker")
+    found = (
+        AgentToken.objects.select_related("agent").filter(token_sha256=_token_digest(token)).first()
+    )
+    if found is None:
+        raise TokenRefused("auth_unknown_token", "unknown token")
+    now = timezone.now()
+    if found.revoked_at is not None:
+        raise TokenRefused("auth_token_revoked", "this token was revoked")
+    if found.expires_at is not None and found.expires_at <= now:
+        raise TokenRefused("auth_token_expired", "this token has expired")
+    if found.agent.status == Agent.Status.PAUSED:
+        raise TokenRefused("auth_agent_paused", f"{found.agent_id} is paused by staff")
+    # Once a minute is enough to show staff which tokens are in use.
+    if found.last_used_at is None or now - found.last_used_at > timedelta(minutes=1):
+        AgentToken.objects.filter(pk=found.pk).update(last_used_at=now)
+    return found.agent
+
+
+def agent_tokens_revoke(*, tokens: Iterable[AgentToken]) -> int:
+    """Revoke tokens (staff, in the admin): refused from the next request. Returns how many."""
+    ids = [t.pk for t in tokens]
+    return AgentToken.objects.filter(pk__in=ids, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )

@@ -18,10 +18,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brainframe.choices import ContextBucket, ExecutionMode
+from brainframe.choices import ContextBucket
 from brainframe.events import Heartbeat, publish
-from brainframe.models import Agent, AgentTask, Tool, ToolCall
+from brainframe.models import Agent, AgentTask, ToolCall
 from brainframe.queue import RECORD_OBSERVATION, enqueue
+from brainframe.selectors import tools_for_agent
 from brainframe.services import tasks as task_services
 from brainframe.services.context import agent_context
 from brainframe.services.deliverables import deliverable_store
@@ -87,10 +88,8 @@ class AgentAPIView(APIView):
 class ToolsView(AgentAPIView):
     @extend_schema(responses=s.ToolSerializer(many=True), summary="Tools this agent may call")
     def get(self, request: Request) -> Response:
-        tools = Tool.objects.filter(agent_access__contains=[self.agent(request).agent_id]).exclude(
-            execution_mode=ExecutionMode.DISABLED
-        )
-        return Response(s.ToolSerializer(tools.order_by("tool_id"), many=True).data)
+        tools = tools_for_agent(self.agent(request))
+        return Response(s.ToolSerializer(tools, many=True).data)
 
 
 class ToolCallsView(AgentAPIView):

@@ -11,5 +11,6 @@ one call and, under a lock on the agent's row, sets ``seq`` and ``prev_hash`` fr
 end and ``row_hash`` = sha256("prev_hash:seq:content_hash"). Editing, deleting or reordering any
 row breaks the chain from that row on. When the execution outcome is written (once),
 ``outcome_hash`` = sha256(row_hash + canonical outcome) seals it too. Rows of hash scheme 1
-(written before the function existed) hash ``HASHED_FIELDS`` directly and verify as before.
+(written before the function existed) hash ``HASHED_FIELDS`` directly and verify as before;
+scheme 3 adds the face the call came in by (REST, MCP, A2A) to the hashed content.
 """

@@ -31,8 +31,11 @@ HASHED_FIELDS = (
     "timestamp",
 )
 # Scheme 2: the content the application hashes; seq and prev_hash enter in the database.
-CONTENT_FIELDS = (*(f for f in HASHED_FIELDS if f not in ("seq", "prev_hash")), "hash_scheme")
-HASH_SCHEME = 2
+CONTENT_FIELDS_2 = (*(f for f in HASHED_FIELDS if f not in ("seq", "prev_hash")), "hash_scheme")
+# Scheme 3: and the face the call came in by (REST, MCP, A2A…).
+CONTENT_FIELDS = (*CONTENT_FIELDS_2, "face")
+CONTENT_FIELDS_BY_SCHEME = {2: CONTENT_FIELDS_2, 3: CONTENT_FIELDS}
+HASH_SCHEME = 3
 OUTCOME_FIELDS = (
     "outcome",
     "output",
@@ -57,7 +60,9 @@ def json_default(value: Any) -> str:
 
 
 def compute_content_hash(values: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json({k: values[k] for k in CONTENT_FIELDS})).hexdigest()
+    """sha256 of the row's recorded content, by its ``hash_scheme`` (2 or 3)."""
+    fields = CONTENT_FIELDS_BY_SCHEME[values.get("hash_scheme", HASH_SCHEME)]
+    return hashlib.sha256(canonical_json({k: values[k] for k in fields})).hexdigest()
 
 
 def compute_row_hash(values: dict[str, Any]) -> str:

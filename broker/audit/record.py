@@ -132,6 +132,7 @@ def record_decision(ctx: CallContext, verdict: Verdict) -> Recorded:
         threat_assessment={**ctx.threat, "findings": findings} if findings else ctx.threat,
         idempotency_key=req.idempotency_key,
         request_hash=req.request_hash,
+        face=req.face,
         outcome=ToolCall.Outcome.PENDING if verdict.executes else ToolCall.Outcome.NOT_RUN,
         hash_scheme=HASH_SCHEME,
         timestamp=now,

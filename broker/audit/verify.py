@@ -90,7 +90,7 @@ def _verify_run(agent_id: str, first: int, last: int | None, chunk_size: int) ->
             .values_list("row_hash", flat=True)
             .first()
         )
-    columns = (*HASHED_FIELDS, "hash_scheme", "row_hash", "outcome_hash", *OUTCOME_FIELDS)
+    columns = (*HASHED_FIELDS, "hash_scheme", "face", "row_hash", "outcome_hash", *OUTCOME_FIELDS)
     rows = ToolCall.objects.filter(agent_id=agent_id, seq__gte=first)
     if last is not None:
         rows = rows.filter(seq__lte=last)

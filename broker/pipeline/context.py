@@ -37,6 +37,7 @@ class CallRequest:
     o_tag: uuid.UUID | None = None
     idempotency_key: str = ""
     request_hash: str = ""
+    face: str = "rest"  # ToolCall.Face: how the call came in
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from jsonschema.exceptions import ValidationError
 from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, PermissionTier
 from brainframe.models import PrimeDirective, Tool
 from brainframe.safety.conditions import first_match
+from brainframe.selectors import tool_allows
 
 from . import threat
 from .context import CallContext, Finding, Outcome, Verdict
@@ -33,7 +34,7 @@ def resolve_tool(ctx: CallContext) -> Verdict | None:
 def check_allowlist(ctx: CallContext) -> Verdict | None:
     tool = ctx.tool
     assert tool is not None
-    if ctx.agent.agent_id not in tool.agent_access:
+    if not tool_allows(tool, ctx.agent.agent_id):
         return Verdict(
             Outcome.DENY,
             "not_allowed",

@@ -215,6 +215,10 @@ RABS_MAX_BODY_BYTES = env.int("RABS_MAX_BODY_BYTES", default=256 * 1024)
 # are enough to overlap database and Redis waits; more only contend (bench/broker_load.py: p99 at
 # 100/s 13-17 ms with 4, 17-30 ms with 10). At most the database pool's size.
 RABS_HTTP_THREADS = env.int("RABS_HTTP_THREADS", default=4)
+# The MCP face (/mcp): how long a tools/call that needs a reviewer is held open for a decision
+# before it answers "pending approval"; threads per web process doing its database work.
+RABS_MCP_APPROVAL_WAIT_SECONDS = env.float("RABS_MCP_APPROVAL_WAIT_SECONDS", default=20.0)
+RABS_MCP_THREADS = env.int("RABS_MCP_THREADS", default=4)
 RABS_DELIVERABLE_MAX_BYTES = env.int("RABS_DELIVERABLE_MAX_BYTES", default=10 * 1024 * 1024)
 # Accepted deliverable file types: extension → content type stored.
 RABS_DELIVERABLE_TYPES = {

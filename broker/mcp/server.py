@@ -1,0 +1,156 @@
+"""The broker's MCP server (the official SDK's low-level ``Server``): tools/list, tools/call,
+resources, for the agent the gateway authenticated on each HTTP request.
+
+Handlers are thin: they take the agent from the request (never from the MCP session, so a
+session id cannot carry one agent's identity into another's request), run the synchronous work of
+``face`` on a worker thread, and shape the answer. A call that needs a reviewer is held open for
+up to ``RABS_MCP_APPROVAL_WAIT_SECONDS``; a decision within that time is answered with its real
+outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import mcp_types as types
+from django.conf import settings
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from brainframe.models import Agent
+
+from ..errors import BrokerRefusal
+from . import face
+
+#: The ASGI scope key under which the gateway leaves the authenticated agent.
+AGENT_SCOPE_KEY = "rabs.agent"
+POLL_SECONDS = 0.25
+
+_threads = ThreadPoolExecutor(max_workers=settings.RABS_MCP_THREADS, thread_name_prefix="mcp")
+
+
+async def _run(fn: Any, *args: Any) -> Any:
+    return await asyncio.get_running_loop().run_in_executor(_threads, fn, *args)
+
+
+def _agent(ctx: ServerRequestContext[Any, Any]) -> Agent:
+    request = ctx.request
+    agent = getattr(request, "scope", {}).get(AGENT_SCOPE_KEY) if request is not None else None
+    if not isinstance(agent, Agent):  # the gateway admits nothing unauthenticated
+        raise MCPError(-32001, "not authenticated")
+    return agent
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=await _run(face.tools_list, _agent(ctx)))
+
+
+async def _wait(agent: Agent, approval_id: str, seconds: float) -> face.CallAnswer | None:
+    """The call's answer once a reviewer's decision has run its course, or its last state when
+    ``seconds`` pass first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = await _run(face.approval_answer, agent, approval_id)
+        if answer is None or face.settled(answer) or time.monotonic() >= deadline:
+            return answer
+        await asyncio.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+
+
+async def call_tool(
+    ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    agent = _agent(ctx)
+    arguments = params.arguments or {}
+    if params.name in face.FOLLOW_UP_NAMES:
+        return await _follow_up(agent, params.name, arguments)
+    meta: dict[str, Any] = dict(params.meta) if params.meta else {}
+    try:
+        submitted = await _run(face.tools_call, agent, params.name, arguments, meta)
+    except face.UnknownTool:
+        raise MCPError(face.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+    except BrokerRefusal as refusal:
+        return face.refusal_result(refusal)
+    answer = submitted.answer
+    if submitted.approval_id is not None and not face.settled(answer):
+        waited = await _wait(agent, submitted.approval_id, face.approval_wait_seconds())
+        answer = waited or answer
+    return face.tool_result(answer)
+
+
+async def _follow_up(agent: Agent, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    approval_id = arguments.get("approval_id")
+    timeout = arguments.get("timeout_s", 30)
+    if not isinstance(approval_id, str) or (
+        name == face.APPROVAL_WAIT
+        and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 <= timeout <= face.MAX_WAIT_SECONDS
+        )
+    ):
+        return face.refusal_result(
+            BrokerRefusal(
+                400,
+                "invalid_arguments",
+                f"approval_id (a UUID) is required; timeout_s is 0-{face.MAX_WAIT_SECONDS:g}",
+            )
+        )
+    if name == face.APPROVAL_WAIT:
+        answer = await _wait(agent, approval_id, float(timeout))
+    else:
+        answer = await _run(face.approval_answer, agent, approval_id)
+    if answer is None:
+        return face.refusal_result(
+            BrokerRefusal(404, "unknown_approval", "no such approval of yours")
+        )
+    return face.tool_result(answer)
+
+
+async def list_resources(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    _agent(ctx)
+    return types.ListResourcesResult(resources=face.resources_list())
+
+
+async def list_resource_templates(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    _agent(ctx)
+    return types.ListResourceTemplatesResult(resource_templates=face.resource_templates())
+
+
+async def read_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    agent, uri = _agent(ctx), str(params.uri)
+    try:
+        mime, text = await _run(face.resource_read, agent, uri)
+    except face.UnknownResource:
+        raise MCPError(face.RESOURCE_NOT_FOUND, f"Resource not found: {uri}") from None
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)]
+    )
+
+
+def build_server() -> Server[Any]:
+    return Server(
+        "rabs-brainframe",
+        version="1",
+        title="RABS Brainframe tools broker",
+        instructions=(
+            "Every tool call is validated, decided (run now, wait for a human reviewer, or "
+            "deny) and audited. Say why you call a tool in _meta['rabs/reason']. A call waiting "
+            "for a reviewer answers with an approval_id: follow it with rabs.approval.wait."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
+        on_read_resource=read_resource,
+    )

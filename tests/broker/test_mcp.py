@@ -1,0 +1,402 @@
+"""The MCP face, driven by the official ``mcp`` client over real HTTP against a daphne of its own:
+authentication, tools/list, every outcome of tools/call, the held-open approval, follow-up tools,
+resources, cross-agent isolation, and the raw JSON-RPC error shapes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.utils import timezone
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from brainframe.models import Agent, AgentToken, ApprovalRequest, ToolCall
+from brainframe.selectors import tools_for_agent
+from brainframe.services.credentials import agent_token_issue
+from brainframe.services.seed import seed_brainframe
+from broker.services.approvals import approval_decide
+from rabs.devstack import free_port, start_daphne, wait_until_up
+from rabs.embedded import database_url
+from tests import factories as f
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+WAIT = 3.0  # the server's RABS_MCP_APPROVAL_WAIT_SECONDS in these tests
+READ = {"date_from": "2026-03-02", "date_to": "2026-03-02"}
+BOOK = {
+    "vehicle_id": "hiace-2",
+    "driver_id": "ST-031",
+    "start": "2026-03-02T09:00:00+10:00",
+    "end": "2026-03-02T15:00:00+10:00",
+    "purpose": "Community outing",
+    "passengers": 3,
+}
+
+
+@pytest.fixture(scope="module")
+def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
+    """A daphne of this module's own: no MCP request has reached it before the first test."""
+    db = settings.DATABASES["default"]
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
+        "DATABASE_URL": database_url(db),
+        "REDIS_URL": settings.REDIS.cache,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "RABS_MCP_APPROVAL_WAIT_SECONDS": str(WAIT),
+    }
+    process = start_daphne(env, port)
+    url = f"http://127.0.0.1:{port}"
+    wait_until_up(url, process)
+    yield url
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def world(transactional_db: None) -> dict[str, Any]:
+    seed_brainframe()
+    henry, reggie = Agent.objects.get(agent_id="henry"), Agent.objects.get(agent_id="reggie")
+    reviewer = f.UserFactory(username="alice", email="alice@rabs.test")
+    reviewer.groups.add(Group.objects.get(name="reviewers"))
+    f.ToolFactory(
+        tool_id="test.broken",
+        risk_level="read",
+        execution_mode="auto",
+        agent_access=["henry"],
+        handler_config={"callable": "no.such.callable"},
+        input_schema={"type": "object"},
+        output_schema={},
+    )
+    return {
+        "henry": henry,
+        "reggie": reggie,
+        "reviewer": reviewer,
+        "henry_token": agent_token_issue(agent=henry),
+        "reggie_token": agent_token_issue(agent=reggie),
+    }
+
+
+@asynccontextmanager
+async def connect(url: str, token: str) -> AsyncIterator[Client]:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+        yield client
+
+
+def test_the_first_mcp_request_after_start_up_succeeds(server: str, world: dict[str, Any]) -> None:
+    async def first() -> list[str]:
+        async with connect(server, world["henry_token"]) as client:
+            return [t.name for t in (await client.list_tools()).tools]
+
+    assert "roster.shift.read" in asyncio.run(first())
+
+
+def test_tools_list_is_exactly_the_agents_own(server: str, world: dict[str, Any]) -> None:
+    async def listed(token: str) -> dict[str, Any]:
+        async with connect(server, token) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    henrys, reggies = (
+        asyncio.run(listed(world["henry_token"])),
+        asyncio.run(listed(world["reggie_token"])),
+    )
+    allowed = set(tools_for_agent(world["henry"]).values_list("tool_id", flat=True))
+    assert set(henrys) == allowed | {"rabs.approval.status", "rabs.approval.wait"}
+    assert set(reggies) != set(henrys)  # never another agent's
+    read = henrys["roster.shift.read"]
+    assert read.input_schema["required"] == ["date_from", "date_to"]
+    assert read.annotations.read_only_hint is True and read.annotations.idempotent_hint is True
+    assert read.title and read.output_schema is not None
+    book = henrys["transport.vehicle.book"]
+    assert book.annotations.read_only_hint is False
+    external = [t for t in henrys.values() if t.annotations and t.annotations.open_world_hint]
+    assert external, "an external-channel tool is marked openWorldHint"
+
+
+@pytest.mark.parametrize(
+    ("header", "code"),
+    [
+        (None, "auth_missing"),
+        ("Bearer rabs_not-a-real-token", "auth_unknown_token"),
+        ("Basic dXNlcjpwYXNz", "auth_missing"),
+    ],
+)
+def test_no_token_or_a_wrong_one_is_401_before_mcp(
+    server: str, world: dict[str, Any], header: str | None, code: str
+) -> None:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if header:
+        headers["Authorization"] = header
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    response = httpx.post(f"{server}/mcp", json=body, headers=headers, timeout=10)
+    assert response.status_code == 401 and response.json()["code"] == code
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_revoked_expired_and_paused_are_refused(server: str, world: dict[str, Any]) -> None:
+    henry = world["henry"]
+    revoked, expired = agent_token_issue(agent=henry), agent_token_issue(agent=henry)
+    AgentToken.objects.filter(prefix=revoked[:12]).update(revoked_at=timezone.now())
+    AgentToken.objects.filter(prefix=expired[:12]).update(
+        expires_at=timezone.now() - timedelta(minutes=1)
+    )
+
+    def status(token: str) -> tuple[int, str]:
+        response = httpx.post(
+            f"{server}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json, text/event-stream",
+            },
+            timeout=10,
+        )
+        return response.status_code, response.json().get("code", "")
+
+    assert status(revoked) == (401, "auth_token_revoked")
+    assert status(expired) == (401, "auth_token_expired")
+    Agent.objects.filter(pk="henry").update(status="paused")
+    assert status(world["henry_token"]) == (401, "auth_agent_paused")
+
+
+def _call(server: str, token: str, name: str, arguments: dict[str, Any], **meta: Any) -> Any:
+    """The CallToolResult, or the MCPError the server answered with (raised here, outside the
+    client's task group, so a test sees the error itself)."""
+
+    async def run() -> Any:
+        async with connect(server, token) as client:
+            try:
+                return await client.call_tool(name, arguments, meta=meta or None)
+            except MCPError as error:
+                return error
+
+    answer = asyncio.run(run())
+    if isinstance(answer, MCPError):
+        raise answer
+    return answer
+
+
+def test_an_executed_call_returns_its_result_and_is_audited_as_mcp(
+    server: str, world: dict[str, Any]
+) -> None:
+    result = _call(
+        server, world["henry_token"], "roster.shift.read", READ, **{"rabs/reason": "cover"}
+    )
+    assert not result.is_error
+    assert result.structured_content["shifts"]
+    assert "shifts" in result.content[0].text
+    call = ToolCall.objects.get(agent_id="henry", requested_tool_id="roster.shift.read")
+    assert call.face == "mcp" and call.outcome == "succeeded" and call.hash_scheme == 3
+    assert call.r_tag.thought == "cover"
+    from broker.audit.verify import verify_chain
+
+    assert verify_chain("henry") is None
+
+
+def test_invalid_arguments_list_each_field_for_the_model(
+    server: str, world: dict[str, Any]
+) -> None:
+    result = _call(server, world["henry_token"], "roster.shift.read", {"date_from": 3})
+    assert result.is_error
+    paths = {e["path"] for e in result.structured_content["errors"]}
+    assert {"/date_from", "/date_to"} <= paths
+    assert "/date_to" in result.content[0].text
+
+
+def test_a_denial_names_its_code_and_reason(server: str, world: dict[str, Any]) -> None:
+    result = _call(
+        server,
+        world["henry_token"],
+        "comms.sms.send",
+        {"to": "+61400000000", "message": "Her tax file number is 123 456 782"},
+    )
+    body = result.structured_content
+    assert result.is_error and body["status"] == "denied"
+    assert body["code"] and body["reason"] and body["r_tag"] and body["o_tag"]
+    assert body["code"] == "directive:PRIVACY_NO_PII" and body["code"] in result.content[0].text
+
+
+def test_a_handler_failure_is_an_error_result(server: str, world: dict[str, Any]) -> None:
+    result = _call(server, world["henry_token"], "test.broken", {})
+    assert result.is_error and "no function registered" in result.content[0].text
+
+
+@pytest.mark.parametrize("tool", ["no.such.tool", "reggie.only.tool"])
+def test_unknown_or_not_allowed_tools_are_one_json_rpc_error(
+    server: str, world: dict[str, Any], tool: str
+) -> None:
+    f.ToolFactory(tool_id="reggie.only.tool", agent_access=["reggie"], execution_mode="auto")
+    with pytest.raises(MCPError) as refused:
+        _call(server, world["henry_token"], tool, {})
+    assert refused.value.code == -32602 and refused.value.message == f"Unknown tool: {tool}"
+
+
+def test_a_reviewer_deciding_within_the_wait_gets_the_real_outcome(
+    server: str, world: dict[str, Any]
+) -> None:
+    def approve_when_pending() -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            approval = ApprovalRequest.objects.filter(status="pending", agent_id="henry").first()
+            if approval is not None:
+                approval_decide(
+                    approval_id=approval.pk, reviewer=world["reviewer"], action="approve"
+                )
+                return
+            time.sleep(0.1)
+
+    reviewer = threading.Thread(target=approve_when_pending)
+    reviewer.start()
+    started = time.monotonic()
+    result = _call(server, world["henry_token"], "transport.vehicle.book", BOOK)
+    reviewer.join()
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content["status"] == "booked"
+    assert time.monotonic() - started < WAIT + 2
+
+
+def test_an_undecided_call_says_how_to_follow_up_and_the_wait_tool_gets_the_outcome(
+    server: str, world: dict[str, Any]
+) -> None:
+    result = _call(server, world["henry_token"], "transport.vehicle.book", BOOK)
+    pending = result.structured_content
+    assert result.is_error and pending["status"] == "pending_approval"
+    assert pending["approval_id"] and pending["expires_at"]
+    assert "rabs.approval.wait" in result.content[0].text
+    status = _call(
+        server,
+        world["henry_token"],
+        "rabs.approval.status",
+        {"approval_id": pending["approval_id"]},
+    )
+    assert status.structured_content["status"] == "pending_approval"
+    approval_decide(
+        approval_id=pending["approval_id"],
+        reviewer=world["reviewer"],
+        action="reject",
+        reason="the van is booked for maintenance",
+    )
+    waited = _call(
+        server,
+        world["henry_token"],
+        "rabs.approval.wait",
+        {"approval_id": pending["approval_id"], "timeout_s": 5},
+    )
+    assert waited.is_error and waited.structured_content["status"] == "rejected"
+    assert "maintenance" in waited.structured_content["reason"]
+    # Another agent cannot follow Henry's approval.
+    other = _call(
+        server,
+        world["reggie_token"],
+        "rabs.approval.status",
+        {"approval_id": pending["approval_id"]},
+    )
+    assert other.is_error and other.structured_content["code"] == "unknown_approval"
+
+
+def test_knock_on_calls_carry_the_chain_through_meta(server: str, world: dict[str, Any]) -> None:
+    first = _call(server, world["henry_token"], "roster.shift.read", READ)
+    second = _call(
+        server,
+        world["henry_token"],
+        "roster.shift.read",
+        READ,
+        **{"rabs/parent_r_tag": _last_r_tag() if first else None},
+    )
+    assert not second.is_error
+    calls = list(ToolCall.objects.filter(agent_id="henry").order_by("seq"))
+    assert calls[1].r_tag.parent_id == calls[0].r_tag_id
+    assert calls[1].o_tag_id == calls[0].o_tag_id
+
+
+def _last_r_tag() -> str:
+    call = ToolCall.objects.filter(agent_id="henry").order_by("-seq").first()
+    assert call is not None
+    return str(call.r_tag_id)
+
+
+def test_resources_are_the_agents_own(server: str, world: dict[str, Any]) -> None:
+    _call(server, world["henry_token"], "roster.shift.read", READ)
+    henrys_call = ToolCall.objects.get(agent_id="henry")
+
+    async def read(token: str, uri: str) -> Any:
+        async with connect(server, token) as client:
+            listed = {str(r.uri) for r in (await client.list_resources()).resources}
+            assert {"rabs://approvals", "rabs://calls", "rabs://tasks"} <= listed
+            try:
+                return await client.read_resource(uri)
+            except MCPError as error:
+                return error
+
+    own = asyncio.run(read(world["henry_token"], f"rabs://calls/{henrys_call.id}"))
+    assert str(henrys_call.id) in own.contents[0].text
+    calls = asyncio.run(read(world["henry_token"], "rabs://calls"))
+    assert "roster.shift.read" in calls.contents[0].text
+    directives = asyncio.run(read(world["henry_token"], "rabs://directives"))
+    assert "SAFETY_FIRST" in directives.contents[0].text
+    refused = asyncio.run(read(world["reggie_token"], f"rabs://calls/{henrys_call.id}"))
+    assert isinstance(refused, MCPError) and refused.code == -32002
+    reggies = asyncio.run(read(world["reggie_token"], "rabs://calls"))
+    assert str(henrys_call.id) not in reggies.contents[0].text
+
+
+def test_raw_json_rpc_error_shapes(server: str, world: dict[str, Any]) -> None:
+    """What any MCP client sees on the wire, without the SDK."""
+    headers = {
+        "Authorization": f"Bearer {world['henry_token']}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+
+    def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        response = httpx.post(
+            f"{server}/mcp",
+            json={"jsonrpc": "2.0", "id": 7, "method": method, "params": params},
+            headers=headers,
+            timeout=30,
+        )
+        assert response.status_code == 200, response.text
+        if response.headers["content-type"].startswith("text/event-stream"):
+            data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+            import json
+
+            return dict(json.loads(data[-1]))
+        return dict(response.json())
+
+    unknown = rpc("tools/call", {"name": "no.such.tool", "arguments": {}})
+    assert unknown["id"] == 7
+    assert unknown["error"]["code"] == -32602
+    assert unknown["error"]["message"] == "Unknown tool: no.such.tool"
+    invalid = rpc("tools/call", {"name": "roster.shift.read", "arguments": {}})
+    assert invalid["result"]["isError"] is True
+    assert invalid["result"]["structuredContent"]["status"] == "invalid_arguments"
+
+
+def test_agent_key_prints_a_working_mcp_token(server: str, world: dict[str, Any]) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out, err = StringIO(), StringIO()
+    call_command("agent_key", "henry", "--mcp", "--expires-days", "1", stdout=out, stderr=err)
+    token = out.getvalue().strip()
+    assert token.startswith("rabs_") and "expires" in err.getvalue()
+    stored = AgentToken.objects.get(prefix=token[:12])
+    assert stored.token_sha256 != token and stored.expires_at is not None
+    assert not _call(server, token, "roster.shift.read", READ).is_error
