@@ -52,9 +52,10 @@ def test_named_paths_and_links_exist(page: Path) -> None:
     for code in _code(page):
         for token in re.findall(r"[\w./-]+", code):
             path = token.split("::")[0].rstrip(".,")
-            if "/" in path and path.split("/")[0] in TOP_LEVEL and "." in path.split("/")[-1]:
-                if not (ROOT / path).exists():
-                    missing.append(path)
+            parts = path.split("/")
+            named = len(parts) > 1 and parts[0] in TOP_LEVEL and "." in parts[-1]
+            if named and not (ROOT / path).exists():
+                missing.append(path)
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
         if not target.startswith(("http://", "https://")) and not (page.parent / target).exists():
             missing.append(target)

@@ -101,9 +101,7 @@ def _token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def agent_token_issue(
-    *, agent: Agent, label: str = "", expires_at: datetime | None = None
-) -> str:
+def agent_token_issue(*, agent: Agent, label: str = "", expires_at: datetime | None = None) -> str:
     """A new bearer token for ``agent`` (its earlier tokens stay valid until revoked or
     expired). Only its sha256 is stored; the token is returned once."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
