@@ -51,6 +51,18 @@ HANDLER_CONFIG_SCHEMAS: dict[str, dict[str, Any]] = {
             "timeout_s": _TIMEOUT,
         },
     },
+    Tool.HandlerType.MCP: {
+        "type": "object",
+        "required": ["upstream", "tool"],
+        "additionalProperties": False,
+        "properties": {
+            "upstream": {"type": "string", "pattern": r"^[-a-zA-Z0-9_]+$"},
+            "tool": {"type": "string", "minLength": 1, "maxLength": 128},
+            # sha256 of the definition imported (set by the import; a change upstream is flagged).
+            "definition_sha256": {"type": "string", "pattern": r"^[0-9a-f]{64}$"},
+            "timeout_s": _TIMEOUT,
+        },
+    },
     Tool.HandlerType.SCRIPT: {
         "type": "object",
         "required": ["argv"],

@@ -1,6 +1,6 @@
-"""The approval queue in the admin: reviewers decide on the board; staff here see the queue, its
-history and each notification's deliveries, and can decide selected items in bulk (each through
-the same service as the board).
+"""The broker's admin pages: the approval queue (reviewers decide on the board; staff here see the
+queue, its history and each notification's deliveries, and can decide selected items in bulk
+through the same service as the board), and upstream MCP servers with their imported tools.
 """
 
 from __future__ import annotations
@@ -12,11 +12,21 @@ from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from mcp.shared.exceptions import MCPError
+from simple_history.admin import SimpleHistoryAdmin
 
 from brainframe.admin.common import JSONEditingMixin, ReadOnlyAdmin, ReadOnlyInline, pretty_json
-from brainframe.models import ApprovalRequest, NotificationDelivery
+from brainframe.models import (
+    ApprovalRequest,
+    MCPUpstream,
+    NotificationDelivery,
+    Tool,
+    UpstreamToolChange,
+)
 
+from .mcp.upstreams import UpstreamTimeout, UpstreamUnavailable
 from .services.approvals import ApprovalError, approval_decide
+from .services.upstreams import upstream_change_accept, upstream_change_dismiss, upstream_import
 
 
 class DeliveryInline(ReadOnlyInline):
@@ -148,3 +158,67 @@ class NotificationDeliveryAdmin(ReadOnlyAdmin):
     search_fields = ("recipient", "last_error")
     list_select_related = ("approval__tool", "approval__agent")
     show_full_result_count = False
+
+
+@admin.register(MCPUpstream)
+class MCPUpstreamAdmin(JSONEditingMixin, SimpleHistoryAdmin):
+    """Upstream MCP servers: register one, then "Import tools" to list its tools into the
+    registry (disabled until enabled); importing again flags what changed upstream."""
+
+    list_display = ("name", "transport", "target", "enabled", "tool_count", "last_imported_at")
+    list_filter = ("transport", "enabled")
+    search_fields = ("name", "description", "url")
+    readonly_fields = ("server_info", "last_imported_at", "created_at")
+    actions = ["import_tools"]
+
+    @admin.display(description="URL or command")
+    def target(self, obj: MCPUpstream) -> str:
+        return obj.url or " ".join(str(part) for part in obj.command or [])
+
+    @admin.display(description="tools in the registry")
+    def tool_count(self, obj: MCPUpstream) -> int:
+        return Tool.objects.filter(
+            handler_type=Tool.HandlerType.MCP, handler_config__upstream=obj.name
+        ).count()
+
+    @admin.action(description="Import tools (new ones stay disabled; changes are flagged)")
+    def import_tools(self, request: HttpRequest, queryset: QuerySet[MCPUpstream]) -> None:
+        for upstream in queryset:
+            try:
+                report = upstream_import(upstream=upstream)
+            except (UpstreamUnavailable, UpstreamTimeout, MCPError, ValueError) as exc:
+                self.message_user(
+                    request, f"{upstream.name}: nothing imported — {exc}", messages.ERROR
+                )
+                continue
+            self.message_user(request, f"{upstream.name}: {report}.", messages.SUCCESS)
+
+
+@admin.register(UpstreamToolChange)
+class UpstreamToolChangeAdmin(ReadOnlyAdmin):
+    """What an upstream changed about an imported tool: accept to apply it to the registry,
+    dismiss to keep the registry as it is."""
+
+    list_display = ("tool", "upstream", "changed", "status", "detected_at", "decided_by")
+    list_filter = ("status", "upstream")
+    search_fields = ("tool__tool_id",)
+    list_select_related = ("tool", "upstream", "decided_by")
+    actions = ["accept_changes", "dismiss_changes"]
+
+    @admin.display(description="what changed")
+    def changed(self, obj: UpstreamToolChange) -> str:
+        return ", ".join(obj.fields)
+
+    @admin.action(description="Accept: apply the upstream's new definition to the registry")
+    def accept_changes(self, request: HttpRequest, queryset: QuerySet[UpstreamToolChange]) -> None:
+        pending = queryset.filter(status=UpstreamToolChange.Status.PENDING)
+        for change in pending:
+            upstream_change_accept(change=change, by=request.user)
+        self.message_user(request, f"Applied {len(pending)} change(s).", messages.SUCCESS)
+
+    @admin.action(description="Dismiss: keep the registry as it is")
+    def dismiss_changes(self, request: HttpRequest, queryset: QuerySet[UpstreamToolChange]) -> None:
+        pending = queryset.filter(status=UpstreamToolChange.Status.PENDING)
+        for change in pending:
+            upstream_change_dismiss(change=change, by=request.user)
+        self.message_user(request, f"Dismissed {len(pending)} change(s).", messages.SUCCESS)

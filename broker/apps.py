@@ -20,7 +20,16 @@ class BrokerConfig(AppConfig):
 
         # drf-spectacular learns of an extension when its class is defined (RABS-HMAC's).
         from .api import schema  # noqa: F401
-        from .handlers import api, demo, function, native, runner_register, script, sql
+        from .handlers import (
+            api,
+            demo,
+            function,
+            native,
+            runner_register,
+            script,
+            sql,
+            upstream,
+        )
         from .services.approvals import approvals_expire, approvals_recover
         from .services.execution import calls_interrupted_seal
 
@@ -28,6 +37,7 @@ class BrokerConfig(AppConfig):
         runner_register(Tool.HandlerType.SQL, sql.run)
         runner_register(Tool.HandlerType.API, api.run)
         runner_register(Tool.HandlerType.SCRIPT, script.run)
+        runner_register(Tool.HandlerType.MCP, upstream.run)
         function.functions_register(demo.CALLABLES)
         function.functions_register(native.CALLABLES)
 

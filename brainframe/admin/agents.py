@@ -1,4 +1,5 @@
-"""Agents, their standing notes and credentials (pause and resume them here)."""
+"""Agents, their standing notes and credentials: signing keys and MCP tokens (pause and resume
+agents, issue and revoke tokens here)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from brainframe.models import (
     Agent,
     AgentCredential,
     AgentNote,
+    AgentToken,
 )
 from brainframe.services.agents import agent_changed, agent_set_paused
+from brainframe.services.credentials import agent_token_issue, agent_tokens_revoke
 
 from .common import (
     AgentLevelChangeInline,
@@ -34,6 +37,14 @@ class AgentCredentialInline(ReadOnlyInline):
     model = AgentCredential
     fields = ("fingerprint", "created_at", "revoked_at")
     verbose_name_plural = "signing keys (issue with: manage.py agent_key <agent_id>)"
+
+
+class AgentTokenInline(ReadOnlyInline):
+    model = AgentToken
+    fields = ("prefix", "label", "created_at", "expires_at", "revoked_at", "last_used_at")
+    verbose_name_plural = (
+        "MCP tokens (issue with the action on the agents list, or agent_key --mcp)"
+    )
 
 
 class AgentAdminForm(LevelChangeForm):
@@ -64,8 +75,8 @@ class AgentAdmin(JSONEditingMixin, LevelChangeAdmin):
         "created_at",
         "updated_at",
     )
-    inlines = [AgentNoteInline, AgentCredentialInline, AgentLevelChangeInline]
-    actions = ["pause_agents", "resume_agents"]
+    inlines = [AgentNoteInline, AgentCredentialInline, AgentTokenInline, AgentLevelChangeInline]
+    actions = ["pause_agents", "resume_agents", "issue_mcp_token"]
 
     def save_model(
         self, request: HttpRequest, obj: Agent, form: forms.ModelForm, change: bool
@@ -83,6 +94,16 @@ class AgentAdmin(JSONEditingMixin, LevelChangeAdmin):
     def resume_agents(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
         count = agent_set_paused(agents=queryset, paused=False)
         self.message_user(request, f"{count} agent(s) may work again.", messages.SUCCESS)
+
+    @admin.action(description="Issue an MCP token for each selected agent (shown once)")
+    def issue_mcp_token(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        for agent in queryset:
+            token = agent_token_issue(agent=agent, label=f"issued in the admin by {request.user}")
+            self.message_user(
+                request,
+                f"MCP token for {agent.agent_id} (copy it now; it is not shown again): {token}",
+                messages.WARNING,
+            )
 
 
 @admin.register(AgentNote)
@@ -113,3 +134,21 @@ class AgentCredentialAdmin(ReadOnlyAdmin):
     search_fields = ("agent__agent_id", "fingerprint")
     list_select_related = ("agent",)
     exclude = ("secret_encrypted",)
+
+
+@admin.register(AgentToken)
+class AgentTokenAdmin(ReadOnlyAdmin):
+    """Bearer tokens of the MCP face: stored as a hash; revoke one to refuse it from the next
+    request."""
+
+    list_display = ("agent", "prefix", "label", "created_at", "expires_at", "revoked_at")
+    list_filter = ("agent", ("revoked_at", admin.EmptyFieldListFilter))
+    search_fields = ("agent__agent_id", "prefix", "label")
+    list_select_related = ("agent",)
+    exclude = ("token_sha256",)
+    actions = ["revoke_tokens"]
+
+    @admin.action(description="Revoke selected tokens (refused from the next request)")
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[AgentToken]) -> None:
+        count = agent_tokens_revoke(tokens=queryset)
+        self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)

@@ -400,3 +400,28 @@ def test_agent_key_prints_a_working_mcp_token(server: str, world: dict[str, Any]
     stored = AgentToken.objects.get(prefix=token[:12])
     assert stored.token_sha256 != token and stored.expires_at is not None
     assert not _call(server, token, "roster.shift.read", READ).is_error
+
+
+def test_an_imported_upstream_tool_is_called_over_mcp_and_audited(
+    server: str, world: dict[str, Any]
+) -> None:
+    """mcp-server-time behind the gateway: imported, enabled for Henry, called by an MCP client."""
+    import sys
+
+    from brainframe.models import MCPUpstream, Tool
+    from brainframe.services.tools import tool_set_enabled
+    from broker.services.upstreams import upstream_import
+
+    upstream = MCPUpstream.objects.create(
+        name="time", transport="stdio", command=[sys.executable, "-m", "mcp_server_time"]
+    )
+    upstream_import(upstream=upstream)
+    tool_set_enabled(tools=Tool.objects.filter(pk="time.convert_time"), enabled=True)
+    Tool.objects.filter(pk="time.convert_time").update(agent_access=["henry"])
+    arguments = {"source_timezone": "Australia/Brisbane", "time": "09:30", "target_timezone": "UTC"}
+    result = _call(server, world["henry_token"], "time.convert_time", arguments)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content["target"]["timezone"] == "UTC"
+    assert result.structured_content["target"]["datetime"].endswith("23:30:00+00:00")
+    call = ToolCall.objects.get(requested_tool_id="time.convert_time")
+    assert call.face == "mcp" and call.outcome == "succeeded" and call.outcome_hash

@@ -162,7 +162,13 @@ def _route(ports: dict[int, int], port: int, path: str) -> str:
 
 @pytest.mark.parametrize(
     "path",
-    ["/api/v1/tool-calls/", "/api/v1/tasks/", "/api/v1/context/", "/api/v1/inbound/events/"],
+    [
+        "/api/v1/tool-calls/",
+        "/api/v1/tasks/",
+        "/api/v1/context/",
+        "/api/v1/inbound/events/",
+        "/mcp",
+    ],
 )
 def test_agent_api_only_on_the_agents_port(proxy: dict[int, int], path: str) -> None:
     assert _route(proxy, AGENT_PORT, path) == "web"

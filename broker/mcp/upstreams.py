@@ -1,0 +1,177 @@
+"""Connections to upstream MCP servers, kept open per process and used from any thread.
+
+Each upstream gets one connection (the official client over Streamable HTTP, or a stdio child
+process) held by a task of its own on one background event loop: the SDK's client must be
+entered and left in the same task. Handlers call ``upstream_call`` / ``upstream_tools`` from
+worker threads and wait for the answer with a timeout. A connection that fails is dropped and the
+next use connects again; a changed registration (URL, command, headers) reconnects too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any, cast
+
+import httpx2
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from brainframe.models import MCPUpstream
+
+log = logging.getLogger(__name__)
+
+
+class UpstreamUnavailable(Exception):
+    """The upstream could not be reached, or dropped the connection."""
+
+
+class UpstreamTimeout(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class UpstreamSpec:
+    """What a connection is made from; a change of any of it means a new connection."""
+
+    name: str
+    transport: str
+    url: str
+    command: tuple[str, ...]
+    headers: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, upstream: MCPUpstream) -> UpstreamSpec:
+        return cls(
+            name=upstream.name,
+            transport=upstream.transport,
+            url=upstream.url,
+            command=tuple(str(part) for part in upstream.command or ()),
+            headers=tuple(sorted((str(k), str(v)) for k, v in (upstream.headers or {}).items())),
+        )
+
+    def client(self) -> Client:
+        if self.transport == MCPUpstream.Transport.STDIO:
+            command, *args = self.command
+            return Client(StdioServerParameters(command=command, args=args))
+        http = httpx2.AsyncClient(headers=dict(self.headers), timeout=60)
+        return Client(streamable_http_client(self.url, http_client=http))
+
+
+class _Connection:
+    def __init__(self, spec: UpstreamSpec) -> None:
+        self.spec = spec
+        self.client: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self.stop = asyncio.Event()
+        self.task = asyncio.get_running_loop().create_task(self._hold(), name=f"mcp-{spec.name}")
+
+    async def _hold(self) -> None:
+        try:
+            async with self.spec.client() as client:
+                self.client.set_result(client)
+                await self.stop.wait()
+        except BaseException as exc:
+            if not self.client.done():
+                self.client.set_exception(UpstreamUnavailable(f"{type(exc).__name__}: {exc}"))
+            log.info("connection to upstream %s ended: %s", self.spec.name, exc)
+
+
+class _Pool:
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+        self._connections: dict[str, _Connection] = {}
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="mcp-upstreams", daemon=True).start()
+                self._loop = loop
+            return self._loop
+
+    async def _client(self, spec: UpstreamSpec) -> Client:
+        connection = self._connections.get(spec.name)
+        if connection is not None and (connection.spec != spec or connection.task.done()):
+            connection.stop.set()
+            connection = None
+        if connection is None:
+            connection = self._connections[spec.name] = _Connection(spec)
+        try:
+            return await connection.client
+        except UpstreamUnavailable:
+            self._connections.pop(spec.name, None)
+            raise
+
+    async def _call(
+        self, spec: UpstreamSpec, tool: str, arguments: dict[str, Any], meta: dict[str, Any]
+    ) -> types.CallToolResult:
+        client = await self._client(spec)
+        try:
+            return await client.call_tool(
+                tool, arguments, meta=cast(types.RequestParamsMeta, meta) if meta else None
+            )
+        except Exception as exc:
+            if _protocol_answer(exc):
+                raise
+            self._drop(spec)
+            raise UpstreamUnavailable(f"{type(exc).__name__}: {exc}") from exc
+
+    async def _tools(self, spec: UpstreamSpec) -> tuple[list[types.Tool], dict[str, Any]]:
+        client = await self._client(spec)
+        try:
+            listed = await client.list_tools()
+        except Exception as exc:
+            self._drop(spec)
+            raise UpstreamUnavailable(f"{type(exc).__name__}: {exc}") from exc
+        info = client.session.server_info if hasattr(client.session, "server_info") else None
+        described = info.model_dump(mode="json", exclude_none=True) if info is not None else {}
+        return list(listed.tools), described
+
+    def _drop(self, spec: UpstreamSpec) -> None:
+        connection = self._connections.pop(spec.name, None)
+        if connection is not None:
+            connection.stop.set()
+
+    def run(self, coroutine: Any, timeout: float) -> Any:
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coroutine, self._running_loop())
+        try:
+            return future.result(timeout=timeout)
+        except FutureTimeout:
+            future.cancel()
+            raise UpstreamTimeout(f"no answer within {timeout:g}s") from None
+
+
+def _protocol_answer(exc: Exception) -> bool:
+    """An error the upstream answered with (a JSON-RPC error): the connection is fine."""
+    return isinstance(exc, MCPError)
+
+
+_pool = _Pool()
+
+
+def upstream_call(
+    upstream: MCPUpstream,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    timeout: float,
+    meta: dict[str, Any] | None = None,
+) -> types.CallToolResult:
+    """Call ``tool`` on ``upstream``. Raises UpstreamUnavailable, UpstreamTimeout, or the
+    upstream's JSON-RPC error (MCPError)."""
+    spec = UpstreamSpec.of(upstream)
+    return _pool.run(_pool._call(spec, tool, arguments, meta or {}), timeout)
+
+
+def upstream_tools(
+    upstream: MCPUpstream, *, timeout: float = 30.0
+) -> tuple[list[types.Tool], dict[str, Any]]:
+    """The tools ``upstream`` offers now, and what it says about itself."""
+    return _pool.run(_pool._tools(UpstreamSpec.of(upstream)), timeout)
