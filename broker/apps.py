@@ -28,6 +28,7 @@ class BrokerConfig(AppConfig):
             runner_register,
             script,
             sql,
+            system,
             upstream,
         )
         from .services.approvals import approvals_expire, approvals_recover
@@ -40,6 +41,7 @@ class BrokerConfig(AppConfig):
         runner_register(Tool.HandlerType.MCP, upstream.run)
         function.functions_register(demo.CALLABLES)
         function.functions_register(native.CALLABLES)
+        function.functions_register(system.CALLABLES)
 
         def expire_approvals(day: date) -> Any:
             return {

@@ -22,6 +22,13 @@ app.conf.beat_schedule = {
         "args": ("expire_approvals",),
         "options": {"expires": 55},
     },
+    # Time-boxed capability grants whose time is up.
+    "expire-grants": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 60.0,
+        "args": ("expire_grants",),
+        "options": {"expires": 55},
+    },
     # Embeddings and bucket classification that a failed enqueue left behind.
     "index-sweep": {
         "task": "brainframe.tasks.run_scheduled_job",

@@ -1,20 +1,17 @@
-"""Work: tasks and deliverables (approvals belong to the broker's admin)."""
+"""Work: tasks, deliverables and capability grants (approvals belong to the broker's admin)."""
 
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from brainframe.models import (
-    AgentTask,
-    Deliverable,
-)
+from brainframe.models import AgentTask, CapabilityGrant, Deliverable
+from brainframe.services.grants import grant_withdraw
 from brainframe.services.tasks import task_announce
 
-from .common import (
-    JSONEditingMixin,
-)
+from .common import JSONEditingMixin, ReadOnlyAdmin
 
 
 @admin.register(AgentTask)
@@ -51,3 +48,27 @@ class DeliverableAdmin(JSONEditingMixin, admin.ModelAdmin):
     list_select_related = ("agent", "task")
     readonly_fields = ("id", "size_bytes", "sha256", "created_at")
     raw_id_fields = ("task",)
+
+
+@admin.register(CapabilityGrant)
+class CapabilityGrantAdmin(ReadOnlyAdmin):
+    """What agents were granted on asking (each from an approved rabs.capability.request call);
+    withdraw one to undo it at once."""
+
+    list_display = ("agent", "kind", "what", "until", "created_at", "withdrawn_at")
+    list_filter = ("kind", "agent", ("withdrawn_at", admin.EmptyFieldListFilter))
+    search_fields = ("agent__agent_id", "upstream", "tool_ids")
+    list_select_related = ("agent",)
+    actions = ["withdraw_grants"]
+
+    @admin.display(description="tools")
+    def what(self, obj: CapabilityGrant) -> str:
+        level = f" → level {obj.level}" if obj.level is not None else ""
+        return (obj.upstream + ": " if obj.upstream else "") + ", ".join(obj.tool_ids) + level
+
+    @admin.action(description="Withdraw selected grants now")
+    def withdraw_grants(self, request: HttpRequest, queryset: QuerySet[CapabilityGrant]) -> None:
+        count = sum(
+            grant_withdraw(grant=grant, reason=f"withdrawn by {request.user}") for grant in queryset
+        )
+        self.message_user(request, f"{count} grant(s) withdrawn.", messages.SUCCESS)

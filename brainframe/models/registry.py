@@ -7,6 +7,7 @@ import uuid
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
+from django.core.validators import validate_slug
 from django.db import models
 from simple_history.models import HistoricalRecords
 
@@ -20,6 +21,12 @@ from brainframe.choices import (
     RiskLevel,
     ValidationMode,
 )
+
+
+def validate_agent_access(value: str) -> None:
+    """An agent id (a slug), or ``*``: every agent."""
+    if value != "*":
+        validate_slug(value)
 
 
 class Tool(models.Model):
@@ -48,10 +55,10 @@ class Tool(models.Model):
     description = models.TextField(blank=True)
     category = models.CharField(max_length=12, choices=Category.choices)
     agent_access = ArrayField(
-        models.SlugField(max_length=64),
+        models.CharField(max_length=64, validators=[validate_agent_access]),
         default=list,
         blank=True,
-        help_text="Agents that may invoke this tool, e.g. henry, reggie.",
+        help_text="Agents that may invoke this tool, e.g. henry, reggie; * for every agent.",
     )
     role_requirements = ArrayField(
         models.CharField(max_length=80),

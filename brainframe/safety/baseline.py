@@ -1,9 +1,9 @@
 """The governance baseline: what a deployment governs with before staff add anything.
 
-The reviewer groups and user roles, the prime directives (seed 000 §14) and the Governor's
-constitution (seed 001). ``manage.py seed_brainframe --baseline`` writes them (missing rows only;
-staff edits survive), and the demo data builds on them. Plain data, in the condition language of
-``brainframe.safety.conditions``.
+The reviewer groups and user roles, the prime directives (seed 000 §14), the Governor's
+constitution (seed 001) and the broker's own tools every agent may call. ``manage.py
+seed_brainframe --baseline`` writes them (missing rows only; staff edits survive), and the demo
+data builds on them. Plain data, in the condition language of ``brainframe.safety.conditions``.
 """
 
 from __future__ import annotations
@@ -179,5 +179,68 @@ CONSTITUTION: list[dict[str, Any]] = [
         "title": "Trust required",
         "enforcement": "record",
         "text": "Every agent and every message carries a trust level.",
+    },
+]
+
+#: The broker's own tools, which every agent may call (``agent_access`` ``*``).
+SYSTEM_TOOLS: list[dict[str, Any]] = [
+    {
+        "tool_id": "rabs.capability.request",
+        "description": (
+            "Ask staff for a capability you lack, with your reason: access to a tool (kind "
+            "'tool', tool_id), to an upstream MCP server's tools (kind 'upstream', upstream), or "
+            "a higher monitoring level for one tool (kind 'level', tool_id, level); optionally "
+            "for a number of hours. A reviewer approves (the grant is applied at once) or "
+            "rejects it with a reason you can read."
+        ),
+        "category": "system",
+        "agent_access": ["*"],
+        "risk_level": "write",
+        "execution_mode": "review",
+        "validation_mode": "intercept",
+        "context_bucket": "compliance_regulatory",
+        # Always a human's decision: it never graduates to running unreviewed.
+        "monitoring_level": 0,
+        "monitoring_ceiling": 0,
+        "data_class": "logistics",
+        "permission_tier": "READ_ONLY",
+        "handler_type": "function",
+        "handler_config": {"callable": "rabs.capability_grant"},
+        "input_schema": {
+            "type": "object",
+            "required": ["kind"],
+            "additionalProperties": False,
+            "properties": {
+                "kind": {"enum": ["tool", "upstream", "level"]},
+                "tool_id": {"type": "string", "minLength": 1, "maxLength": 120},
+                "upstream": {"type": "string", "minLength": 1, "maxLength": 64},
+                "level": {"type": "integer", "minimum": 1, "maximum": 4},
+                "hours": {"type": "number", "exclusiveMinimum": 0, "maximum": 720},
+            },
+            "allOf": [
+                {
+                    "if": {"properties": {"kind": {"const": "tool"}}},
+                    "then": {"required": ["tool_id"]},
+                },
+                {
+                    "if": {"properties": {"kind": {"const": "upstream"}}},
+                    "then": {"required": ["upstream"]},
+                },
+                {
+                    "if": {"properties": {"kind": {"const": "level"}}},
+                    "then": {"required": ["tool_id", "level"]},
+                },
+            ],
+        },
+        "output_schema": {
+            "type": "object",
+            "required": ["grant_id", "kind", "tool_ids"],
+            "properties": {
+                "grant_id": {"type": "string"},
+                "kind": {"type": "string"},
+                "tool_ids": {"type": "array", "items": {"type": "string"}},
+                "until": {"type": ["string", "null"]},
+            },
+        },
     },
 ]

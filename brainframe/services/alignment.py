@@ -216,13 +216,14 @@ def monitoring_level_set(
     subject: Tool | Agent, *, to_level: int, by: Any, reason: str
 ) -> MonitoringLevelChange | None:
     """A staff member's change of a tool's or an agent's level, recorded like the automatic
-    ones (rule ``manual``, who and why). None if the level is already ``to_level``."""
+    ones (rule ``manual``, who and why; ``by`` None: the system, undoing a time-boxed grant).
+    None if the level is already ``to_level``."""
     return _set_level(
         subject,
         to_level=to_level,
         rule=MonitoringLevelChange.Rule.MANUAL,
         reason=reason,
-        evidence={"by": by.get_username()},
+        evidence={"by": by.get_username() if by is not None else "the system"},
         changed_by=by,
     )
 

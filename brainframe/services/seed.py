@@ -47,7 +47,8 @@ def seed_brainframe(*, baseline_only: bool = False) -> Counter[str]:
 
     ``baseline_only``: only what a deployment governs with before anyone adds anything (the
     reviewer groups and roles, the context buckets, the prime directives, the constitution, the
-    model prices), none of the demo agents, tools, policies, notes, tasks or observations.
+    model prices, the broker's own tools), none of the demo agents, tools, policies, notes,
+    tasks or observations.
     """
     created: Counter[str] = Counter()
     with transaction.atomic():
@@ -78,6 +79,7 @@ def _seed_baseline(created: Counter[str]) -> None:
         ConstitutionRule, "code", baseline.CONSTITUTION
     )
     created["model_prices"] += _create_missing(ModelPrice, "model", demo_data.MODEL_PRICES)
+    created["system_tools"] += _create_missing(Tool, "tool_id", baseline.SYSTEM_TOOLS)
 
 
 def _seed_demo(created: Counter[str]) -> None:

@@ -274,6 +274,8 @@ def call_answer(call: ToolCall, approval: ApprovalRequest | None = _LOOK_UP) -> 
             body.update(status="expired")
         elif call.outcome not in (ToolCall.Outcome.NOT_RUN, ToolCall.Outcome.PENDING):
             body.update(status="executed", result=call.output, outcome=call.outcome)
+            if call.error:  # why an approved call failed, as for one that ran at once
+                body["error"] = call.error
         return CallAnswer(202, body)
     if decision == ToolCall.Decision.DENIED:
         body.update(status="denied", code=call.decision_code, detail=call.decision_detail)
