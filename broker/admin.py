@@ -9,6 +9,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
@@ -165,6 +166,10 @@ class MCPUpstreamAdmin(JSONEditingMixin, SimpleHistoryAdmin):
     """Upstream MCP servers: register one, then "Import tools" to list its tools into the
     registry (disabled until enabled); importing again flags what changed upstream."""
 
+    formfield_overrides = {
+        **JSONEditingMixin.formfield_overrides,
+        models.URLField: {"assume_scheme": "https"},  # a URL typed without one
+    }
     list_display = ("name", "transport", "target", "enabled", "tool_count", "last_imported_at")
     list_filter = ("transport", "enabled")
     search_fields = ("name", "description", "url")

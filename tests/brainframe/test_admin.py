@@ -38,6 +38,17 @@ def populated(seeded: None) -> None:
     NotificationDelivery.objects.create(
         approval=approval, event="created", channel="webhook", recipient="https://hooks.test/"
     )
+    from brainframe.models import CapabilityGrant, MCPUpstream, UpstreamToolChange
+    from brainframe.services.credentials import agent_token_issue
+
+    agent_token_issue(agent=agent, label="desktop client")
+    upstream = MCPUpstream.objects.create(
+        name="time", transport="stdio", command=["python", "-m", "mcp_server_time"]
+    )
+    UpstreamToolChange.objects.create(
+        upstream=upstream, tool=tool, fields=["description"], before={}, after={}
+    )
+    CapabilityGrant.objects.create(agent=agent, kind="tool", tool_ids=[tool.tool_id])
     MonitoringLevelChange.objects.create(
         tool=tool, from_level=0, to_level=1, rule="graduation", reason="30 days at 0.72"
     )

@@ -123,8 +123,12 @@ def test_baseline_is_what_a_deployment_governs_with_and_nothing_of_the_demo() ->
     assert Group.objects.filter(name="reviewers").exists()
     assert ContextBucketDefinition.objects.count() == len(ContextBucket.values)
     assert ModelPrice.objects.count() == len(demo_data.MODEL_PRICES)
-    for demo in (Agent, Tool, ValidationPolicy, AgentNote, AgentTask, ContextBucketEntry):
+    for demo in (Agent, ValidationPolicy, AgentNote, AgentTask, ContextBucketEntry):
         assert not demo.objects.exists(), demo.__name__
+    # The only tools are the broker's own, which every agent may call.
+    assert set(Tool.objects.values_list("tool_id", flat=True)) == {
+        t["tool_id"] for t in baseline.SYSTEM_TOOLS
+    }
 
     # The full seed adds the demo on top and leaves the baseline as it was.
     baseline = _snapshot()
