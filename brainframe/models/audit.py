@@ -34,6 +34,7 @@ class OriginRegistry(AppendOnlyModel):
         FORM = "form", "Form submission"
         MANUAL = "manual", "Manual (staff)"
         AGENT = "agent", "Agent initiative"
+        A2A = "a2a", "A2A message (another agent)"
 
     APPEND_ONLY_MUTABLE: ClassVar[tuple[str, ...]] = ("bucket", "bucket_confidence")
 

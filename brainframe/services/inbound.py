@@ -41,8 +41,12 @@ class InboundResult:
     blocked: bool
 
 
-def inbound_event_record(*, agent: Agent, event: dict[str, Any]) -> InboundResult:
-    """Register one external event (idempotent on the agent's ``event_id``)."""
+def inbound_event_record(
+    *, agent: Agent, event: dict[str, Any], trust: str | None = None
+) -> InboundResult:
+    """Register one external event (idempotent on the agent's ``event_id``). Its text is
+    assessed at the agent's trust level, or at ``trust`` when the text comes from further out
+    (an A2A message from another organisation's agent: untrusted)."""
     if agent.type != Agent.Type.EXTERNAL:
         raise InboundRefusal(403, "external_agents_only", "only Type 3 agents post inbound events")
     task_spec = event.get("task")
@@ -73,7 +77,7 @@ def inbound_event_record(*, agent: Agent, event: dict[str, Any]) -> InboundResul
             return InboundResult(existing, task, created=False, blocked=blocked)
 
         text = event.get("text", "")
-        assessment = assess(text, trust=agent.trust_level) if text else None
+        assessment = assess(text, trust=trust or agent.trust_level) if text else None
         blocked = bool(assessment and assessment.action == "block")
         metadata = {
             **event.get("metadata", {}),
