@@ -168,6 +168,8 @@ def _route(ports: dict[int, int], port: int, path: str) -> str:
         "/api/v1/context/",
         "/api/v1/inbound/events/",
         "/mcp",
+        "/a2a",
+        "/.well-known/agent-card.json",
     ],
 )
 def test_agent_api_only_on_the_agents_port(proxy: dict[int, int], path: str) -> None:
