@@ -64,6 +64,8 @@ class _Running:
         self.app = self.server.streamable_http_app(
             streamable_http_path=MCP_PATH,
             stateless_http=True,
+            # Plain JSON answers: nothing here streams, and proxies need not know SSE.
+            json_response=True,
             max_request_body_size=settings.RABS_MAX_BODY_BYTES,
             # Hosts are checked against DJANGO_ALLOWED_HOSTS before this app sees a request.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
