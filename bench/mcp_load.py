@@ -1,0 +1,452 @@
+"""Benchmark: MCP ``tools/call`` through our gateway beside IBM ContextForge, in the same run.
+
+    .venv/bin/python bench/mcp_load.py [--concurrency 32] [--seconds 15] [--rate 100]
+                                       [--open-seconds 20] [--rounds 2]
+
+**Ours**: the whole stack (``python -m rabs.devstack``, two daphne processes behind one port, a
+Celery worker, beat, PostgreSQL, Redis) on a throwaway database; 8 agents with MCP bearer tokens
+call ``time.get_current_time``, imported from an upstream ``mcp-server-time`` reached over
+Streamable HTTP: the whole pipeline (schema, Guardian on the arguments, directives, V-Pol, gate),
+the hash-chained audit, the forward to the upstream, the Guardian on its answer, the outcome.
+
+**ContextForge**: ``mcp-contextforge-gateway`` 1.1.0 (installed into ``var/bench/contextforge-venv``
+from Python 3.12 on first use, never into the project's environment) with SQLite, its UI off,
+rate limiting off, stateful sessions on, forwarding to its own copy of the same upstream; its
+tool ``time-get-current-time`` called through a virtual server at ``/servers/<id>/mcp`` with a
+JWT. Each gateway has its own upstream process: ``mcp-server-time`` over stdio, exposed as
+Streamable HTTP by ContextForge's ``mcpgateway.translate`` bridge.
+
+The load is raw JSON-RPC over kept-alive HTTP/1.1 connections (``bench/_http.py``), requests
+built beforehand; an answer counts only if it is a successful tool result. (a) closed loop:
+``--concurrency`` clients for ``--seconds``, calls/s and errors; (b) open loop: calls offered at
+``--rate``/s for ``--open-seconds``, latency from the scheduled send, p50/p99. ``--rounds``
+interleaves the gateways (ours, ContextForge, ours, ContextForge…) and prints each run and the
+ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
+DB = "rabs_mcp_load"
+AGENTS = [f"mcp-{n}" for n in range(8)]
+CF_VENV = ROOT / "var" / "bench" / "contextforge-venv"
+CF_PACKAGES = ["mcp-contextforge-gateway==1.1.0", "mcp-server-time==2026.10.19"]
+CF_PYTHON = "/root/.pyenv/versions/3.12.1/bin/python"
+WORK = ROOT / "var" / "bench" / "contextforge"
+ARGUMENTS = {"timezone": "UTC"}
+
+
+def _free_port() -> int:
+    from rabs.devstack import free_port
+
+    return free_port()
+
+
+def _wait(url: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    raise RuntimeError(f"{url} did not answer within {timeout:g}s")
+
+
+def _ensure_contextforge() -> Path:
+    python = CF_VENV / "bin" / "python"
+    if not python.exists():
+        base = shutil.which("python3.12") or CF_PYTHON
+        print(f"installing {', '.join(CF_PACKAGES)} into {CF_VENV} (benchmark only)")
+        subprocess.run([base, "-m", "venv", str(CF_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *CF_PACKAGES], check=True)
+    return python
+
+
+@contextmanager
+def _process(args: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[None]:
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=WORK, start_new_session=True
+        )
+    try:
+        yield
+    finally:
+        os.killpg(process.pid, 15)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+
+
+@contextmanager
+def upstream(python: Path, name: str) -> Iterator[str]:
+    """``mcp-server-time`` over stdio, exposed at ``/mcp`` by ContextForge's bridge."""
+    port = _free_port()
+    command = f"{python} -m mcp_server_time"
+    args = [str(python), "-m", "mcpgateway.translate", "--stdio", command,
+            "--expose-streamable-http", "--port", str(port)]  # fmt: skip
+    env = {**os.environ, **_cf_env()}
+    with _process(args, WORK / f"upstream-{name}.log", env):
+        url = f"http://127.0.0.1:{port}/mcp"
+        _wait(url, timeout=60)
+        yield url
+
+
+def _secrets(python: Path) -> None:
+    """Fresh secrets for this run (ContextForge refuses to start on its placeholders)."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    secrets = subprocess.run(
+        [str(python), "-m", "mcpgateway.scripts.init_secrets", "--stdout"],
+        capture_output=True, text=True, check=True, cwd=WORK,
+    ).stdout  # fmt: skip
+    (WORK / "secrets.env").write_text(secrets)
+
+
+def _cf_env() -> dict[str, str]:
+    secrets = {}
+    env_file = WORK / "secrets.env"
+    for line in env_file.read_text().splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            secrets[key.strip()] = value.strip()
+    return {
+        **secrets,
+        "DATABASE_URL": f"sqlite:///{WORK / 'cf.db'}",
+        "MCPGATEWAY_UI_ENABLED": "false",
+        "MCPGATEWAY_ADMIN_API_ENABLED": "true",
+        "SSRF_ALLOW_LOCALHOST": "true",
+        "RATE_LIMITING_ENABLED": "false",
+        "USE_STATEFUL_SESSIONS": "true",
+        "PLATFORM_ADMIN_EMAIL": "admin@example.com",
+        "LOG_LEVEL": "ERROR",
+    }
+
+
+@contextmanager
+def contextforge(python: Path, upstream_url: str) -> Iterator[tuple[str, str, str]]:
+    """ContextForge forwarding to ``upstream_url``: (its MCP URL, a JWT, the tool's name)."""
+    for stale in WORK.glob("cf.db*"):
+        stale.unlink()
+    env = {**os.environ, **_cf_env()}
+    port = _free_port()
+    with _process(
+        [str(CF_VENV / "bin" / "mcpgateway"), "--host", "127.0.0.1", "--port", str(port)],
+        WORK / "contextforge.log",
+        env,
+    ):
+        base = f"http://127.0.0.1:{port}"
+        _wait(f"{base}/health")
+        jwt = subprocess.run(
+            [str(python), "-m", "mcpgateway.utils.create_jwt_token", "-u", "admin@example.com",
+             "--admin", "-e", "240", "-s", env["JWT_SECRET_KEY"]],
+            capture_output=True, text=True, check=True, env=env, cwd=WORK,
+        ).stdout.strip().splitlines()[-1]  # fmt: skip
+        headers = {"Authorization": f"Bearer {jwt}"}
+        gateway = httpx.post(
+            f"{base}/gateways",
+            json={"name": "time", "url": upstream_url, "transport": "STREAMABLEHTTP"},
+            headers=headers,
+            timeout=60,
+        )
+        gateway.raise_for_status()
+        tools = httpx.get(f"{base}/tools", headers=headers, timeout=30).json()
+        tools = tools if isinstance(tools, list) else tools.get("items", [])
+        tool = next(t for t in tools if t["name"].endswith("get-current-time"))
+        server = httpx.post(
+            f"{base}/servers",
+            json={"server": {"name": "bench", "associated_tools": [tool["id"]]}},
+            headers=headers,
+            timeout=30,
+        )
+        server.raise_for_status()
+        yield f"{base}/servers/{server.json()['id']}/mcp", jwt, tool["name"]
+
+
+def _rpc(url: str, headers: dict[str, str], body: dict[str, Any]) -> bytes:
+    from bench._http import _request
+
+    base = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    return _request(urlsplit(url).netloc, urlsplit(url).path, json.dumps(body).encode(),
+                    {**base, **headers})  # fmt: skip
+
+
+def _call_body(n: int, tool: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": tool, "arguments": ARGUMENTS}
+    if meta:
+        params["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
+
+def ours_requests(url: str, tokens: list[str], count: int) -> list[bytes]:
+    return [
+        _rpc(
+            url,
+            {"Authorization": f"Bearer {tokens[n % len(tokens)]}"},
+            _call_body(n, "time.get_current_time", {"rabs/reason": "load test"}),
+        )
+        for n in range(count)
+    ]
+
+
+def cf_sessions(url: str, jwt: str, count: int) -> list[str]:
+    """``count`` initialised MCP sessions of ContextForge (its transport is stateful), or of
+    the upstream bridge itself (no JWT)."""
+    sessions = []
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    if jwt:
+        headers["Authorization"] = f"Bearer {jwt}"
+    with httpx.Client(timeout=30) as client:
+        for _ in range(count):
+            init = client.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "1"}}},
+                headers=headers,
+            )  # fmt: skip
+            init.raise_for_status()
+            session = init.headers.get("mcp-session-id", "")  # the bridge keeps none
+            client.post(
+                url,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers={**headers, **_session(session)},
+            )
+            sessions.append(session)
+    return sessions
+
+
+def _session(session: str) -> dict[str, str]:
+    return {"mcp-session-id": session} if session else {}
+
+
+def cf_requests(url: str, jwt: str, sessions: list[str], tool: str, count: int) -> list[bytes]:
+    auth = {"Authorization": f"Bearer {jwt}"} if jwt else {}
+    return [
+        _rpc(url, {**auth, **_session(sessions[n % len(sessions)])}, _call_body(n, tool))
+        for n in range(count)
+    ]
+
+
+def _e_g(result: dict[str, Any]) -> str:
+    return f", e.g. {result['sample']}" if result.get("sample") else ""
+
+
+def _succeeded(status: int, body: bytes) -> bool:
+    if status != 200:
+        return False
+    text = body.decode(errors="replace")
+    if text.startswith("event:") or text.startswith("data:"):
+        text = [line[5:] for line in text.splitlines() if line.startswith("data:")][-1]
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return False
+    result = answer.get("result") or {}
+    return "error" not in answer and not result.get("isError") and bool(result.get("content"))
+
+
+async def closed(url: str, requests: list[bytes], *, clients: int, seconds: float) -> dict:
+    from bench._http import Connection
+
+    pending = iter(requests)
+    ok = failed = 0
+    sample = ""
+    stop = time.monotonic() + seconds
+
+    async def client() -> None:
+        nonlocal ok, failed, sample
+        connection = await Connection.open(url)
+        try:
+            while time.monotonic() < stop and (raw := next(pending, None)) is not None:
+                try:
+                    status, body = await connection.send(raw)
+                except (OSError, asyncio.IncompleteReadError, ValueError):
+                    failed += 1
+                    connection.close()
+                    connection = await Connection.open(url)
+                    continue
+                if _succeeded(status, body):
+                    ok += 1
+                else:
+                    failed += 1
+                    sample = sample or f"{status} {body[:300]!r}"
+        finally:
+            connection.close()
+
+    started = time.monotonic()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    elapsed = time.monotonic() - started
+    if next(pending, None) is None:
+        raise RuntimeError("the prepared requests ran out before the time was up")
+    return {"per_second": ok / elapsed, "ok": ok, "errors": failed, "sample": sample}
+
+
+async def opened(url: str, requests: list[bytes], *, rate: float) -> dict:
+    from bench._http import Connection
+    from bench._stack import percentile
+
+    idle: list[Connection] = []
+    latencies: list[float] = []
+    failed = 0
+
+    async def one(raw: bytes, at: float) -> None:
+        nonlocal failed
+        await asyncio.sleep(max(0.0, at - time.monotonic()))
+        connection = idle.pop() if idle else await Connection.open(url)
+        try:
+            status, body = await connection.send(raw)
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            connection.close()
+            failed += 1
+            return
+        idle.append(connection)
+        if _succeeded(status, body):
+            latencies.append((time.monotonic() - at) * 1000)
+        else:
+            failed += 1
+
+    start = time.monotonic() + 0.5
+    await asyncio.gather(*(one(raw, start + n / rate) for n, raw in enumerate(requests)))
+    for connection in idle:
+        connection.close()
+    return {
+        "p50_ms": statistics.median(latencies) if latencies else float("nan"),
+        "p99_ms": percentile(latencies, 99) if latencies else float("nan"),
+        "errors": failed,
+        "offered": len(requests),
+    }
+
+
+def _ours_setup(upstream_url: str) -> list[str]:
+    from brainframe.models import Agent, MCPUpstream, Tool
+    from brainframe.services.credentials import agent_token_issue
+    from brainframe.services.tools import tool_set_enabled
+    from broker.services.upstreams import upstream_import
+
+    upstream = MCPUpstream.objects.create(name="time", transport="http", url=upstream_url)
+    upstream_import(upstream=upstream)
+    tool_set_enabled(tools=Tool.objects.filter(pk="time.get_current_time"), enabled=True)
+    Tool.objects.filter(pk="time.get_current_time").update(agent_access=AGENTS)
+    return [agent_token_issue(agent=Agent.objects.get(pk=a)) for a in AGENTS]
+
+
+def main() -> int:
+    import django
+
+    django.setup()
+    from bench._db import throwaway_database
+    from bench._stack import running_stack
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--rate", type=float, default=100)
+    parser.add_argument("--open-seconds", type=float, default=20)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    python = _ensure_contextforge()
+    WORK.mkdir(parents=True, exist_ok=True)
+    budget = int(args.seconds * 2000)
+    runs: list[tuple[str, dict, dict]] = []
+    with (
+        throwaway_database(DB),
+        running_stack(AGENTS, web=2, name="mcp_load") as stack,
+        contextforge_and_upstreams(python) as (cf_url, jwt, cf_tool, our_upstream, lone),
+    ):
+        tokens = _ours_setup(our_upstream)
+        ours_url = f"{stack.url}/mcp"
+        sessions = cf_sessions(cf_url, jwt, args.concurrency)
+        direct = cf_sessions(lone, "", args.concurrency)
+        gateways = {
+            "ours": (ours_url, lambda n: ours_requests(ours_url, tokens, n)),
+            "contextforge": (cf_url, lambda n: cf_requests(cf_url, jwt, sessions, cf_tool, n)),
+        }
+        # For scale: the upstream alone (no gateway), what neither gateway can exceed.
+        alone = asyncio.run(
+            closed(
+                lone,
+                cf_requests(lone, "", direct, "get_current_time", budget),
+                clients=args.concurrency,
+                seconds=args.seconds,
+            )
+        )
+        print(
+            f"the upstream alone: {alone['per_second']:.0f} calls/s ({alone['errors']} errors"
+            + (f", e.g. {alone['sample']}" if alone["sample"] else "")
+            + ")"
+        )
+        for name, (url, build) in gateways.items():  # warm both
+            asyncio.run(closed(url, build(4000), clients=8, seconds=3))
+            print(f"{name}: warmed")
+        for round_ in range(args.rounds):
+            for name, (url, build) in gateways.items():
+                c = asyncio.run(
+                    closed(url, build(budget), clients=args.concurrency, seconds=args.seconds)
+                )
+                o = asyncio.run(
+                    opened(url, build(int(args.rate * args.open_seconds)), rate=args.rate)
+                )
+                runs.append((name, c, o))
+                print(
+                    f"round {round_ + 1} {name:>12}: closed loop {c['per_second']:.0f} "
+                    f"calls/s ({c['ok']} ok, {c['errors']} errors{_e_g(c)}); open loop at "
+                    f"{args.rate:g}/s: p50 {o['p50_ms']:.1f} ms, p99 {o['p99_ms']:.1f} ms "
+                    f"({o['errors']} errors of {o['offered']})"
+                )
+    for round_ in range(args.rounds):
+        ours, cf = runs[2 * round_], runs[2 * round_ + 1]
+        print(
+            f"round {round_ + 1} ratio ours/ContextForge: calls/s "
+            f"{ours[1]['per_second'] / cf[1]['per_second']:.2f}, "
+            f"p50 {ours[2]['p50_ms'] / cf[2]['p50_ms']:.2f}, "
+            f"p99 {ours[2]['p99_ms'] / cf[2]['p99_ms']:.2f}"
+        )
+    return 0
+
+
+@contextmanager
+def contextforge_and_upstreams(python: Path) -> Iterator[tuple[str, str, str, str, str]]:
+    """ContextForge (URL, JWT, tool) and three copies of the upstream: ours, ContextForge's, and
+    one measured alone (a bridge that has spoken the newer protocol refuses the older one)."""
+    _secrets(python)  # ContextForge's bridge refuses to start without them too
+    with (
+        upstream(python, "ours") as ours,
+        upstream(python, "contextforge") as theirs,
+        upstream(python, "alone") as alone,
+        contextforge(python, theirs) as (url, jwt, tool),
+    ):
+        yield url, jwt, tool, ours, alone
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
