@@ -25,9 +25,9 @@ from brainframe.models import (
     UpstreamToolChange,
 )
 
-from .mcp.upstreams import UpstreamTimeout, UpstreamUnavailable
 from .services.approvals import ApprovalError, approval_decide
 from .services.upstreams import upstream_change_accept, upstream_change_dismiss, upstream_import
+from .upstream_client import UpstreamTimeout, UpstreamUnavailable
 
 
 class DeliveryInline(ReadOnlyInline):

@@ -19,8 +19,8 @@ from mcp.shared.exceptions import MCPError
 from brainframe.models import MCPUpstream, Tool
 from brainframe.safety.guardian import assess
 
-from ..mcp.upstreams import UpstreamTimeout, UpstreamUnavailable, upstream_call
 from ..pipeline.context import argument_strings
+from ..upstream_client import UpstreamTimeout, UpstreamUnavailable, upstream_call
 from .base import HandlerFailure, HandlerTimeout
 
 

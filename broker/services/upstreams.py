@@ -31,7 +31,7 @@ from brainframe.choices import (
 from brainframe.models import MCPUpstream, Tool, UpstreamToolChange
 
 from ..audit.hashing import canonical_json
-from ..mcp.upstreams import upstream_tools
+from ..upstream_client import upstream_tools
 
 #: The parts of an upstream's tool definition the registry depends on.
 DEFINITION_FIELDS = ("description", "inputSchema", "outputSchema", "annotations")

@@ -179,7 +179,7 @@ def test_import_of_an_upstream_that_is_down_writes_nothing(seeded: None) -> None
     upstream = MCPUpstream.objects.create(
         name="gone", transport="http", url="http://127.0.0.1:9/mcp"
     )
-    from broker.mcp.upstreams import UpstreamUnavailable
+    from broker.upstream_client import UpstreamUnavailable
 
     with pytest.raises(UpstreamUnavailable):
         upstream_import(upstream=upstream)
