@@ -193,7 +193,8 @@ def main() -> int:
         )
     print(
         f"\nRABS Brainframe is up: http://{host}:{port}/board/ (the board), "
-        f"http://{host}:{port}/admin/ (the admin)  ({web_processes} web, "
+        f"http://{host}:{port}/admin/ (the admin), http://{host}:{port}/mcp (agents' MCP)  "
+        f"({web_processes} web, "
         f"{worker_processes} worker process(es), beat; Ctrl-C stops everything)\n",
         flush=True,
     )
