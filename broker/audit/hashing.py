@@ -32,7 +32,9 @@ HASHED_FIELDS = (
 )
 # Scheme 2: the content the application hashes; seq and prev_hash enter in the database.
 CONTENT_FIELDS_2 = (*(f for f in HASHED_FIELDS if f not in ("seq", "prev_hash")), "hash_scheme")
-# Scheme 3: and the face the call came in by (REST, MCP, A2A…).
+# Scheme 3: and the face the call came in by (REST, MCP, A2A…); the outcome is sealed to the
+# row's content hash rather than its row hash, so a call whose outcome is known before it is
+# recorded (a read without side effects) is written whole in one statement.
 CONTENT_FIELDS = (*CONTENT_FIELDS_2, "face")
 CONTENT_FIELDS_BY_SCHEME = {2: CONTENT_FIELDS_2, 3: CONTENT_FIELDS}
 HASH_SCHEME = 3
@@ -73,9 +75,18 @@ def compute_row_hash(values: dict[str, Any]) -> str:
     return hashlib.sha256(link.encode()).hexdigest()
 
 
-def compute_outcome_hash(row_hash: str, values: dict[str, Any]) -> str:
-    payload = row_hash.encode() + canonical_json({k: values[k] for k in OUTCOME_FIELDS})
+def compute_outcome_hash(anchor: str, values: dict[str, Any]) -> str:
+    """sha256(anchor + canonical outcome); the anchor is the row hash (schemes 1, 2) or the
+    content hash (scheme 3): see ``outcome_anchor``."""
+    payload = anchor.encode() + canonical_json({k: values[k] for k in OUTCOME_FIELDS})
     return hashlib.sha256(payload).hexdigest()
+
+
+def outcome_anchor(values: dict[str, Any]) -> str:
+    """What a row's outcome hash is sealed to, by its hash scheme."""
+    if values.get("hash_scheme", 1) < 3:
+        return str(values["row_hash"])
+    return compute_content_hash(values)
 
 
 def arguments_hash(arguments: dict[str, Any]) -> str:

@@ -81,13 +81,14 @@ def _summary(ctx: CallContext) -> str:
     return f"{ctx.agent.name} will run {tool.tool_id} ({what}) with {given}."
 
 
-def record_decision(ctx: CallContext, verdict: Verdict) -> Recorded:
+def record_decision(ctx: CallContext, verdict: Verdict, *, ran: Ran | None = None) -> Recorded:
     """Write the decision's audit rows atomically. Raises DatabaseError if the audit is down.
 
     Only writes: the context carries the resolved tags (``ctx.tags``, from ``prepare``). Every
     row is built here and written by one call of ``brainframe_record_decision``: the origin
     (when the call registers one), the reason and its edges, the chained tool call and the
-    approval request (when the verdict asks for one).
+    approval request (when the verdict asks for one). ``ran``: the outcome of a call that ran
+    before it was recorded (a read without side effects), written with the decision, sealed.
     """
     req = ctx.request
     tags = ctx.tags
@@ -138,12 +139,19 @@ def record_decision(ctx: CallContext, verdict: Verdict) -> Recorded:
         timestamp=now,
     )
     approval = _approval(ctx, verdict, call, reason, now) if verdict.approval_kind else None
+    content_hash = compute_content_hash({f: getattr(call, f) for f in CONTENT_FIELDS})
+    call.__dict__["_content_hash"] = content_hash  # what its outcome is sealed to (scheme 3)
+    if ran is not None:
+        values = _outcome_values(**ran.values())
+        values["outcome_hash"] = compute_outcome_hash(content_hash, values)
+        for key, value in values.items():
+            setattr(call, key, value)
 
     document: dict[str, Any] = {
         "reason": _row(reason, now),
         "edges": [_row(edge, now) for edge in edges],
         "call": _row(call, now),
-        "content_hash": compute_content_hash({f: getattr(call, f) for f in CONTENT_FIELDS}),
+        "content_hash": content_hash,
     }
     if origin is not None:
         document["origin"] = _row(origin, now)
@@ -235,16 +243,15 @@ def record_outcome(
     outbound_findings: list[dict[str, Any]] | None = None,
 ) -> bool:
     """Write a call's execution result, once. Returns False if it was already written."""
-    values = {
-        "outcome": outcome,
-        "output": output,
-        "error": error[:5000],
-        "duration_ms": duration_ms,
-        "executed_at": timezone.now(),
-        "executed_arguments": executed_arguments,
-        "outbound_findings": outbound_findings or [],
-    }
-    values["outcome_hash"] = compute_outcome_hash(call.row_hash, values)
+    values = _outcome_values(
+        outcome=outcome,
+        output=output,
+        error=error,
+        duration_ms=duration_ms,
+        executed_arguments=executed_arguments,
+        outbound_findings=outbound_findings,
+    )
+    values["outcome_hash"] = compute_outcome_hash(_anchor(call), values)
     # One statement without the ORM's query building (the hot path of every executed call);
     # the database's append-only trigger still allows only these columns to change, once.
     with connection.cursor() as cursor:
@@ -258,6 +265,58 @@ def record_outcome(
         for key, value in values.items():
             setattr(call, key, value)
     return bool(written)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a call's execution produced, before it is written."""
+
+    outcome: str
+    output: Any
+    error: str
+    duration_ms: int
+    executed_arguments: dict[str, Any] | None = None
+    outbound_findings: list[dict[str, Any]] | None = None
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "output": self.output,
+            "error": self.error,
+            "duration_ms": self.duration_ms,
+            "executed_arguments": self.executed_arguments,
+            "outbound_findings": self.outbound_findings,
+        }
+
+
+def _outcome_values(
+    *,
+    outcome: str,
+    output: Any,
+    error: str,
+    duration_ms: int,
+    executed_arguments: dict[str, Any] | None,
+    outbound_findings: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    return {
+        "outcome": outcome,
+        "output": output,
+        "error": error[:5000],
+        "duration_ms": duration_ms,
+        "executed_at": timezone.now(),
+        "executed_arguments": executed_arguments,
+        "outbound_findings": outbound_findings or [],
+    }
+
+
+def _anchor(call: ToolCall) -> str:
+    """What the call's outcome hash is sealed to (see ``hashing.outcome_anchor``)."""
+    if call.hash_scheme < 3:
+        return call.row_hash
+    cached = call.__dict__.get("_content_hash")
+    if cached is None:
+        cached = compute_content_hash({f: getattr(call, f) for f in CONTENT_FIELDS})
+    return str(cached)
 
 
 #: How long an execution keeps trying to write its outcome while the database is unreachable (a
@@ -293,7 +352,7 @@ def record_cancelled(call: ToolCall, reason: str) -> bool:
         "executed_arguments": None,
         "outbound_findings": [],
     }
-    values["outcome_hash"] = compute_outcome_hash(call.row_hash, values)
+    values["outcome_hash"] = compute_outcome_hash(_anchor(call), values)
     written = ToolCall.objects.filter(pk=call.pk, outcome=ToolCall.Outcome.NOT_RUN).update(**values)
     if written:
         for key, value in values.items():

@@ -20,6 +20,7 @@ from .hashing import (
     OUTCOME_FIELDS,
     compute_outcome_hash,
     compute_row_hash,
+    outcome_anchor,
 )
 
 
@@ -108,7 +109,7 @@ def _verify_run(agent_id: str, first: int, last: int | None, chunk_size: int) ->
         if compute_row_hash(row) != row["row_hash"]:
             return ChainBreak(*where, "content does not match its hash (row edited)")
         if row["outcome_hash"]:
-            if compute_outcome_hash(row["row_hash"], row) != row["outcome_hash"]:
+            if compute_outcome_hash(outcome_anchor(row), row) != row["outcome_hash"]:
                 return ChainBreak(*where, "outcome does not match its hash (outcome edited)")
         elif row["outcome"] not in (ToolCall.Outcome.PENDING, ToolCall.Outcome.NOT_RUN):
             return ChainBreak(*where, "outcome written without its hash")

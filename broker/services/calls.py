@@ -37,7 +37,7 @@ from ..errors import BrokerRefusal
 from ..pipeline.context import CallContext, CallRequest, ChainTags
 from ..pipeline.stages import decide
 from ..registry import registry_snapshot
-from .execution import call_execute
+from .execution import call_execute, call_executed, call_run, runs_before_recording
 from .notifications import notify_enqueue
 
 log = logging.getLogger(__name__)
@@ -159,8 +159,18 @@ def tool_call_submit(
     ctx = prepare(agent=agent, request=request, registry_token=registry_token)
     verdict = decide(ctx)
     assessment = _assessment_events(ctx)  # published with the call's row
+    # A read without side effects runs first and is recorded whole, in one statement (its
+    # result is withheld unless that write commits); every other call is audited first.
+    ran = None
+    if verdict.executes and ctx.tool is not None and runs_before_recording(ctx.tool):
+        ran = call_run(
+            tool=ctx.tool,
+            arguments=request.arguments,
+            call_id=ctx.call_id,
+            recorded_input=request.arguments,
+        )
     try:
-        recorded = record_decision(ctx, verdict)
+        recorded = record_decision(ctx, verdict, ran=ran)
     except IntegrityError:
         # Another request with the same Idempotency-Key won the race: answer as it did.
         replay = _idempotent_replay(agent, request) if request.idempotency_key else None
@@ -174,6 +184,9 @@ def tool_call_submit(
             503, "audit_unavailable", "the audit could not be written; nothing was executed"
         ) from exc
     call = recorded.call
+    if ran is not None:
+        call_executed(call, events=assessment)
+        return call_answer(call, recorded.approval)
     if not verdict.executes:  # an executing call is published once, with its outcome
         publish_tool_call(call, after=assessment)
     if ctx.tool is not None and any(f.safety_level_zero for f in ctx.findings):

@@ -1,11 +1,12 @@
 """Executing a decided call: the one path for auto-executed and approved calls.
 
-``call_execute`` runs the outbound filter, the handler, records the outcome (once), shows it on
-the board and sends the alignment signal. An auto-executed call reaches it right after its
-decision is recorded; an approved one after ``approved_call_execute`` claims it, so it runs at
-most once however often the job is retried (the recovery sweep in ``approvals`` makes sure it
-runs at least once). A call whose process died mid-run is sealed by ``calls_interrupted_seal``.
-"""
+``call_execute`` runs the outbound filter and the handler (``call_run``), records the outcome
+(once), shows it on the board and sends the alignment signal (``call_executed``). An auto-executed
+call reaches it right after its decision is recorded; an approved one after
+``approved_call_execute`` claims it, so it runs at most once however often the job is retried
+(the recovery sweep in ``approvals`` makes sure it runs at least once). A read without side
+effects (``runs_before_recording``) runs ``call_run`` before it is recorded and is written whole
+in one statement. A call whose process died mid-run is sealed by ``calls_interrupted_seal``."""
 
 from __future__ import annotations
 
@@ -17,17 +18,72 @@ from django.db import DatabaseError
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from brainframe.choices import RiskLevel
 from brainframe.events import Event, publish_tool_call
 from brainframe.models import ApprovalRequest, Tool, ToolCall
 from brainframe.services.alignment import alignment_signal
 
-from ..audit.record import record_outcome, record_outcome_patiently
-from ..handlers import HandlerResult, handler_timeout, run_handler
+from ..audit.record import Ran, record_outcome, record_outcome_patiently
+from ..handlers import handler_timeout, run_handler
 from ..pipeline.outbound import OutboundFilterUnavailable, prepare_outbound
 
 log = logging.getLogger(__name__)
 
 Status = ApprovalRequest.Status
+
+
+#: Handlers whose read tools have no side effects: a ``sql`` read runs in a READ ONLY
+#: transaction, a ``function`` read tool computes an answer.
+SIDE_EFFECT_FREE_HANDLERS = frozenset({Tool.HandlerType.FUNCTION, Tool.HandlerType.SQL})
+
+
+def runs_before_recording(tool: Tool) -> bool:
+    """Whether an auto-executed call of ``tool`` may run before its decision is recorded, and
+    then be recorded whole (decision, audit rows and outcome) in one statement.
+
+    Only a read tool with a ``function`` or ``sql`` handler that sends nothing out (not an
+    external channel): running it changes nothing, so if the audit cannot be written the call
+    is refused (503) and its result withheld — no result leaves unaudited, nothing happened.
+    Every other call keeps "audit first, then execute".
+    """
+    return (
+        tool.risk_level == RiskLevel.READ
+        and tool.handler_type in SIDE_EFFECT_FREE_HANDLERS
+        and not tool.external_channel
+    )
+
+
+def call_run(
+    *, tool: Tool, arguments: dict[str, Any], call_id: Any, recorded_input: dict[str, Any]
+) -> Ran:
+    """The outbound PII filter, then the handler (if the filter cannot run, nothing is sent and
+    the call fails: fail closed). Nothing is written here."""
+    try:
+        outbound = prepare_outbound(tool=tool, arguments=arguments)
+    except OutboundFilterUnavailable as exc:
+        return Ran(ToolCall.Outcome.FAILED, None, str(exc), 0)
+    result = run_handler(tool=tool, arguments=outbound.arguments, call_id=call_id)
+    return Ran(
+        result.outcome,
+        result.output,
+        result.error,
+        result.duration_ms,
+        # What actually left, when the filter or a reviewer changed it (the input stays as sent).
+        executed_arguments=outbound.arguments if outbound.arguments != recorded_input else None,
+        outbound_findings=outbound.redactions,
+    )
+
+
+def call_executed(
+    call: ToolCall, *, events: tuple[Event, ...] = (), reviewed: bool = False
+) -> None:
+    """After a call's outcome is written: its row on open boards, with ``events`` (the
+    decision's Guardian assessment) in front of it, and the alignment signal when the rating
+    can matter at once — a reviewed call, or one that did not succeed (a failure can demote). A
+    routine success is rated by the nightly job."""
+    publish_tool_call(call, after=events)
+    if reviewed or call.outcome != ToolCall.Outcome.SUCCEEDED:
+        alignment_signal(call_id=call.pk)
 
 
 def call_execute(
@@ -38,46 +94,19 @@ def call_execute(
     events: tuple[Event, ...] = (),
     reviewed: bool = False,
 ) -> None:
-    """Run a decided call (its outcome is ``pending``) and record what happened, once.
-
-    The outbound PII filter runs first; if it cannot run, nothing is sent and the call fails
-    (fail closed). The outcome is written with its hash; the call's row goes to open boards
-    with ``events`` (the decision's Guardian assessment) in front of it. The alignment signal
-    follows when the call's rating can matter at once: a reviewed call (``reviewed``: it ran
-    after a reviewer approved it) or one that did not succeed (a failure can demote). A routine
-    success is rated by the nightly job.
-    """
-    executed_arguments: dict[str, Any] | None = None
-    redactions: list[dict[str, Any]] = []
+    """Run a recorded call (its outcome is ``pending``) and record what happened, once: the
+    outbound filter and handler (``call_run``), the outcome written with its hash, then
+    ``call_executed``."""
+    ran = call_run(tool=tool, arguments=arguments, call_id=call.id, recorded_input=call.input)
     try:
-        outbound = prepare_outbound(tool=tool, arguments=arguments)
-    except OutboundFilterUnavailable as exc:
-        result = HandlerResult(ToolCall.Outcome.FAILED, None, str(exc), 0)
-    else:
-        result = run_handler(tool=tool, arguments=outbound.arguments, call_id=call.id)
-        # What actually left, when the filter or a reviewer changed it (the input stays as sent).
-        if outbound.arguments != call.input:
-            executed_arguments = outbound.arguments
-        redactions = outbound.redactions
-    try:
-        record_outcome_patiently(
-            call,
-            outcome=result.outcome,
-            output=result.output,
-            error=result.error,
-            duration_ms=result.duration_ms,
-            executed_arguments=executed_arguments,
-            outbound_findings=redactions,
-        )
+        record_outcome_patiently(call, **ran.values())
     except DatabaseError:
         # The handler ran; its result stays in memory for the answer, and the interrupted-call
         # seal records the loss once the database is back.
         log.exception("could not record the outcome of call %s", call.id)
-        call.outcome, call.output, call.error = result.outcome, result.output, result.error
-        call.duration_ms = result.duration_ms
-    publish_tool_call(call, after=events)
-    if reviewed or result.outcome != ToolCall.Outcome.SUCCEEDED:
-        alignment_signal(call_id=call.pk)
+        call.outcome, call.output, call.error = ran.outcome, ran.output, ran.error
+        call.duration_ms = ran.duration_ms
+    call_executed(call, events=events, reviewed=reviewed)
 
 
 def approved_call_execute(*, approval_id: Any) -> str:

@@ -307,14 +307,9 @@ def test_output_schema_violation_is_recorded(henry: SignedClient) -> None:
     assert body["outcome"] == "failed" and body["error"].startswith("output_schema")
 
 
-def test_audit_unavailable_refuses_and_executes_nothing(
-    henry: SignedClient, executed: list[dict[str, Any]], django_db_blocker: Any
-) -> None:
+def _audit_down() -> None:
     from django.db import connection
 
-    f.ToolFactory(
-        tool_id="test.echo", agent_access=["henry"], handler_config={"callable": "tests.echo"}
-    )
     with connection.cursor() as cursor:
         cursor.execute(
             "CREATE FUNCTION audit_down() RETURNS trigger LANGUAGE plpgsql AS "
@@ -322,7 +317,42 @@ def test_audit_unavailable_refuses_and_executes_nothing(
             "CREATE TRIGGER audit_down BEFORE INSERT ON tool_calls "
             "FOR EACH ROW EXECUTE FUNCTION audit_down();"
         )
+
+
+def test_audit_unavailable_refuses_and_executes_nothing(
+    henry: SignedClient, executed: list[dict[str, Any]], django_db_blocker: Any
+) -> None:
+    """A call with side effects is audited first: no audit, nothing runs."""
+    f.ToolFactory(
+        tool_id="test.echo",
+        risk_level="write",
+        execution_mode="auto",
+        agent_access=["henry"],
+        handler_config={"callable": "tests.echo"},
+    )
+    _audit_down()
     response = henry.post(CALLS, {"tool_id": "test.echo", "arguments": {"q": "x"}, "reason": "x"})
     assert response.status_code == 503
     assert response.json()["code"] == "audit_unavailable"
     assert executed == []
+
+
+def test_audit_unavailable_withholds_a_reads_result(
+    henry: SignedClient, executed: list[dict[str, Any]]
+) -> None:
+    """A read without side effects runs before it is recorded (one write for all of it): when
+    that write fails, the call is refused and its result never leaves."""
+    f.ToolFactory(
+        tool_id="test.lookup",
+        risk_level="read",
+        execution_mode="auto",
+        agent_access=["henry"],
+        handler_config={"callable": "tests.echo"},
+    )
+    _audit_down()
+    response = henry.post(
+        CALLS, {"tool_id": "test.lookup", "arguments": {"q": "secret"}, "reason": "x"}
+    )
+    assert response.status_code == 503 and response.json()["code"] == "audit_unavailable"
+    assert "secret" not in response.content.decode()
+    assert not ToolCall.objects.filter(requested_tool_id="test.lookup").exists()
