@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
@@ -28,6 +27,7 @@ from brainframe.models import Agent
 from brainframe.services.credentials import agent_secret_get
 
 from ..errors import BrokerRefusal
+from .throttling import replay_guard_and_count
 
 SCHEME = "RABS-HMAC"
 _HEADER = re.compile(
@@ -43,6 +43,8 @@ class AgentUser:
     agent: Agent
     # The registry's generation as of this request's authentication (broker.registry).
     registry_token: str | None = None
+    # The agent's rate counters, counted with the replay guard (throttling.RateCounts).
+    rate_counts: Any = None
     is_authenticated: bool = True
     is_anonymous: bool = False
 
@@ -91,14 +93,17 @@ class AgentSignatureAuthentication(BaseAuthentication):
             raise SignatureFailed("auth_bad_signature", "signature does not match the request")
 
         try:
-            fresh = cache.add(f"nonce:{agent_id}:{nonce.lower()}", 1, timeout=2 * window)
+            # The replay guard and the rate limit's count: one Redis round trip.
+            fresh, counts = replay_guard_and_count(
+                agent_id=agent_id, nonce=nonce.lower(), window_seconds=window
+            )
         except Exception as exc:  # the replay guard is down: fail closed
             raise BrokerRefusal(
                 503, "nonce_store_unavailable", "cannot check for replays right now; retry"
             ) from exc
         if not fresh:
             raise SignatureFailed("auth_replayed_nonce", "this nonce was already used")
-        return AgentUser(agent, registry_token=key.registry_token), agent
+        return AgentUser(agent, registry_token=key.registry_token, rate_counts=counts), agent
 
 
 def _read_body(request: Request) -> bytes:

@@ -9,13 +9,24 @@ EXPIRE, GET in a pipeline), atomic across processes, constant memory per agent w
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
 from ..errors import BrokerRefusal
+
+
+@dataclass(frozen=True)
+class RateCounts:
+    """An agent's counters as one request found them (the request itself counted)."""
+
+    at: float
+    current: int
+    previous: int
 
 
 class AgentRateThrottle(SimpleRateThrottle):
@@ -41,23 +52,32 @@ class AgentRateThrottle(SimpleRateThrottle):
             self.cache.make_key(f"{base}:{window - 1}"),
         )
 
+    def count(self, pipe: Any, agent_id: str, now: float) -> None:
+        """Queue this request's count on ``pipe`` (INCR, EXPIRE, GET: three of its replies)."""
+        window = int(now // self.duration)
+        current_key, previous_key = self.window_keys(f"throttle:agent:{agent_id}", window)
+        pipe.incr(current_key)
+        pipe.expire(current_key, 2 * self.duration)
+        pipe.get(previous_key)
+
     def allow_request(self, request: Request, view: Any) -> bool:
         base = self.get_cache_key(request, view) if self.rate else None
         if base is None:
             return True
-        now = self.timer()
+        counted = getattr(request.user, "rate_counts", None)
+        if isinstance(counted, RateCounts):  # counted with the replay guard, one round trip
+            now, current, previous = counted.at, counted.current, counted.previous
+        else:
+            now = self.timer()
+            try:
+                pipe = self.cache.redis().pipeline(transaction=False)  # type: ignore[attr-defined]
+                self.count(pipe, str(request.auth.agent_id), now)  # type: ignore[union-attr]
+                current, _, previous = pipe.execute()
+            except Exception as exc:  # the limiter is down: fail closed
+                raise BrokerRefusal(
+                    503, "rate_limiter_unavailable", "cannot check the rate limit right now; retry"
+                ) from exc
         window = int(now // self.duration)
-        current_key, previous_key = self.window_keys(base, window)
-        try:
-            pipe = self.cache.redis().pipeline(transaction=False)  # type: ignore[attr-defined]
-            pipe.incr(current_key)
-            pipe.expire(current_key, 2 * self.duration)
-            pipe.get(previous_key)
-            current, _, previous = pipe.execute()
-        except Exception as exc:  # the limiter is down: fail closed
-            raise BrokerRefusal(
-                503, "rate_limiter_unavailable", "cannot check the rate limit right now; retry"
-            ) from exc
         elapsed = (now - window * self.duration) / self.duration
         if int(previous or 0) * (1 - elapsed) + int(current) <= self.num_requests:
             return True
@@ -78,3 +98,20 @@ def throttle_reset(agent_id: str) -> None:
         throttle.cache.redis().delete(  # type: ignore[attr-defined]
             *throttle.window_keys(f"throttle:agent:{agent_id}", window)
         )
+
+
+def replay_guard_and_count(*, agent_id: str, nonce: str, window_seconds: int) -> tuple[bool, Any]:
+    """The replay guard and the rate count of one signed request, in one Redis round trip:
+    (whether the nonce is fresh, the agent's RateCounts or None without a rate limit). Raises
+    what Redis raises (the caller fails closed)."""
+    throttle = AgentRateThrottle()
+    pipe = cache.redis().pipeline(transaction=False)  # type: ignore[attr-defined]
+    pipe.set(cache.make_key(f"nonce:{agent_id}:{nonce}"), 1, nx=True, ex=2 * window_seconds)
+    now = throttle.timer()
+    if throttle.rate:
+        throttle.count(pipe, agent_id, now)
+    replies = pipe.execute()
+    if not throttle.rate:
+        return bool(replies[0]), None
+    fresh, current, _, previous = replies
+    return bool(fresh), RateCounts(at=now, current=int(current), previous=int(previous or 0))
