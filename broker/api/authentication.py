@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,47 +64,65 @@ class AgentSignatureAuthentication(BaseAuthentication):
         return SCHEME
 
     def authenticate(self, request: Request) -> tuple[AgentUser, Agent]:
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not header:
-            raise SignatureFailed("auth_missing", f"send an Authorization: {SCHEME} header")
-        match = _HEADER.match(header)
-        if match is None:
-            raise SignatureFailed(
-                "auth_malformed",
-                f"expected '{SCHEME} agent=<id>,ts=<unix seconds>,nonce=<hex>,sig=<hex>'",
-            )
-        agent_id, ts, nonce, sig = match["agent"], match["ts"], match["nonce"], match["sig"]
+        # Authenticated already on this request (the tool-call fast path, which fell back to
+        # here for an answer it does not give itself): the nonce is spent, not replayed.
+        done = getattr(request._request, "rabs_agent_user", None)
+        if isinstance(done, AgentUser):
+            return done, done.agent
+        user = authenticate_signed(
+            header=request.META.get("HTTP_AUTHORIZATION", ""),
+            method=request.method or "",
+            path=request.get_full_path(),
+            read_body=lambda: _read_body(request),
+        )
+        return user, user.agent
 
-        key = agent_secret_get(agent_id=agent_id)
-        if key is None:
-            raise SignatureFailed("auth_unknown_agent", "unknown agent or no active key")
-        agent, secret = key.agent, key.secret
-        if agent.status == Agent.Status.PAUSED:
-            raise SignatureFailed("auth_agent_paused", f"{agent_id} is paused by staff")
 
-        window = settings.RABS_SIGNATURE_WINDOW_SECONDS
-        if abs(time.time() - int(ts)) > window:
-            raise SignatureFailed(
-                "auth_stale_timestamp", f"timestamp is more than {window}s from the server's clock"
-            )
+def authenticate_signed(
+    *, header: str, method: str, path: str, read_body: Callable[[], bytes]
+) -> AgentUser:
+    """Verify a RABS-HMAC signed request: the agent (not paused) and its key, the clock window,
+    the signature over the body, then the replay guard and the rate limit's count in one Redis
+    round trip. Raises SignatureFailed (401) or BrokerRefusal (413, 503)."""
+    if not header:
+        raise SignatureFailed("auth_missing", f"send an Authorization: {SCHEME} header")
+    match = _HEADER.match(header)
+    if match is None:
+        raise SignatureFailed(
+            "auth_malformed",
+            f"expected '{SCHEME} agent=<id>,ts=<unix seconds>,nonce=<hex>,sig=<hex>'",
+        )
+    agent_id, ts, nonce, sig = match["agent"], match["ts"], match["nonce"], match["sig"]
 
-        body = _read_body(request)
-        expected = sign(secret, request.method or "", request.get_full_path(), ts, nonce, body)
-        if not hmac.compare_digest(expected, sig.lower()):
-            raise SignatureFailed("auth_bad_signature", "signature does not match the request")
+    key = agent_secret_get(agent_id=agent_id)
+    if key is None:
+        raise SignatureFailed("auth_unknown_agent", "unknown agent or no active key")
+    agent, secret = key.agent, key.secret
+    if agent.status == Agent.Status.PAUSED:
+        raise SignatureFailed("auth_agent_paused", f"{agent_id} is paused by staff")
 
-        try:
-            # The replay guard and the rate limit's count: one Redis round trip.
-            fresh, counts = replay_guard_and_count(
-                agent_id=agent_id, nonce=nonce.lower(), window_seconds=window
-            )
-        except Exception as exc:  # the replay guard is down: fail closed
-            raise BrokerRefusal(
-                503, "nonce_store_unavailable", "cannot check for replays right now; retry"
-            ) from exc
-        if not fresh:
-            raise SignatureFailed("auth_replayed_nonce", "this nonce was already used")
-        return AgentUser(agent, registry_token=key.registry_token, rate_counts=counts), agent
+    window = settings.RABS_SIGNATURE_WINDOW_SECONDS
+    if abs(time.time() - int(ts)) > window:
+        raise SignatureFailed(
+            "auth_stale_timestamp", f"timestamp is more than {window}s from the server's clock"
+        )
+
+    expected = sign(secret, method, path, ts, nonce, read_body())
+    if not hmac.compare_digest(expected, sig.lower()):
+        raise SignatureFailed("auth_bad_signature", "signature does not match the request")
+
+    try:
+        # The replay guard and the rate limit's count: one Redis round trip.
+        fresh, counts = replay_guard_and_count(
+            agent_id=agent_id, nonce=nonce.lower(), window_seconds=window
+        )
+    except Exception as exc:  # the replay guard is down: fail closed
+        raise BrokerRefusal(
+            503, "nonce_store_unavailable", "cannot check for replays right now; retry"
+        ) from exc
+    if not fresh:
+        raise SignatureFailed("auth_replayed_nonce", "this nonce was already used")
+    return AgentUser(agent, registry_token=key.registry_token, rate_counts=counts)
 
 
 def _read_body(request: Request) -> bytes:

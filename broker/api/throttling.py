@@ -77,9 +77,13 @@ class AgentRateThrottle(SimpleRateThrottle):
                 raise BrokerRefusal(
                     503, "rate_limiter_unavailable", "cannot check the rate limit right now; retry"
                 ) from exc
+        return self.admits(now, int(current), int(previous or 0))
+
+    def admits(self, now: float, current: int, previous: int) -> bool:
+        """Whether counts taken at ``now`` are within the limit (else ``retry_after`` is set)."""
         window = int(now // self.duration)
         elapsed = (now - window * self.duration) / self.duration
-        if int(previous or 0) * (1 - elapsed) + int(current) <= self.num_requests:
+        if previous * (1 - elapsed) + current <= self.num_requests:
             return True
         # Free again once the previous window's share has slid out far enough (or, when the
         # current window alone is over, when it ends).

@@ -35,6 +35,7 @@ from ..pipeline.context import CallRequest
 from ..services.calls import call_answer, tool_call_submit
 from . import serializers as s
 from .authentication import AgentSignatureAuthentication
+from .fast import tool_call_fast
 from .throttling import AgentRateThrottle
 
 
@@ -93,6 +94,15 @@ class ToolsView(AgentAPIView):
 
 
 class ToolCallsView(AgentAPIView):
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        """POST takes the fast path (``broker.api.fast``), which hands back to DRF whatever it
+        does not answer itself."""
+        if request.method != "POST":
+            return super().dispatch(request, *args, **kwargs)
+        return tool_call_fast(
+            request, fallback=lambda r: super(ToolCallsView, self).dispatch(r, *args, **kwargs)
+        )
+
     @extend_schema(
         request=s.ToolCallRequestSerializer,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],

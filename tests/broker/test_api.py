@@ -356,3 +356,40 @@ def test_audit_unavailable_withholds_a_reads_result(
     assert response.status_code == 503 and response.json()["code"] == "audit_unavailable"
     assert "secret" not in response.content.decode()
     assert not ToolCall.objects.filter(requested_tool_id="test.lookup").exists()
+
+
+def test_a_body_the_fast_path_does_not_take_is_answered_by_the_full_validation(
+    henry: SignedClient,
+) -> None:
+    """The tool-call endpoint's fast path hands anything unusual to DRF, already authenticated:
+    the answer names the field, and the request's nonce is not taken for a replay."""
+    nul = henry.post(
+        CALLS, {"tool_id": "roster.shift.read", "reason": "x", "arguments": {"a": "b\x00c"}}
+    )
+    assert nul.status_code == 400 and nul.json()["code"] == "invalid_request"
+    assert nul.json()["field"] == "arguments"
+    extra = henry.post(CALLS, {"tool_id": "roster.shift.read", "reason": "x", "colour": "red"})
+    assert extra.status_code == 400 and extra.json()["field"] == "colour"
+    number = henry.post(CALLS, {"tool_id": 7, "reason": "x"})
+    assert number.status_code == 400 and number.json()["field"] == "tool_id"
+
+
+def test_fast_and_full_paths_answer_alike(henry: SignedClient) -> None:
+    """The same call through the fast path, and through DRF (a query string sends it there: it
+    is refused, naming the parameter, as any unknown query parameter is)."""
+    body = {
+        "tool_id": "roster.shift.read",
+        "reason": "x",
+        "arguments": {"date_from": "2026-03-02", "date_to": "2026-03-02"},
+    }
+    fast = henry.post(CALLS, body)
+    assert fast.status_code == 200 and fast["Content-Type"] == "application/json"
+    assert set(fast.json()) == {
+        "call_id", "r_tag", "o_tag", "vpol", "status", "result", "outcome", "duration_ms",
+    }  # fmt: skip
+    slow = henry.post(f"{CALLS}?colour=red", body)
+    assert slow.status_code == 400 and slow.json() == {
+        "code": "invalid_request",
+        "detail": "unknown query parameter",
+        "field": "colour",
+    }
