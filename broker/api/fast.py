@@ -84,10 +84,7 @@ def _uuid(value: Any) -> uuid.UUID | None:
     return uuid.UUID(value) if value is not None else None
 
 
-_DATABASE_DOWN = (
-    {"code": "database_unavailable", "detail": "the database is unavailable; retry"},
-    503,
-)
+_DATABASE_DOWN = {"code": "database_unavailable", "detail": "the database is unavailable; retry"}
 
 
 def tool_call_fast(request: HttpRequest, *, fallback: Any) -> HttpResponse:
@@ -96,7 +93,7 @@ def tool_call_fast(request: HttpRequest, *, fallback: Any) -> HttpResponse:
         return _answer(request, fallback)
     except OperationalError:
         # No database connection to be had: nothing was done; say so, and when to try again.
-        return _json(*_DATABASE_DOWN, **{"Retry-After": "1"})
+        return _json(_DATABASE_DOWN, 503, **{"Retry-After": "1"})
 
 
 def _answer(request: HttpRequest, fallback: Any) -> HttpResponse:
