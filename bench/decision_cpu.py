@@ -36,19 +36,18 @@ DB = "rabs_decision_cpu"
 
 # (label, module, attribute path): the steps timed, outermost first.
 STEPS = [
-    ("request, DRF view", "rest_framework.views", "APIView.dispatch"),
-    ("  signature check", "broker.api.authentication", "AgentSignatureAuthentication.authenticate"),
+    ("request, tool-call fast path", "broker.api.fast", "_answer"),
+    ("  signature, replay guard, rate count", "broker.api.fast", "authenticate_signed"),
     ("    agent, key, registry token", "broker.api.authentication", "agent_secret_get"),
-    ("  rate limit", "broker.api.throttling", "AgentRateThrottle.allow_request"),
-    ("  body validation", "broker.api.views", "AgentAPIView.valid"),
-    ("  call", "broker.api.views", "tool_call_submit"),
+    ("    replay guard and rate count", "broker.api.authentication", "replay_guard_and_count"),
+    ("  body validation", "broker.api.fast", "_valid"),
+    ("  call", "broker.api.fast", "tool_call_submit"),
     ("    prepare (registry, task)", "broker.services.calls", "prepare"),
     ("    decide (pipeline)", "broker.services.calls", "decide"),
-    ("    audit write", "broker.services.calls", "record_decision"),
-    ("    execute", "broker.services.calls", "call_execute"),
+    ("    run (a read, before it is recorded)", "broker.services.calls", "call_run"),
     ("      handler", "broker.services.execution", "run_handler"),
-    ("      outcome write", "broker.services.execution", "record_outcome_patiently"),
-    ("      board event", "broker.services.execution", "publish_tool_call"),
+    ("    audit write (with the outcome)", "broker.services.calls", "record_decision"),
+    ("    board event", "broker.services.execution", "publish_tool_call"),
 ]
 
 

@@ -14,7 +14,6 @@ This module sits below ``broker`` and ``dashboard``: it imports only the schema.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import threading
 from concurrent.futures import Future
@@ -52,8 +51,10 @@ class Event:
     NAME: ClassVar[str]
 
     def wire(self) -> dict[str, Any]:
-        """The event as it travels on the channel layer (plain JSON)."""
-        return {"event": self.NAME, "payload": dataclasses.asdict(self)}
+        """The event as it travels on the channel layer (plain JSON; payload fields are plain
+        values, so a shallow copy is the payload — ``dataclasses.asdict`` would copy deeply, and
+        cost more than the rest of publishing)."""
+        return {"event": self.NAME, "payload": dict(self.__dict__)}
 
 
 @dataclass(frozen=True)

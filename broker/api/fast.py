@@ -68,6 +68,10 @@ REQUEST_SCHEMA: dict[str, Any] = {
 _VALIDATOR = jsonschema_rs.Draft202012Validator(REQUEST_SCHEMA)
 
 
+def _valid(data: Any) -> bool:
+    return bool(_VALIDATOR.is_valid(data))
+
+
 def _json(body: dict[str, Any], status: int, **headers: str) -> HttpResponse:
     response = HttpResponse(
         # As DRF's renderer writes it: compact, UTF-8, no NaN.
@@ -143,7 +147,7 @@ def _answer(request: HttpRequest, fallback: Any) -> HttpResponse:
         data = json.loads(body) if b"\\u0000" not in body else None
     except ValueError:
         data = None
-    if data is None or not _VALIDATOR.is_valid(data):
+    if data is None or not _valid(data):
         return fallback(request)
     origin = data.get("origin")
     call_request = CallRequest(

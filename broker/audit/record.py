@@ -10,6 +10,7 @@ import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from django.conf import settings
@@ -45,7 +46,7 @@ _DECISIONS = {
 @dataclass(frozen=True)
 class Recorded:
     call: ToolCall
-    reason: ReasonLog
+    reason_id: uuid.UUID  # the R-Tag
     approval: ApprovalRequest | None
 
 
@@ -81,6 +82,43 @@ def _summary(ctx: CallContext) -> str:
     return f"{ctx.agent.name} will run {tool.tool_id} ({what}) with {given}."
 
 
+class _Table:
+    """Building one table's row without a model instance's construction (the decision's hot
+    path builds several per call): the model's defaults, then the given values, by column."""
+
+    def __init__(self, model: type[models.Model]) -> None:
+        fields = model._meta.concrete_fields
+        blank = model()
+        self.model = model
+        self.defaults = {f.attname: getattr(blank, f.attname) for f in fields}
+        self.attnames = [f.attname for f in fields]
+        self.columns = [(f.attname, f.column) for f in fields]
+        self.stamped = [
+            f.attname
+            for f in fields
+            if getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False)
+        ]
+
+    def values(self, given: dict[str, Any], now: Any) -> dict[str, Any]:
+        merged = {**self.defaults, **given}
+        for attname in self.stamped:
+            merged[attname] = now
+        return merged
+
+    def row(self, values: dict[str, Any]) -> dict[str, Any]:
+        """By column, as jsonb_populate_record reads it."""
+        return {column: values[attname] for attname, column in self.columns}
+
+    def instance(self, values: dict[str, Any]) -> Any:
+        """The saved instance (Django's fast positional construction)."""
+        return self.model.from_db("default", self.attnames, [values[a] for a in self.attnames])
+
+
+@cache
+def _tables() -> tuple[_Table, _Table, _Table]:
+    return _Table(ReasonLog), _Table(ReasonEdge), _Table(ToolCall)
+
+
 def record_decision(ctx: CallContext, verdict: Verdict, *, ran: Ran | None = None) -> Recorded:
     """Write the decision's audit rows atomically. Raises DatabaseError if the audit is down.
 
@@ -94,65 +132,83 @@ def record_decision(ctx: CallContext, verdict: Verdict, *, ran: Ran | None = Non
     tags = ctx.tags
     if tags is None:
         raise ValueError("the call's tags were not resolved (prepare the context first)")
+    reasons, edges_table, calls = _tables()
     now = timezone.now()
     origin, o_tag_id = tags.origin, tags.o_tag_id
     vpol_id, vpol_version = tags.vpol_id, tags.vpol_version
     reason_id = uuid.uuid4()
-    reason = ReasonLog(
-        id=reason_id,
-        parent=ctx.parent,
-        o_tag_id=o_tag_id,
-        vpol_id=vpol_id,
-        vpol_version=vpol_version,
-        chain_id=tags.chain_id or reason_id,
-        agent=ctx.agent,
-        tool=ctx.tool,
-        thought=req.reason,
-        confidence=req.confidence,
-        risk=ctx.threat.get("risk"),
+    tool_id = ctx.tool.tool_id if ctx.tool is not None else None
+    reason = reasons.values(
+        {
+            "id": reason_id,
+            "parent_id": ctx.parent.id if ctx.parent is not None else None,
+            "o_tag_id": o_tag_id,
+            "vpol_id": vpol_id,
+            "vpol_version": vpol_version,
+            "chain_id": tags.chain_id or reason_id,
+            "agent_id": ctx.agent.agent_id,
+            "tool_id": tool_id,
+            "thought": req.reason,
+            "confidence": req.confidence,
+            "risk": ctx.threat.get("risk"),
+        },
+        now,
     )
     edges = [
-        ReasonEdge(reason=reason, entity_type=t, entity_id=i, relationship=r)
+        edges_table.row(
+            edges_table.values(
+                {"reason_id": reason_id, "entity_type": t, "entity_id": i, "relationship": r},
+                now,
+            )
+        )
         for t, i, r in dict.fromkeys(_entity_edges(ctx))
     ]
     findings = [{"source": f.source, "detail": f.detail} for f in ctx.findings]
-    call = ToolCall(
-        id=ctx.call_id,
-        agent=ctx.agent,
-        tool=ctx.tool,
-        requested_tool_id=req.tool_id[:200],
-        task=ctx.task,
-        r_tag=reason,
-        o_tag_id=o_tag_id,
-        vpol_id=vpol_id,
-        input=req.arguments,
-        decision=_DECISIONS[verdict.outcome],
-        decision_code=verdict.code[:80],
-        decision_detail=verdict.detail,
-        decision_errors=list(verdict.errors),
-        threat_assessment={**ctx.threat, "findings": findings} if findings else ctx.threat,
-        idempotency_key=req.idempotency_key,
-        request_hash=req.request_hash,
-        face=req.face,
-        outcome=ToolCall.Outcome.PENDING if verdict.executes else ToolCall.Outcome.NOT_RUN,
-        hash_scheme=HASH_SCHEME,
-        timestamp=now,
+    values = calls.values(
+        {
+            "id": ctx.call_id,
+            "agent_id": ctx.agent.agent_id,
+            "tool_id": tool_id,
+            "requested_tool_id": req.tool_id[:200],
+            "task_id": ctx.task.task_id if ctx.task is not None else None,
+            "r_tag_id": reason_id,
+            "o_tag_id": o_tag_id,
+            "vpol_id": vpol_id,
+            "input": req.arguments,
+            "decision": _DECISIONS[verdict.outcome],
+            "decision_code": verdict.code[:80],
+            "decision_detail": verdict.detail,
+            "decision_errors": list(verdict.errors),
+            "threat_assessment": {**ctx.threat, "findings": findings} if findings else ctx.threat,
+            "idempotency_key": req.idempotency_key,
+            "request_hash": req.request_hash,
+            "face": req.face,
+            "outcome": ToolCall.Outcome.PENDING if verdict.executes else ToolCall.Outcome.NOT_RUN,
+            "hash_scheme": HASH_SCHEME,
+            "timestamp": now,
+        },
+        now,
     )
-    approval = _approval(ctx, verdict, call, reason, now) if verdict.approval_kind else None
-    content_hash = compute_content_hash({f: getattr(call, f) for f in CONTENT_FIELDS})
-    call.__dict__["_content_hash"] = content_hash  # what its outcome is sealed to (scheme 3)
+    content_hash = compute_content_hash({f: values[f] for f in CONTENT_FIELDS})
     if ran is not None:
-        values = _outcome_values(**ran.values())
-        values["outcome_hash"] = compute_outcome_hash(content_hash, values)
-        for key, value in values.items():
-            setattr(call, key, value)
-
+        outcome = _outcome_values(**ran.values())
+        outcome["outcome_hash"] = compute_outcome_hash(content_hash, outcome)
+        values.update(outcome)
     document: dict[str, Any] = {
-        "reason": _row(reason, now),
-        "edges": [_row(edge, now) for edge in edges],
-        "call": _row(call, now),
+        "reason": reasons.row(reason),
+        "edges": edges,
+        "call": calls.row(values),
         "content_hash": content_hash,
     }
+    call = calls.instance(values)
+    call.__dict__["_content_hash"] = content_hash  # what its outcome is sealed to (scheme 3)
+    # The objects the caller already holds: no query to reach them later.
+    call.agent = ctx.agent
+    if ctx.tool is not None:
+        call.tool = ctx.tool
+    approval = None
+    if verdict.approval_kind:
+        approval = _approval(ctx, verdict, call, reason_id, vpol_id, vpol_version, now)
     if origin is not None:
         document["origin"] = _row(origin, now)
     if approval is not None:
@@ -166,13 +222,13 @@ def record_decision(ctx: CallContext, verdict: Verdict, *, ran: Ran | None = Non
             [Jsonb(document, dumps=_dumps)],  # type: ignore[list-item]  # psycopg adapts it
         )
         call.seq, call.prev_hash, call.row_hash = cursor.fetchone()
-    for written in (origin, reason, call, approval):
+    for written in (origin, approval):
         if written is not None:
             written._state.adding, written._state.db = False, "default"
     if origin is not None:
         classify_origin_after_commit(origin.id)
-    index_after_commit("reason", [reason.id])
-    return Recorded(call=call, reason=reason, approval=approval)
+    index_after_commit("reason", [reason_id])
+    return Recorded(call=call, reason_id=reason_id, approval=approval)
 
 
 def _row(instance: models.Model, now: Any) -> dict[str, Any]:
@@ -201,7 +257,13 @@ def _dumps(value: Any) -> str:
 
 
 def _approval(
-    ctx: CallContext, verdict: Verdict, call: ToolCall, reason: ReasonLog, now: Any
+    ctx: CallContext,
+    verdict: Verdict,
+    call: ToolCall,
+    reason_id: uuid.UUID,
+    vpol_id: Any,
+    vpol_version: int | None,
+    now: Any,
 ) -> ApprovalRequest:
     tool = ctx.tool
     assert tool is not None
@@ -214,9 +276,9 @@ def _approval(
         agent=ctx.agent,
         tool_call=call,
         task=ctx.task,
-        r_tag=reason,
-        vpol_id=reason.vpol_id,
-        vpol_version=reason.vpol_version,
+        r_tag_id=reason_id,
+        vpol_id=vpol_id,
+        vpol_version=vpol_version,
         kind=verdict.approval_kind,
         arguments=ctx.request.arguments,
         arguments_hash=arguments_hash(ctx.request.arguments),
