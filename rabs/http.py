@@ -14,17 +14,73 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
 from django.core import signals
-from django.core.exceptions import RequestAborted
+from django.core.exceptions import DisallowedHost, RequestAborted
 from django.core.handlers import base
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.db import connections
-from django.http import FileResponse, HttpResponseBase
+from django.http import FileResponse, HttpResponseBase, JsonResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.security import SecurityMiddleware
 from django.urls import set_script_prefix
+
+from broker.api.fast import tool_call_fast
+
+
+class AgentCallLane:
+    """``POST /api/v1/tool-calls/``, the hot path of every agent, without the middleware that
+    only serves people (sessions, authentication by cookie, messages, HTMX, history): a signed
+    agent request uses none of them. What still applies does here too: the Host check (a JSON
+    400, as ``ApiHostMiddleware`` answers), ``SecurityMiddleware`` (its redirect and headers),
+    the frame-options header and ``X-RABS-Process`` when it is on. A request the tool-call fast
+    path hands back takes the whole chain.
+    """
+
+    PATH = "/api/v1/tool-calls/"
+
+    def __init__(self, full: Any) -> None:
+        self.full = full
+        self.security = SecurityMiddleware(full)
+        self.frames = XFrameOptionsMiddleware(full)
+        self.process = str(os.getpid()) if settings.RABS_PROCESS_HEADER else None
+
+    def takes(self, request: Any) -> bool:
+        return bool(request.method == "POST" and request.path == self.PATH)
+
+    def __call__(self, request: Any) -> HttpResponseBase:
+        try:
+            request.get_host()
+        except DisallowedHost:
+            return JsonResponse(
+                {
+                    "code": "disallowed_host",
+                    "detail": "this server does not answer for that Host",
+                    "field": "Host",
+                },
+                status=400,
+            )
+        redirect = self.security.process_request(request)
+        if redirect is not None:
+            return redirect
+        handed_back = False
+
+        def fallback(request: Any) -> HttpResponseBase:
+            nonlocal handed_back
+            handed_back = True
+            return self.full(request)
+
+        response = tool_call_fast(request, fallback=fallback)
+        if not handed_back:  # the whole chain has already added these
+            self.security.process_response(request, response)
+            self.frames.process_response(request, response)
+            if self.process is not None:
+                response["X-RABS-Process"] = self.process
+        return response
 
 
 class SyncASGIHandler(ASGIHandler):
@@ -32,6 +88,7 @@ class SyncASGIHandler(ASGIHandler):
         base.BaseHandler.__init__(self)
         self.load_middleware(is_async=False)
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http")
+        self.agent_calls = AgentCallLane(self.get_response)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -105,7 +162,10 @@ class SyncASGIHandler(ASGIHandler):
         signals.request_started.send(sender=self.__class__, scope=scope)
         request, response = self.create_request(scope, body)
         if request is not None:
-            response = self.get_response(request)
+            if self.agent_calls.takes(request):
+                response = self.agent_calls(request)
+            else:
+                response = self.get_response(request)
             response._handler_class = self.__class__  # type: ignore[attr-defined]
             if isinstance(response, FileResponse):
                 response.block_size = self.chunk_size

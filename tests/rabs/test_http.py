@@ -139,3 +139,45 @@ def test_a_body_that_grows_past_the_limit_is_refused_as_it_arrives(
     )
     assert status == 413 and json.loads(body)["code"] == "body_too_large"
     assert len(RECEIVED) == 3  # stopped at the message that crossed the limit
+
+
+def test_agent_calls_take_the_lean_lane_with_the_same_safeguards(app: SyncASGIHandler) -> None:
+    """POST /api/v1/tool-calls/ skips the people-only middleware but keeps the Host check, the
+    security headers and the answers' shape; what the fast path hands back takes the full chain."""
+    from brainframe.models import Agent
+    from brainframe.services.credentials import agent_credential_issue
+    from tests.signing import SignedClient
+
+    seed_brainframe()
+    secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry"))
+    signer = SignedClient(Client(), "henry", secret)
+    payload = json.dumps(
+        {
+            "tool_id": "roster.shift.read",
+            "reason": "lane",
+            "arguments": {"date_from": "2026-03-02", "date_to": "2026-03-02"},
+        }
+    ).encode()
+
+    def post(body: bytes, *, host: bytes = b"testserver") -> tuple[int, dict[bytes, bytes], Any]:
+        auth = signer.headers("POST", "/api/v1/tool-calls/", body)["HTTP_AUTHORIZATION"]
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"authorization", auth.encode()),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        if host != b"testserver":
+            headers.append((b"host", host))
+        status, raw, answer = _exchange(app, "/api/v1/tool-calls/", headers, method="POST",
+                                        body=[body])  # fmt: skip
+        return status, {k.lower(): v for k, v in raw}, json.loads(answer)
+
+    status, headers, answer = post(payload)
+    assert status == 200 and answer["status"] == "executed"
+    assert headers[b"x-content-type-options"] == b"nosniff"
+    assert headers[b"x-frame-options"] == b"DENY"
+    assert b"set-cookie" not in headers  # no session for a signed agent
+    bad = json.dumps({"tool_id": 7, "reason": "lane"}).encode()
+    status, headers, answer = post(bad)  # handed to DRF: its full answer
+    assert status == 400 and answer["field"] == "tool_id"
+    assert headers[b"x-frame-options"] == b"DENY"
