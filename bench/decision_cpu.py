@@ -6,7 +6,8 @@ On a throwaway database (``rabs_decision_cpu``), one agent sends signed ``roster
 calls (auto: the whole pipeline, the audit, the handler) through Django's test client, one at a
 time. The steps of the request are timed with the calling thread's CPU clock
 (``time.thread_time``: waiting for PostgreSQL or Redis does not count) and printed per call,
-inclusive (a step's figure contains the steps inside it). ``bench/broker_load.py`` gives the
+inclusive (a step's figure contains the steps inside it), then the CPU PostgreSQL and Redis spent
+per call (the embedded servers, read from ``/proc``). ``bench/broker_load.py`` gives the
 same request's CPU in the served stack, daphne's share included.
 """
 
@@ -80,6 +81,7 @@ def main() -> int:
     django.setup()
     from django.test import Client
 
+    from bench._cpu import CpuMeter, per_request_ms
     from bench._db import throwaway_database
     from bench._stack import PAYLOAD, signed
 
@@ -114,14 +116,20 @@ def main() -> int:
         for _ in range(300):  # warm the registry, the pools and the compiled validators
             call()
         spent.clear()
+        meter = CpuMeter()
+        before = meter.sample()
         started = time.thread_time()
         for _ in range(args.calls):
             call()
         total = time.thread_time() - started
+        servers = per_request_ms(before, meter.sample(), args.calls)
     print(f"{args.calls} calls, thread CPU per call (ms, inclusive):")
     print(f"  {'whole call, test client and signing included':46s} {total * 1000 / args.calls:.3f}")
     for label, _, _ in STEPS:
         print(f"  {label:46s} {spent[label] * 1000 / args.calls:.3f}")
+    for part in ("postgres", "redis"):
+        if part in servers:
+            print(f"  {part + ' (its own processes)':46s} {servers[part]:.3f}")
     return 0
 
 

@@ -8,11 +8,14 @@ tokens match; otherwise it loads a new one. So a change is in force from the fir
 commits, in every process, and since tokens are random a rolled-back change can never make a
 stale snapshot look current. What a snapshot holds is read after its token, so it is never older
 than the token says.
+
+A signed tool call whose agent and key the process remembers does not read the token at all:
+it decides under the process's snapshot and the statement that records the decision checks
+that snapshot's token (``broker.pipeline.context.Expectation``, migration 0021).
 """
 
 from __future__ import annotations
 
-import copy
 import fnmatch
 import threading
 from dataclasses import dataclass, field
@@ -20,6 +23,7 @@ from typing import Any
 
 from django.db import connection
 
+from brainframe.instances import model_copy
 from brainframe.models import ConstitutionRule, PrimeDirective, Tool, ValidationPolicy
 
 _NONE: Any = object()
@@ -59,7 +63,7 @@ class Snapshot:
                 return None
             if self.token is not None:
                 self._tools[tool_id] = tool
-        return copy.copy(tool)
+        return model_copy(tool)
 
     def governing_policy(self, tool: Tool) -> ValidationPolicy | None:
         found = self._governing.get(tool.tool_id, _NONE)
@@ -96,6 +100,13 @@ def registry_snapshot(token: str | None = None) -> Snapshot:
             if snapshot is None or token is None or snapshot.token != token:
                 snapshot = _current = _load(token)
     return snapshot
+
+
+def registry_remembered() -> Snapshot | None:
+    """This process's snapshot as it is, without reading the token: for a caller that has its
+    token checked by the statement that acts on it (``Expectation``), else None."""
+    snapshot = _current
+    return snapshot if snapshot is not None and snapshot.token is not None else None
 
 
 def _load(token: str | None) -> Snapshot:

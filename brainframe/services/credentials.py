@@ -8,7 +8,6 @@ rest (Fernet) rather than hashed. The plain secret leaves this module only once,
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 import secrets
 from collections.abc import Iterable
@@ -22,6 +21,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from brainframe.instances import model_copy
 from brainframe.models import Agent, AgentCredential, AgentToken
 
 
@@ -59,14 +59,20 @@ class SigningKey:
     secret: bytes
     # The registry's generation token, read in the same round trip (see broker.registry).
     registry_token: str | None
+    # The agent's generation (migration 0021): new whenever the agent or its keys change.
+    generation: str | None = None
+    # Kept in this process's memory, not read for this request: current only if the statement
+    # that records the decision finds ``generation`` unchanged (it checks).
+    remembered: bool = False
 
 
-# Every signed request runs this: plain SQL spares it the ORM's query building (0.9 → 0.3 ms),
-# and the registry's generation token comes along instead of costing a round trip of its own.
+# Every signed request that is not answered from memory runs this: plain SQL spares it the
+# ORM's query building (0.9 → 0.3 ms), and the registry's generation token comes along instead
+# of costing a round trip of its own.
 _AGENT_FIELDS = list(Agent._meta.concrete_fields)
 _AGENT_WITH_SECRET = (
     f"SELECT {', '.join(f'a.{f.column}' for f in _AGENT_FIELDS)}, c.secret_encrypted,"
-    " (SELECT token::text FROM registry_generation WHERE id = 1)"
+    " (SELECT token::text FROM registry_generation WHERE id = 1), a.generation::text"
     f" FROM {AgentCredential._meta.db_table} c"
     f" JOIN {Agent._meta.db_table} a ON a.agent_id = c.agent_id"
     " WHERE c.agent_id = %s AND c.revoked_at IS NULL"
@@ -74,35 +80,57 @@ _AGENT_WITH_SECRET = (
 # The agent built from a row, by agent id, with the row it was built from: an unchanged row
 # (every request but the first after a change) reuses it instead of building a model again.
 _agents: dict[str, tuple[tuple[Any, ...], Agent]] = {}
+# The last key read for each agent, offered to callers that check its generation themselves.
+_remembered: dict[str, SigningKey] = {}
+_BOUND = 10_000  # as many agents as the business has, in practice
 
 
 def _agent_from(row: tuple[Any, ...]) -> Agent:
     cached = _agents.get(row[0])
     if cached is not None and cached[0] == row:
-        return copy.copy(cached[1])  # the caller may change it; the cached one stays as read
+        return model_copy(cached[1])  # the caller may change it; the cached one stays as read
     values = [
         f.from_db_value(value, None, connection) if hasattr(f, "from_db_value") else value
         for f, value in zip(_AGENT_FIELDS, row, strict=True)
     ]
     agent = Agent.from_db("default", [f.attname for f in _AGENT_FIELDS], values)
-    if len(_agents) > 10_000:  # bounded: as many agents as the business has, in practice
+    if len(_agents) > _BOUND:
         _agents.clear()
     _agents[row[0]] = (row, agent)
-    return copy.copy(agent)
+    return model_copy(agent)
 
 
-def agent_secret_get(*, agent_id: str) -> SigningKey | None:
+def agent_secret_get(*, agent_id: str, remembered: bool = False) -> SigningKey | None:
     """An agent with its active signing secret (one query), or None if it has none (or the
-    secret cannot be read)."""
+    secret cannot be read).
+
+    ``remembered``: the key this process read last for the agent, if any, without a query
+    (``SigningKey.remembered``). Only for a caller that has the agent's ``generation`` checked
+    by the statement that acts on it, and reads the key again (``remembered=False``) when that
+    check fails or before it answers anything else."""
+    if remembered:
+        key = _remembered.get(agent_id)
+        if key is not None:
+            return SigningKey(
+                model_copy(key.agent), key.secret, key.registry_token, key.generation, True
+            )
     with connection.cursor() as cursor:
         cursor.execute(_AGENT_WITH_SECRET, [agent_id])
         row = cursor.fetchone()
     if row is None:
+        _remembered.pop(agent_id, None)
         return None
-    *agent_row, encrypted, token = row
+    *agent_row, encrypted, token, generation = row
     agent = _agent_from(tuple(agent_row))
     secret = _decrypt(settings.RABS_SECRET_ENCRYPTION_KEY or settings.SECRET_KEY, encrypted)
-    return None if secret is None else SigningKey(agent, secret, token)
+    if secret is None:
+        _remembered.pop(agent_id, None)
+        return None
+    key = SigningKey(agent, secret, token, generation)
+    if len(_remembered) > _BOUND:
+        _remembered.clear()
+    _remembered[agent_id] = SigningKey(model_copy(agent), secret, token, generation)
+    return key
 
 
 @lru_cache(maxsize=1024)

@@ -25,7 +25,7 @@ from rest_framework.request import Request
 
 from agents_vm.signing import sign
 from brainframe.models import Agent
-from brainframe.services.credentials import agent_secret_get
+from brainframe.services.credentials import SigningKey, agent_secret_get
 
 from ..errors import BrokerRefusal
 from .throttling import replay_guard_and_count
@@ -38,6 +38,19 @@ _HEADER = re.compile(
 
 
 @dataclass(frozen=True)
+class SignedRequest:
+    """The parts of a signed request the signature covers, as the header named them."""
+
+    agent_id: str
+    ts: str
+    nonce: str
+    sig: str
+    method: str
+    path: str
+    read_body: Callable[[], bytes]
+
+
+@dataclass(frozen=True)
 class AgentUser:
     """``request.user`` for a signed agent request."""
 
@@ -46,6 +59,12 @@ class AgentUser:
     registry_token: str | None = None
     # The agent's rate counters, counted with the replay guard (throttling.RateCounts).
     rate_counts: Any = None
+    # The agent's generation (migration 0021), and whether the agent and its key came from
+    # this process's memory rather than a read for this request (then only a statement that
+    # checks the generation may act on them, and ``reverified`` before anything else).
+    generation: str | None = None
+    remembered: bool = False
+    signed: SignedRequest | None = None
     is_authenticated: bool = True
     is_anonymous: bool = False
 
@@ -79,11 +98,20 @@ class AgentSignatureAuthentication(BaseAuthentication):
 
 
 def authenticate_signed(
-    *, header: str, method: str, path: str, read_body: Callable[[], bytes]
+    *,
+    header: str,
+    method: str,
+    path: str,
+    read_body: Callable[[], bytes],
+    remembered: bool = False,
 ) -> AgentUser:
     """Verify a RABS-HMAC signed request: the agent (not paused) and its key, the clock window,
     the signature over the body, then the replay guard and the rate limit's count in one Redis
-    round trip. Raises SignatureFailed (401) or BrokerRefusal (413, 503)."""
+    round trip. Raises SignatureFailed (401) or BrokerRefusal (413, 503).
+
+    ``remembered``: the agent and key this process read last may stand in for a read (when they
+    admit the request; anything they would refuse is decided on a fresh read). The caller then
+    holds an unchecked agent (``AgentUser.remembered``): see ``reverified``."""
     if not header:
         raise SignatureFailed("auth_missing", f"send an Authorization: {SCHEME} header")
     match = _HEADER.match(header)
@@ -92,29 +120,16 @@ def authenticate_signed(
             "auth_malformed",
             f"expected '{SCHEME} agent=<id>,ts=<unix seconds>,nonce=<hex>,sig=<hex>'",
         )
-    agent_id, ts, nonce, sig = match["agent"], match["ts"], match["nonce"], match["sig"]
-
-    key = agent_secret_get(agent_id=agent_id)
-    if key is None:
-        raise SignatureFailed("auth_unknown_agent", "unknown agent or no active key")
-    agent, secret = key.agent, key.secret
-    if agent.status == Agent.Status.PAUSED:
-        raise SignatureFailed("auth_agent_paused", f"{agent_id} is paused by staff")
-
-    window = settings.RABS_SIGNATURE_WINDOW_SECONDS
-    if abs(time.time() - int(ts)) > window:
-        raise SignatureFailed(
-            "auth_stale_timestamp", f"timestamp is more than {window}s from the server's clock"
-        )
-
-    expected = sign(secret, method, path, ts, nonce, read_body())
-    if not hmac.compare_digest(expected, sig.lower()):
-        raise SignatureFailed("auth_bad_signature", "signature does not match the request")
-
+    signed = SignedRequest(
+        match["agent"], match["ts"], match["nonce"], match["sig"], method, path, read_body
+    )
+    key = _key(signed, remembered=remembered)
     try:
         # The replay guard and the rate limit's count: one Redis round trip.
         fresh, counts = replay_guard_and_count(
-            agent_id=agent_id, nonce=nonce.lower(), window_seconds=window
+            agent_id=signed.agent_id,
+            nonce=signed.nonce.lower(),
+            window_seconds=settings.RABS_SIGNATURE_WINDOW_SECONDS,
         )
     except Exception as exc:  # the replay guard is down: fail closed
         raise BrokerRefusal(
@@ -122,7 +137,61 @@ def authenticate_signed(
         ) from exc
     if not fresh:
         raise SignatureFailed("auth_replayed_nonce", "this nonce was already used")
-    return AgentUser(agent, registry_token=key.registry_token, rate_counts=counts)
+    return AgentUser(
+        key.agent,
+        registry_token=key.registry_token,
+        rate_counts=counts,
+        generation=key.generation,
+        remembered=key.remembered,
+        signed=signed,
+    )
+
+
+def reverified(user: AgentUser) -> AgentUser:
+    """``user`` with its agent and key read for this request (the same checks as
+    ``authenticate_signed``, its nonce already spent): itself if they were. Raises
+    SignatureFailed if what was read refuses the request (a paused agent, a revoked key)."""
+    if not user.remembered or user.signed is None:
+        return user
+    key = _key(user.signed, remembered=False)
+    return AgentUser(
+        key.agent,
+        registry_token=key.registry_token,
+        rate_counts=user.rate_counts,
+        generation=key.generation,
+        signed=user.signed,
+    )
+
+
+def _key(signed: SignedRequest, *, remembered: bool) -> SigningKey:
+    """The agent's key that admits ``signed``, or SignatureFailed (in this order: unknown
+    agent or no key, paused agent, stale timestamp, bad signature)."""
+    window = settings.RABS_SIGNATURE_WINDOW_SECONDS
+    in_window = abs(time.time() - int(signed.ts)) <= window
+    if remembered and in_window:
+        key = agent_secret_get(agent_id=signed.agent_id, remembered=True)
+        if key is not None and key.agent.status != Agent.Status.PAUSED and _matches(key, signed):
+            return key
+        # Whatever would refuse the request is decided on what the database says now.
+    key = agent_secret_get(agent_id=signed.agent_id)
+    if key is None:
+        raise SignatureFailed("auth_unknown_agent", "unknown agent or no active key")
+    if key.agent.status == Agent.Status.PAUSED:
+        raise SignatureFailed("auth_agent_paused", f"{signed.agent_id} is paused by staff")
+    if not in_window:
+        raise SignatureFailed(
+            "auth_stale_timestamp", f"timestamp is more than {window}s from the server's clock"
+        )
+    if not _matches(key, signed):
+        raise SignatureFailed("auth_bad_signature", "signature does not match the request")
+    return key
+
+
+def _matches(key: SigningKey, signed: SignedRequest) -> bool:
+    expected = sign(
+        key.secret, signed.method, signed.path, signed.ts, signed.nonce, signed.read_body()
+    )
+    return hmac.compare_digest(expected, signed.sig.lower())
 
 
 def _read_body(request: Request) -> bytes:

@@ -27,9 +27,9 @@ from django.http import HttpRequest, HttpResponse
 from brainframe.models import OriginRegistry
 
 from ..errors import BrokerRefusal
-from ..pipeline.context import CallRequest
-from ..services.calls import tool_call_submit
-from .authentication import SCHEME, SignatureFailed, authenticate_signed
+from ..pipeline.context import CallRequest, Expectation, StaleSnapshot
+from ..services.calls import CallAnswer, tool_call_submit
+from .authentication import SCHEME, AgentUser, SignatureFailed, authenticate_signed, reverified
 from .throttling import AgentRateThrottle, RateCounts
 
 _UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -114,12 +114,17 @@ def _answer(request: HttpRequest, fallback: Any) -> HttpResponse:
         return fallback(request)
     body = request.body
     try:
+        # The agent and its key from this process's memory when it has them (no query): then
+        # only the decision's statement may act on them, which checks their generation, and
+        # any other answer is given after reading them (``reverified``).
         user = authenticate_signed(
             header=request.META.get("HTTP_AUTHORIZATION", ""),
             method="POST",
             path=request.get_full_path(),
             read_body=lambda: body,
+            remembered=True,
         )
+        return _decided(request, body, user, fallback)
     except SignatureFailed as failed:
         code = failed.get_codes()
         return _json(
@@ -132,11 +137,15 @@ def _answer(request: HttpRequest, fallback: Any) -> HttpResponse:
         )
     except BrokerRefusal as refusal:
         return _json(refusal.body(), refusal.status)
+
+
+def _decided(request: HttpRequest, body: bytes, user: AgentUser, fallback: Any) -> HttpResponse:
     throttle = AgentRateThrottle()
     counts = user.rate_counts
     if isinstance(counts, RateCounts) and not throttle.admits(
         counts.at, counts.current, counts.previous
     ):
+        user = reverified(user)  # a paused agent is told so, not to slow down
         wait = math.ceil(throttle.wait() or 1)
         return _json(
             {"code": "rate_limited", "detail": f"Request was throttled. Expected available in "
@@ -144,12 +153,12 @@ def _answer(request: HttpRequest, fallback: Any) -> HttpResponse:
             429,
             **{"Retry-After": str(wait)},
         )  # fmt: skip
-    request.rabs_agent_user = user  # type: ignore[attr-defined]  # for the fallback
     try:
         data = json.loads(body) if b"\\u0000" not in body else None
     except ValueError:
         data = None
     if data is None or not _valid(data):
+        request.rabs_agent_user = reverified(user)  # type: ignore[attr-defined]  # for it
         return fallback(request)
     origin = data.get("origin")
     call_request = CallRequest(
@@ -167,9 +176,27 @@ def _answer(request: HttpRequest, fallback: Any) -> HttpResponse:
         ).hexdigest(),
     )
     try:
-        answer = tool_call_submit(
-            agent=user.agent, request=call_request, registry_token=user.registry_token
-        )
+        answer = _submit(user, call_request)
     except BrokerRefusal as refusal:
+        reverified(user)  # refused by what the database says now, if it refuses
         return _json(refusal.body(), refusal.status)
     return _json(answer.body, answer.status)
+
+
+def _submit(user: AgentUser, call_request: CallRequest) -> CallAnswer:
+    """The call decided and answered under an agent checked for this request: by the
+    statement that records the decision (``Expectation``) when it came from memory; when that
+    check fails, or the answer came without it (an idempotent replay), read and decided anew."""
+    if user.remembered and user.generation is not None:
+        expect = Expectation(user.generation)
+        try:
+            answer = tool_call_submit(agent=user.agent, request=call_request, expect=expect)
+        except StaleSnapshot:
+            pass
+        else:
+            if expect.verified or reverified(user).generation == user.generation:
+                return answer
+        user = reverified(user)
+    return tool_call_submit(
+        agent=user.agent, request=call_request, registry_token=user.registry_token
+    )

@@ -21,7 +21,7 @@ from psycopg.types.json import Jsonb
 from brainframe.models import ApprovalRequest, ReasonEdge, ReasonLog, ToolCall
 from brainframe.services.indexing import classify_origin_after_commit, index_after_commit
 
-from ..pipeline.context import CallContext, Outcome, Verdict
+from ..pipeline.context import CallContext, Outcome, StaleSnapshot, Verdict
 from .hashing import (
     CONTENT_FIELDS,
     HASH_SCHEME,
@@ -32,6 +32,8 @@ from .hashing import (
 )
 
 log = logging.getLogger(__name__)
+# Raised by brainframe_record_decision when what a decision was made under is no longer current.
+STALE_SNAPSHOT = "RB001"
 
 _DECISIONS = {
     Outcome.EXECUTE: ToolCall.Decision.EXECUTED,
@@ -215,13 +217,23 @@ def record_decision(ctx: CallContext, verdict: Verdict, *, ran: Ran | None = Non
         document["approval"] = _row(approval, now)
     # Inside a caller's transaction, a savepoint keeps a refused write (a duplicate
     # Idempotency-Key) from spoiling it; on its own the one statement is its own transaction.
+    expect = ctx.expect
+    if expect is not None:  # checked first by the statement: nothing written unless current
+        document["expect"] = {"agent": expect.agent_generation, "registry": expect.registry_token}
     atomic = transaction.atomic() if connection.in_atomic_block else nullcontext()
-    with atomic, connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT out_seq, out_prev_hash, out_row_hash FROM brainframe_record_decision(%s)",
-            [Jsonb(document, dumps=_dumps)],  # type: ignore[list-item]  # psycopg adapts it
-        )
-        call.seq, call.prev_hash, call.row_hash = cursor.fetchone()
+    try:
+        with atomic, connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT out_seq, out_prev_hash, out_row_hash FROM brainframe_record_decision(%s)",
+                [Jsonb(document, dumps=_dumps)],  # type: ignore[list-item]  # psycopg adapts it
+            )
+            call.seq, call.prev_hash, call.row_hash = cursor.fetchone()
+    except DatabaseError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) == STALE_SNAPSHOT:
+            raise StaleSnapshot(str(exc)) from exc
+        raise
+    if expect is not None:
+        expect.verified = True
     for written in (origin, approval):
         if written is not None:
             written._state.adding, written._state.db = False, "default"

@@ -97,6 +97,23 @@ class ChainTags:
 
 
 @dataclass
+class Expectation:
+    """What a decision is made under when the process did not read it for this request: the
+    agent (and its key) at ``agent_generation``, the registry at ``registry_token`` (the
+    snapshot ``prepare`` used). The statement that records the decision checks both and writes
+    nothing unless they are current (``StaleSnapshot``); ``verified`` says it did."""
+
+    agent_generation: str
+    registry_token: str | None = None
+    verified: bool = False
+
+
+class StaleSnapshot(Exception):
+    """The agent, its key or the registry changed since the process read what a decision was
+    made under: nothing was written; read them again and decide the call anew."""
+
+
+@dataclass
 class CallContext:
     call_id: uuid.UUID
     agent: Agent
@@ -116,6 +133,7 @@ class CallContext:
     findings: list[Finding] = field(default_factory=list)
     threat: dict[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
+    expect: Expectation | None = None
     _facts: dict[str, Any] | None = field(default=None, init=False, repr=False)
 
     @cached_property

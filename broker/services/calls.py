@@ -34,9 +34,9 @@ from brainframe.services.alignment import alignment_signal, safety_escalation
 
 from ..audit.record import record_decision
 from ..errors import BrokerRefusal
-from ..pipeline.context import CallContext, CallRequest, ChainTags
+from ..pipeline.context import CallContext, CallRequest, ChainTags, Expectation, StaleSnapshot
 from ..pipeline.stages import decide
-from ..registry import registry_snapshot
+from ..registry import registry_remembered, registry_snapshot
 from .execution import call_execute, call_executed, call_run, runs_before_recording
 from .notifications import notify_enqueue
 
@@ -44,11 +44,25 @@ log = logging.getLogger(__name__)
 
 
 def prepare(
-    *, agent: Agent, request: CallRequest, registry_token: str | None = None
+    *,
+    agent: Agent,
+    request: CallRequest,
+    registry_token: str | None = None,
+    expect: Expectation | None = None,
 ) -> CallContext:
-    """Load everything the stages read. Raises BrokerRefusal for references that do not resolve."""
+    """Load everything the stages read. Raises BrokerRefusal for references that do not resolve.
+
+    ``expect``: the agent was not read for this request; decide under the process's registry
+    snapshot as it is, and have the decision's statement check both (``Expectation``)."""
     ctx = CallContext(call_id=uuid.uuid4(), agent=agent, request=request)
-    registry = registry_snapshot(registry_token)
+    if expect is not None:
+        registry = registry_remembered()
+        if registry is None:  # nothing in memory to decide under
+            raise StaleSnapshot("no registry snapshot in this process yet")
+        expect.registry_token = registry.token
+        ctx.expect = expect
+    else:
+        registry = registry_snapshot(registry_token)
     ctx.tool = registry.tool(request.tool_id)
     if request.task_id is not None:
         ctx.task = (
@@ -148,15 +162,22 @@ class CallAnswer:
 
 
 def tool_call_submit(
-    *, agent: Agent, request: CallRequest, registry_token: str | None = None
+    *,
+    agent: Agent,
+    request: CallRequest,
+    registry_token: str | None = None,
+    expect: Expectation | None = None,
 ) -> CallAnswer:
     """``registry_token``: the registry's generation already read on this request (by the
-    signature check), else it is read here."""
+    signature check), else it is read here. ``expect``: the agent comes from the process's
+    memory, at this generation: the decision's statement checks it and raises StaleSnapshot
+    (nothing written, nothing executed) if it is not current; ``expect.verified`` tells the
+    caller whether the answer was given under a checked agent (else it must check it)."""
     if request.idempotency_key:
         replay = _idempotent_replay(agent, request)
         if replay is not None:
             return replay
-    ctx = prepare(agent=agent, request=request, registry_token=registry_token)
+    ctx = prepare(agent=agent, request=request, registry_token=registry_token, expect=expect)
     verdict = decide(ctx)
     assessment = _assessment_events(ctx)  # published with the call's row
     # A read without side effects runs first and is recorded whole, in one statement (its

@@ -419,6 +419,7 @@ def test_an_approved_call_whose_outbound_filter_cannot_run_fails_and_says_so_eve
 ) -> None:
     """The approved path behaves as the auto path: nothing is sent, the outcome says why, the
     board shows it and the alignment signal rates it."""
+    import asyncio
     import sys
 
     from asgiref.sync import async_to_sync
@@ -445,13 +446,17 @@ def test_an_approved_call_whose_outbound_filter_cannot_run_fails_and_says_so_eve
     assert executed == []  # nothing left
     assert call.outcome == "failed" and "outbound PII filter unavailable" in call.error
     assert call.alignment_rating is not None  # the signal rated it at once
+    # The board hears of this call's failure (other tests may publish on the same group).
     rows: list[dict[str, Any]] = []
-    while not any(r["event"] == "tool_call" and r["payload"]["outcome"] == "failed" for r in rows):
-        message = async_to_sync(layer.receive)(channel)
+    while not any(
+        r["event"] == "tool_call"
+        and r["payload"]["call_id"] == str(call.pk)
+        and r["payload"]["outcome"] == "failed"
+        for r in rows
+    ):
+        message = async_to_sync(asyncio.wait_for)(layer.receive(channel), 10)
         rows += message["events"]
     async_to_sync(layer.group_discard)(BOARD_GROUP, channel)
-    row = next(r["payload"] for r in rows if r["event"] == "tool_call")
-    assert row["call_id"] == str(call.pk)
 
 
 @pytest.mark.django_db

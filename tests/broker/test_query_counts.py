@@ -57,16 +57,17 @@ def test_task_list(busy: SignedClient, django_assert_num_queries: Any) -> None:
 @pytest.mark.parametrize(
     ("tool_id", "arguments", "status", "queries"),
     [
-        # Each: the credential (with the registry token), the decision's one statement inside a
-        # savepoint (the test's own transaction; in production it is its own transaction), then
+        # Each: the decision's one statement inside a savepoint (the test's own transaction;
+        # in production it is its own transaction); the agent and its key come from memory,
+        # checked by that statement (no credential query); then
         # auto (a read without side effects): nothing more, the outcome is written with the
         # decision (and a routine success is rated nightly, not here);
-        ("roster.shift.read", READ, 200, 4),
+        ("roster.shift.read", READ, 200, 3),
         # review: the e-mail notification, which tests run in-process (in production a worker
         # does): its approval and its recipients;
-        ("transport.vehicle.book", BOOK, 202, 6),
+        ("transport.vehicle.book", BOOK, 202, 5),
         # deny: the alignment signal that rates the denial at once.
-        ("test.not_henrys", {}, 403, 5),
+        ("test.not_henrys", {}, 403, 4),
     ],
     ids=["auto", "review", "deny"],
 )

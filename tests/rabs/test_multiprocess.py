@@ -20,8 +20,9 @@ import httpx
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.utils import timezone
 
-from brainframe.models import Agent, ApprovalRequest, ToolCall
+from brainframe.models import Agent, AgentCredential, ApprovalRequest, ToolCall
 from brainframe.services.credentials import agent_credential_issue
 from broker.audit.verify import verify_chain
 from rabs.devstack import free_port, launched
@@ -183,6 +184,26 @@ def test_decisions_and_approvals_across_processes(
         "approved"
     }
     assert verify_chain("henry") is None
+
+    # Each process remembers henry and his key; pausing him, then revoking his key, is in force
+    # from the next call in both (the decision's statement checks what it was decided under).
+    def burst(expected: int, code: str | None = None) -> None:
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: call("roster.shift.read", READ), range(24)))
+        assert {a.status_code for a in answers} == {expected}, [a.text for a in answers][:3]
+        assert len({a.headers["X-RABS-Process"] for a in answers}) == 2
+        if code is not None:
+            assert {a.json()["code"] for a in answers} == {code}
+
+    burst(200)
+    calls = ToolCall.objects.count()
+    Agent.objects.filter(agent_id="henry").update(status="paused")
+    burst(401, "auth_agent_paused")
+    Agent.objects.filter(agent_id="henry").update(status="active")
+    burst(200)
+    AgentCredential.objects.filter(agent_id="henry").update(revoked_at=timezone.now())
+    burst(401, "auth_unknown_agent")
+    assert ToolCall.objects.count() == calls + 24
 
 
 def test_live_updates_cross_processes(stack: str) -> None:
