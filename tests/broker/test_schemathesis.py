@@ -73,6 +73,12 @@ def api_schema(live_server_url: str) -> Any:
             ]
         }
     )  # fmt: skip
+    # Tests run tasks in-process (eager): the first observation would load the embedding model
+    # inside a request (~10 s from a cold disk), past the client's timeout. Load it first; this
+    # test is about conformance, not a process's first second.
+    from brainframe.embeddings.indexer import get_indexer
+
+    get_indexer().embed(["warm"])
     loaded = schemathesis.openapi.from_url(f"{live_server_url}/api/schema/", config=config)
     # Valid and invalid data both. No NUL characters: the API refuses them anywhere (PostgreSQL
     # text cannot hold them; tests/broker/test_hostile_input.py), which a JSON Schema cannot say
