@@ -20,16 +20,18 @@ from typing import Any
 
 from django.conf import settings
 from django.core import signals
-from django.core.exceptions import DisallowedHost, RequestAborted
+from django.core.exceptions import RequestAborted
 from django.core.handlers import base
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.db import connections
-from django.http import FileResponse, HttpResponseBase, JsonResponse
+from django.http import FileResponse, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import set_script_prefix
 
 from broker.api.fast import tool_call_fast
+
+from .middleware import disallowed_host
 
 
 class AgentCallLane:
@@ -53,17 +55,9 @@ class AgentCallLane:
         return bool(request.method == "POST" and request.path == self.PATH)
 
     def __call__(self, request: Any) -> HttpResponseBase:
-        try:
-            request.get_host()
-        except DisallowedHost:
-            return JsonResponse(
-                {
-                    "code": "disallowed_host",
-                    "detail": "this server does not answer for that Host",
-                    "field": "Host",
-                },
-                status=400,
-            )
+        refused = disallowed_host(request)
+        if refused is not None:
+            return refused
         redirect = self.security.process_request(request)
         if redirect is not None:
             return redirect

@@ -38,15 +38,23 @@ class ApiHostMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path.startswith("/api/"):
-            try:
-                request.get_host()
-            except DisallowedHost:
-                return JsonResponse(
-                    {
-                        "code": "disallowed_host",
-                        "detail": "this server does not answer for that Host",
-                        "field": "Host",
-                    },
-                    status=400,
-                )
+            refused = disallowed_host(request)
+            if refused is not None:
+                return refused
         return self.get_response(request)
+
+
+def disallowed_host(request: HttpRequest) -> JsonResponse | None:
+    """The API's answer to a request for a Host this server does not serve, else None."""
+    try:
+        request.get_host()
+    except DisallowedHost:
+        return JsonResponse(
+            {
+                "code": "disallowed_host",
+                "detail": "this server does not answer for that Host",
+                "field": "Host",
+            },
+            status=400,
+        )
+    return None
