@@ -71,6 +71,21 @@ HANDLER_CONFIG_SCHEMAS: dict[str, dict[str, Any]] = {
             "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
             "cwd": {"type": "string", "pattern": r"^[^/].*$|^$"},
             "timeout_s": _TIMEOUT,
+            # The sandbox's limits (broker.handlers.sandbox.LIMIT_DEFAULTS, LIMIT_CAPS).
+            "limits": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "memory_mb": {"type": "integer", "minimum": 64, "maximum": 8192},
+                    "cpu_s": {"type": "integer", "minimum": 1, "maximum": 600},
+                    "nofile": {"type": "integer", "minimum": 16, "maximum": 1024},
+                    "fsize_mb": {"type": "integer", "minimum": 1, "maximum": 512},
+                    "nproc": {"type": "integer", "minimum": 1, "maximum": 256},
+                    "workspace_mb": {"type": "integer", "minimum": 1, "maximum": 1024},
+                },
+            },
+            # The workspace's files become deliverables of the calling agent.
+            "keep_outputs": {"type": "boolean"},
         },
     },
 }

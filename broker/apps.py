@@ -18,6 +18,8 @@ class BrokerConfig(AppConfig):
         from brainframe.jobs import job_register
         from brainframe.models import Tool
 
+        from . import checks  # noqa: F401  (registers the sandbox's start-up check)
+
         # drf-spectacular learns of an extension when its class is defined (RABS-HMAC's).
         from .api import schema  # noqa: F401
         from .handlers import (

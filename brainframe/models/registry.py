@@ -44,7 +44,7 @@ class Tool(models.Model):
         FUNCTION = "function", "Function (Python callable)"
         SQL = "sql", "SQL (parameterised query)"
         API = "api", "API (HTTP call)"
-        SCRIPT = "script", "Script (sandboxed subprocess)"
+        SCRIPT = "script", "Script (a program in the OS sandbox)"
         MCP = "mcp", "MCP (a tool of an upstream MCP server)"
 
     tool_id = models.CharField(

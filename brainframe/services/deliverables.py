@@ -6,9 +6,10 @@ import hashlib
 from pathlib import PurePath
 
 from django.conf import settings
-from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadedfile import SimpleUploadedFile, UploadedFile
+from django.db import transaction
 
-from brainframe.models import Agent, AgentTask, Deliverable
+from brainframe.models import Agent, AgentTask, Deliverable, ToolCall
 
 
 class DeliverableRejected(Exception):
@@ -48,3 +49,19 @@ def deliverable_store(*, agent: Agent, task: AgentTask | None, upload: UploadedF
         size_bytes=upload.size,
         sha256=digest.hexdigest(),
     )
+
+
+def deliverables_from_call(*, call_id: object, files: dict[str, bytes]) -> list[dict[str, object]]:
+    """The files a sandboxed script left in its workspace (``keep_outputs``), stored as the calling
+    agent's deliverables for the call's task, each through the same checks as an upload. All or
+    none: one refused file stores nothing."""
+    call = ToolCall.objects.select_related("agent", "task").get(pk=call_id)
+    kept: list[dict[str, object]] = []
+    with transaction.atomic():
+        for name, data in sorted(files.items()):
+            upload = SimpleUploadedFile(PurePath(name).name, data)
+            stored = deliverable_store(agent=call.agent, task=call.task, upload=upload)
+            kept.append(
+                {"id": str(stored.id), "filename": stored.filename, "sha256": stored.sha256}
+            )
+    return kept

@@ -244,6 +244,17 @@ RABS_SPOT_CHECK_RATE = env.float("RABS_SPOT_CHECK_RATE", default=0.10)
 # separate (least-privilege) database role for sql handlers.
 RABS_HANDLER_TIMEOUT_SECONDS = env.float("RABS_HANDLER_TIMEOUT_SECONDS", default=10.0)
 RABS_SCRIPT_ROOT = env.path("RABS_SCRIPT_ROOT", default=BASE_DIR / "var" / "scripts")
+# The OS sandbox of script handlers (broker.handlers.sandbox): the programs that build it, the
+# unprivileged user scripts run as, and the interpreter "python" names in a script's argv (by
+# default the base interpreter of this one, never the project's virtualenv).
+RABS_SANDBOX = {
+    "bwrap": env.str("RABS_SANDBOX_BWRAP", default="/usr/bin/bwrap"),
+    "setpriv": env.str("RABS_SANDBOX_SETPRIV", default="/usr/bin/setpriv"),
+    "prlimit": env.str("RABS_SANDBOX_PRLIMIT", default="/usr/bin/prlimit"),
+    "uid": env.int("RABS_SANDBOX_UID", default=65534),
+    "gid": env.int("RABS_SANDBOX_GID", default=65534),
+}
+RABS_SANDBOX_PYTHON = env.str("RABS_SANDBOX_PYTHON", default="")
 RABS_SQL_HANDLER_DATABASE_URL = env.str("RABS_SQL_HANDLER_DATABASE_URL", default="")
 # Graduation needs at least this many rated calls in the 30-day window (no promotion on a
 # handful of lucky calls).

@@ -101,7 +101,7 @@ def test_function_handler_timeout() -> None:
 @pytest.fixture
 def script_root(settings: Any, tmp_path: Path) -> Path:
     settings.RABS_SCRIPT_ROOT = tmp_path
-    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs").mkdir(mode=0o755)
     (tmp_path / "jobs" / "echo.py").write_text(
         "import json, os, sys\n"
         "args = json.load(sys.stdin)\n"
@@ -117,16 +117,6 @@ def _script_tool(argv: list[str], cwd: str = "jobs", timeout: float = 5) -> Any:
         output_schema={},
         handler_config={"argv": argv, "cwd": cwd, "timeout_s": timeout},
     )
-
-
-def test_script_handler_confined_and_minimal(script_root: Path) -> None:
-    result = run_handler(
-        tool=_script_tool(["python", "echo.py"]), arguments={"n": 1}, call_id=uuid.uuid4()
-    )
-    assert result.outcome == "succeeded", result.error
-    assert result.output["args"] == {"n": 1}
-    assert result.output["cwd"] == str(script_root / "jobs")
-    assert set(result.output["env"]) <= {"PATH", "LANG", "HOME", "RABS_CALL_ID", "LC_CTYPE"}
 
 
 def test_script_handler_refuses_escape_and_times_out(script_root: Path) -> None:

@@ -1,0 +1,272 @@
+"""The OS sandbox every ``script`` handler runs in: bubblewrap, setpriv and prlimit.
+
+What a script sees (nothing else exists in its mount namespace):
+
+- ``/usr`` (and the ``/bin``, ``/lib``, ``/lib64``, ``/sbin`` links to it), read-only;
+- the Python interpreter "python" names, with its standard library, read-only at its own path;
+- ``/tool``: the tool's directory under ``RABS_SCRIPT_ROOT``, read-only; the working directory;
+- ``/workspace``: a private tmpfs of ``workspace_mb``, writable, gone when the call ends (``HOME``,
+  ``TMPDIR`` and ``/tmp`` point there); with ``keep_outputs`` its files become a deliverable;
+- a fresh ``/proc`` of its own PID namespace and a minimal ``/dev``.
+
+Not the project tree, not ``var/`` or ``.env``, not ``/etc``, not any home directory. New PID, IPC,
+UTS, network (loopback only: no route anywhere) and cgroup namespaces; ``--clearenv`` and a
+minimal environment; ``--die-with-parent --new-session``; every capability dropped; the script runs
+as an unprivileged user (``RABS_SANDBOX_UID``, default 65534 ``nobody``) with ``no_new_privs``.
+Limits by ``prlimit``: address space, CPU seconds, open files, file size, processes; plus the
+wall-clock timeout, after which the whole PID namespace is killed. Nothing outlives the call.
+
+Run as root, bwrap sets the namespaces up itself and ``setpriv`` drops to the sandbox user (the
+process limit does not bind uid 0); run as another user, bwrap uses an unprivileged user namespace.
+Either way the sandbox is checked once per process (``sandbox_status``) and a script is refused,
+never run bare, when it cannot be built (fail closed).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+#: Defaults for a tool's ``handler_config["limits"]`` (each overridable per tool, up to the maxima
+#: of ``brainframe.schemas``).
+LIMIT_DEFAULTS: dict[str, int] = {
+    "memory_mb": 1024,  # address space (RLIMIT_AS)
+    "cpu_s": 30,  # CPU seconds (RLIMIT_CPU: SIGXCPU, then SIGKILL)
+    "nofile": 64,  # open files
+    "fsize_mb": 16,  # largest file written, stdout and stderr included
+    "nproc": 32,  # processes and threads
+    "workspace_mb": 64,  # the private tmpfs
+}
+
+_MERGED_USR = ("bin", "lib", "lib64", "sbin")
+_OPT_PYTHON = Path("/opt/python")
+
+
+class SandboxUnavailable(Exception):
+    """The sandbox cannot be built here: the script is refused (nothing runs unsandboxed)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+
+def limits_for(config: dict[str, Any]) -> dict[str, int]:
+    given = config.get("limits") or {}
+    return {key: int(given.get(key, default)) for key, default in LIMIT_DEFAULTS.items()}
+
+
+def interpreter() -> Path:
+    """The interpreter "python" names: the base interpreter of this one (not the project's
+    virtualenv, which lives in the project tree), or ``RABS_SANDBOX_PYTHON``."""
+    configured = getattr(settings, "RABS_SANDBOX_PYTHON", "")
+    if configured:
+        return Path(configured)
+    base = getattr(sys, "_base_executable", sys.executable)
+    return Path(os.path.realpath(base))
+
+
+def _prefix(python: Path) -> Path:
+    # bin/python3.11 → the installation's prefix (its lib/python3.11 and libpython with it).
+    return python.parent.parent
+
+
+def _privileged() -> bool:
+    return os.geteuid() == 0
+
+
+def bwrap_argv(
+    *,
+    command: list[str],
+    tool_dir: Path | None,
+    limits: dict[str, int],
+    env: dict[str, str],
+) -> list[str]:
+    """The full command line: bwrap, then (as root) setpriv, then prlimit, then ``command``."""
+    sandbox = settings.RABS_SANDBOX
+    python = interpreter()
+    argv = [
+        sandbox["bwrap"],
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--cap-drop",
+        "ALL",
+        "--hostname",
+        "sandbox",
+    ]
+    if _privileged():
+        # Only to drop to the sandbox user; setpriv clears them (and the bounding set) at once.
+        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        argv += ["--unshare-user", "--uid", str(sandbox["uid"]), "--gid", str(sandbox["gid"])]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for name in _MERGED_USR:
+        host = Path("/") / name
+        if host.is_symlink():
+            argv += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            argv += ["--ro-bind", str(host), str(host)]
+    prefix = _prefix(python)
+    if prefix != Path("/usr") and Path("/usr") not in prefix.parents:
+        # An interpreter outside /usr (pyenv's, in a home directory) appears at /opt/python: the
+        # sandbox shows no home directory, not even the path to one.
+        argv += ["--perms", "0755", "--dir", "/opt", "--ro-bind", str(prefix), str(_OPT_PYTHON)]
+        env = {**env, "LD_LIBRARY_PATH": str(_OPT_PYTHON / "lib")}
+        python = _OPT_PYTHON / python.relative_to(prefix)
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    workspace_bytes = limits["workspace_mb"] * 1024 * 1024
+    argv += ["--size", str(workspace_bytes), "--perms", "1777", "--tmpfs", "/workspace"]
+    argv += ["--symlink", "/workspace", "/tmp"]
+    if tool_dir is not None:
+        argv += ["--perms", "0755", "--dir", "/tool", "--ro-bind", str(tool_dir), "/tool"]
+        argv += ["--chdir", "/tool"]
+    else:
+        argv += ["--chdir", "/workspace"]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    argv.append("--")
+    if _privileged():
+        argv += [
+            sandbox["setpriv"],
+            f"--reuid={sandbox['uid']}",
+            f"--regid={sandbox['gid']}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+        ]
+    mb = 1024 * 1024
+    argv += [
+        sandbox["prlimit"],
+        f"--as={limits['memory_mb'] * mb}",
+        f"--cpu={limits['cpu_s']}:{limits['cpu_s'] + 1}",  # SIGXCPU, then SIGKILL
+        f"--nofile={limits['nofile']}",
+        f"--fsize={limits['fsize_mb'] * mb}",
+        f"--nproc={limits['nproc']}",
+        "--core=0",
+        "--",
+    ]
+    return argv + [str(python) if part == "python" else part for part in command]
+
+
+def _missing_tools() -> list[str]:
+    sandbox = settings.RABS_SANDBOX
+    wanted = ["bwrap", "prlimit"] + (["setpriv"] if _privileged() else [])
+    return [sandbox[name] for name in wanted if not shutil.which(sandbox[name])]
+
+
+@functools.lru_cache(maxsize=1)
+def sandbox_status() -> str:
+    """ "" when a trivial sandbox runs here, else why not (checked once per process)."""
+    missing = _missing_tools()
+    if missing:
+        return (
+            f"{', '.join(missing)} not found: install bubblewrap and util-linux "
+            "(Debian: apt-get install bubblewrap)"
+        )
+    try:
+        outcome = run_sandboxed(
+            command=["python", "-I", "-S", "-c", "pass"],
+            stdin=b"",
+            tool_dir=None,
+            limits=LIMIT_DEFAULTS,
+            env={"PATH": "/usr/bin:/bin"},
+            timeout=10.0,
+            checked=False,
+        )
+    except (OSError, SandboxUnavailable) as exc:
+        return f"bubblewrap could not start: {exc}"
+    if outcome.returncode != 0 or outcome.timed_out:
+        return f"bubblewrap could not build the sandbox: {outcome.stderr.strip()[-300:]}"
+    return ""
+
+
+def _killed_by(returncode: int) -> str:
+    """bwrap reports a child killed by signal N as 128 + N."""
+    number = returncode - 128 if returncode > 128 else -returncode if returncode < 0 else 0
+    try:
+        return signal.Signals(number).name if number else ""
+    except ValueError:
+        return ""
+
+
+def explain(returncode: int, stderr: str, limits: dict[str, int]) -> str:
+    """The error recorded for a script that did not exit 0."""
+    signame = _killed_by(returncode)
+    tail = stderr.strip()[-500:]
+    if signame == "SIGXCPU" or (signame == "SIGKILL" and "cpu" in tail.lower()):
+        why = f"killed: CPU time limit ({limits['cpu_s']} s)"
+    elif signame == "SIGXFSZ":
+        why = f"killed: file size limit ({limits['fsize_mb']} MB)"
+    elif signame:
+        why = f"killed by {signame}"
+    else:
+        why = f"exited {returncode}"
+    return f"script {why}: {tail}" if tail else f"script {why}"
+
+
+def _read_capped(path: Path, limit: int) -> bytes:
+    with path.open("rb") as stream:
+        return stream.read(limit)
+
+
+def run_sandboxed(
+    *,
+    command: list[str],
+    stdin: bytes,
+    tool_dir: Path | None,
+    limits: dict[str, int],
+    env: dict[str, str],
+    timeout: float,
+    checked: bool = True,
+) -> Outcome:
+    """Run ``command`` in the sandbox; stdout and stderr go to files the file size limit binds."""
+    if checked:
+        problem = sandbox_status()
+        if problem:
+            raise SandboxUnavailable(problem)
+    argv = bwrap_argv(command=command, tool_dir=tool_dir, limits=limits, env=env)
+    cap = limits["fsize_mb"] * 1024 * 1024
+    with tempfile.TemporaryDirectory(prefix="rabs-sandbox-") as scratch:
+        here = Path(scratch)
+        (here / "in").write_bytes(stdin)
+        with (
+            (here / "in").open("rb") as given,
+            (here / "out").open("wb") as out,
+            (here / "err").open("wb") as err,
+        ):
+            process = subprocess.Popen(argv, stdin=given, stdout=out, stderr=err, close_fds=True)
+            try:
+                returncode = process.wait(timeout=timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                # bwrap's children die with it (--die-with-parent), and with its PID namespace
+                # every process the script started.
+                process.kill()
+                returncode = process.wait()
+                timed_out = True
+        return Outcome(
+            returncode=returncode,
+            stdout=_read_capped(here / "out", cap).decode("utf-8", "replace"),
+            stderr=_read_capped(here / "err", 64 * 1024).decode("utf-8", "replace"),
+            timed_out=timed_out,
+        )
