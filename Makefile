@@ -6,6 +6,7 @@ STAMP := $(VENV)/.installed
 
 CHROMIUM := /usr/bin/chromium
 NGINX := /usr/sbin/nginx
+BWRAP := /usr/bin/bwrap
 
 .PHONY: install run run-multi test lint typecheck stop status clean
 
@@ -34,15 +35,21 @@ $(NGINX):
 	elif command -v sudo >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq nginx >/dev/null; \
 	else echo "The deployment test needs Debian's nginx: apt-get install -y nginx"; exit 1; fi
 
-run: install
+# Script tools run in bubblewrap's sandbox (broker/handlers/sandbox.py); without it they are refused.
+$(BWRAP):
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
+	elif command -v sudo >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap >/dev/null; \
+	else echo "Script tools need bubblewrap: apt-get install -y bubblewrap"; exit 1; fi
+
+run: install $(BWRAP)
 	$(PY) -m rabs.devstack
 
 # Two web processes behind one port, two Celery workers, one beat.
-run-multi: install
+run-multi: install $(BWRAP)
 	RABS_WEB_PROCESSES=2 RABS_WORKER_PROCESSES=2 $(PY) -m rabs.devstack
 
 # pytest exits 5 when it collected no tests; that is not a failure of the suite.
-test: install $(CHROMIUM) $(NGINX)
+test: install $(CHROMIUM) $(NGINX) $(BWRAP)
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
 
 # Style, and the architecture contract (layers point one way, no import cycles).

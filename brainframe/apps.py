@@ -20,6 +20,7 @@ class BrainframeConfig(AppConfig):
         from .services.grants import grants_expire
         from .services.indexing import index_sweep
         from .services.relevance import decay_run
+        from .services.supervisors import supervisors_check
 
         def decay(day: date) -> Any:
             # The 02:00 run on the morning after ``day`` is that night's decay.
@@ -29,3 +30,4 @@ class BrainframeConfig(AppConfig):
         job_register("decay", decay)
         job_register("alignment", lambda day: alignment_nightly(day=day))
         job_register("expire_grants", lambda day: {"withdrawn": grants_expire()})
+        job_register("check_supervisors", lambda day: supervisors_check())

@@ -13,6 +13,7 @@ from django.utils import timezone
 from brainframe.models import (
     Agent,
     AgentNote,
+    AgentSupervisor,
     AgentTask,
     AlignmentSnapshot,
     ApprovalRequest,
@@ -64,6 +65,7 @@ class StatusCard:
     status: str
     counts: dict[str, int]
     trend: str
+    supervisor: AgentSupervisor | None = None
 
 
 def status_card(agent: Agent) -> StatusCard:
@@ -71,7 +73,13 @@ def status_card(agent: Agent) -> StatusCard:
         **{str(status): Count("pk", filter=Q(status=status)) for status, _ in COLUMNS}
     )
     return StatusCard(
-        agent=agent, status=agent_status(agent), counts=counts, trend=trend_points(agent)
+        agent=agent,
+        status=agent_status(agent),
+        counts=counts,
+        trend=trend_points(agent),
+        supervisor=AgentSupervisor.objects.filter(agent=agent)
+        .select_related("last_command__requested_by")
+        .first(),
     )
 
 

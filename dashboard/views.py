@@ -13,12 +13,14 @@ from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponseBadRequest,
+    JsonResponse,
 )
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
 from brainframe.models import Agent, AgentNote, AgentTask, ApprovalRequest, Deliverable, ToolCall
 from brainframe.selectors import flatten, origin_chain
+from brainframe.services.supervisors import SupervisorError, supervisor_command
 from broker.services.approvals import (
     ApprovalError,
     approval_decide,
@@ -178,6 +180,43 @@ def approval_action(request: HttpRequest, approval_id: str, action: str) -> Http
     approval.refresh_from_db()
     return render(
         request, "dashboard/partials/approval_card.html", _card_context(request, approval)
+    )
+
+
+_SUPERVISOR_STATUS = {
+    "invalid_action": 400,
+    "no_supervisor": 409,
+    "constitution:LOOPBACK_ONLY": 409,
+    "token_unreadable": 409,
+}
+
+
+@login_required
+@require_POST
+def supervisor_action(request: HttpRequest, agent_id: str) -> HttpResponse:
+    """Staff restart (drain or force) or stop an agent through its supervisor; the answer is the
+    agent's refreshed status card, or a JSON error with its code."""
+    agent = get_object_or_404(Agent, pk=agent_id)
+    if not request.user.has_perm("brainframe.add_supervisorcommand"):
+        return JsonResponse(
+            {"code": "permission_denied", "detail": "restarting agents is not allowed for you"},
+            status=403,
+        )
+    try:
+        supervisor_command(
+            agent=agent,
+            action=request.POST.get("action", ""),
+            force=request.POST.get("force") in ("on", "true", "1"),
+            reason=request.POST.get("reason", "").strip() or "from the board",
+            requested_by=request.user,  # type: ignore[arg-type]
+        )
+    except SupervisorError as exc:
+        body = {"code": exc.code, "detail": exc.detail}
+        if exc.field:
+            body["field"] = exc.field
+        return JsonResponse(body, status=_SUPERVISOR_STATUS.get(exc.code, 502))
+    return render(
+        request, "dashboard/partials/status_card.html", {"card": selectors.status_card(agent)}
     )
 
 

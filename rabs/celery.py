@@ -29,6 +29,13 @@ app.conf.beat_schedule = {
         "args": ("expire_grants",),
         "options": {"expires": 55},
     },
+    # Each agent supervisor's health, for the board.
+    "check-supervisors": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 60.0,
+        "args": ("check_supervisors",),
+        "options": {"expires": 55},
+    },
     # Embeddings and bucket classification that a failed enqueue left behind.
     "index-sweep": {
         "task": "brainframe.tasks.run_scheduled_job",

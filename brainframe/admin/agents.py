@@ -12,10 +12,18 @@ from brainframe.models import (
     Agent,
     AgentCredential,
     AgentNote,
+    AgentSupervisor,
     AgentToken,
+    SupervisorCommand,
 )
 from brainframe.services.agents import agent_changed, agent_set_paused
 from brainframe.services.credentials import agent_token_issue, agent_tokens_revoke
+from brainframe.services.supervisors import (
+    SupervisorError,
+    supervisor_check,
+    supervisor_command,
+    supervisor_set,
+)
 
 from .common import (
     AgentLevelChangeInline,
@@ -152,3 +160,95 @@ class AgentTokenAdmin(ReadOnlyAdmin):
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[AgentToken]) -> None:
         count = agent_tokens_revoke(tokens=queryset)
         self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)
+
+
+class AgentSupervisorForm(forms.ModelForm):
+    control_url = forms.URLField(
+        max_length=300,
+        assume_scheme="http",
+        help_text="e.g. http://127.0.0.1:8765 — loopback only (constitution LOOPBACK_ONLY).",
+    )
+    token = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="The supervisor's control token (its [control] token). Stored encrypted; "
+        "leave empty to keep the stored one.",
+    )
+
+    class Meta:
+        model = AgentSupervisor
+        fields = ("agent", "control_url")
+
+    def clean(self) -> dict[str, object]:
+        cleaned = super().clean() or {}
+        agent, url = cleaned.get("agent"), cleaned.get("control_url")
+        if agent is None or not url:
+            return cleaned
+        try:
+            self.instance = supervisor_set(
+                agent=agent, control_url=str(url), token=cleaned.get("token") or None
+            )
+        except SupervisorError as exc:
+            field = exc.field if exc.field in ("control_url", "token") else None
+            raise forms.ValidationError({field: exc.detail} if field else exc.detail) from None
+        return cleaned
+
+
+@admin.register(AgentSupervisor)
+class AgentSupervisorAdmin(admin.ModelAdmin):
+    """Where each agent's supervisor answers (loopback only), its last health answer, and
+    restart / stop actions (recorded as supervisor commands, like the board's buttons)."""
+
+    form = AgentSupervisorForm
+    list_display = ("agent", "control_url", "reachable", "checked_at", "error")
+    list_select_related = ("agent",)
+    readonly_fields = ("health", "reachable", "checked_at", "error")
+    actions = ["check_now", "restart_drain", "restart_force"]
+
+    def save_model(
+        self, request: HttpRequest, obj: AgentSupervisor, form: forms.Form, change: bool
+    ) -> None:
+        # The form's clean() saved it through supervisor_set (validation and encryption).
+        supervisor_check(supervisor=form.instance)
+
+    @admin.action(description="Ask the selected supervisors how they are")
+    def check_now(self, request: HttpRequest, queryset: QuerySet[AgentSupervisor]) -> None:
+        for supervisor in queryset:
+            supervisor_check(supervisor=supervisor)
+        self.message_user(request, f"{queryset.count()} supervisor(s) checked.", messages.SUCCESS)
+
+    def _restart(
+        self, request: HttpRequest, queryset: QuerySet[AgentSupervisor], force: bool
+    ) -> None:
+        for supervisor in queryset.select_related("agent"):
+            try:
+                supervisor_command(
+                    agent=supervisor.agent,
+                    action="restart",
+                    force=force,
+                    reason="from the admin",
+                    requested_by=request.user,  # type: ignore[arg-type]
+                )
+            except SupervisorError as exc:
+                self.message_user(request, f"{supervisor.agent_id}: {exc.detail}", messages.ERROR)
+            else:
+                self.message_user(request, f"{supervisor.agent_id}: restarted.", messages.SUCCESS)
+
+    @admin.action(description="Restart the selected agents' workers (drain the call in hand)")
+    def restart_drain(self, request: HttpRequest, queryset: QuerySet[AgentSupervisor]) -> None:
+        self._restart(request, queryset, force=False)
+
+    @admin.action(description="Restart the selected agents' workers at once (force)")
+    def restart_force(self, request: HttpRequest, queryset: QuerySet[AgentSupervisor]) -> None:
+        self._restart(request, queryset, force=True)
+
+
+@admin.register(SupervisorCommand)
+class SupervisorCommandAdmin(ReadOnlyAdmin):
+    """Every restart and stop sent to a supervisor: who asked or approved, why, the answer."""
+
+    list_display = ("created_at", "agent", "action", "force", "requested_by", "call", "ok")
+    list_filter = ("agent", "action", "ok")
+    list_select_related = ("agent", "requested_by")
+    search_fields = ("agent__agent_id", "reason")

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from .agents import Agent, AgentCredential, AgentNote, AgentToken
+from .agents import (
+    Agent,
+    AgentCredential,
+    AgentNote,
+    AgentSupervisor,
+    AgentToken,
+    SupervisorCommand,
+)
 from .append_only import AppendOnlyError, AppendOnlyModel
 from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
 from .memory import ContextBucketEntry, DecayRun
@@ -24,6 +31,7 @@ __all__ = [
     "Agent",
     "AgentCredential",
     "AgentNote",
+    "AgentSupervisor",
     "AgentTask",
     "AgentToken",
     "AlignmentSnapshot",
@@ -45,6 +53,7 @@ __all__ = [
     "PrimeDirective",
     "ReasonEdge",
     "ReasonLog",
+    "SupervisorCommand",
     "Tool",
     "ToolCall",
     "UpstreamToolChange",

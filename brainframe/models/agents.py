@@ -167,3 +167,74 @@ class AgentNote(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_id}: {self.content[:60]}"
+
+
+class AgentSupervisor(models.Model):
+    """Where an agent's supervisor answers (seed 004 "Supervisor"): its control API, reached only
+    on a loopback address (constitution LOOPBACK_ONLY) or through the gate's control lane, with
+    its bearer token encrypted at rest like agent credentials; and what it last said."""
+
+    agent = models.OneToOneField(
+        Agent, on_delete=models.CASCADE, primary_key=True, related_name="supervisor"
+    )
+    control_url = models.URLField(
+        max_length=300,
+        help_text="e.g. http://127.0.0.1:8765 — loopback only (or a host in "
+        "RABS_CONTROL_GATE_HOSTS, the gate's control lane in the compose deployment).",
+    )
+    token_encrypted = models.TextField(editable=False)
+    health = models.JSONField(default=dict, blank=True, editable=False)
+    reachable = models.BooleanField(null=True, editable=False)
+    checked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    error = models.TextField(blank=True, editable=False)
+    last_command = models.ForeignKey(
+        "brainframe.SupervisorCommand",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+    )
+
+    class Meta:
+        db_table = "agent_supervisors"
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} supervisor at {self.control_url}"
+
+
+class SupervisorCommand(models.Model):
+    """A restart or stop sent to an agent's supervisor: by whom (a reviewer approving the agent's
+    own ``agent.restart_self``, or staff from the board), why, and what the supervisor answered."""
+
+    class Action(models.TextChoices):
+        RESTART = "restart", "Restart the loop worker"
+        SHUTDOWN = "shutdown", "Stop the agent service"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="supervisor_commands")
+    action = models.CharField(max_length=10, choices=Action.choices)
+    force = models.BooleanField(default=False, help_text="Kill at once instead of draining.")
+    reason = models.CharField(max_length=200)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    call = models.ForeignKey(
+        "brainframe.ToolCall",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The agent's own agent.restart_self call, when it asked.",
+    )
+    ok = models.BooleanField()
+    answer = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "supervisor_commands"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["agent", "-created_at"], name="supervisor_cmd_agent_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.agent_id} ({'ok' if self.ok else 'failed'})"

@@ -243,4 +243,44 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
             },
         },
     },
+    {
+        "tool_id": "agent.restart_self",
+        "description": (
+            "Restart your own loop worker (seed 004 Supervisor), for instance after changing "
+            "your handler configuration in your local store. A reviewer approves it; your "
+            "supervisor then stops the worker (draining the call in hand, or at once with "
+            "force) and starts it again from your local store."
+        ),
+        "category": "system",
+        "agent_access": ["*"],
+        "risk_level": "write",
+        "execution_mode": "review",
+        "validation_mode": "intercept",
+        "context_bucket": "compliance_regulatory",
+        # Always a human's decision: it never graduates to running unreviewed.
+        "monitoring_level": 0,
+        "monitoring_ceiling": 0,
+        "data_class": "logistics",
+        "permission_tier": "READ_ONLY",
+        "handler_type": "function",
+        "handler_config": {"callable": "rabs.agent_restart_self"},
+        "input_schema": {
+            "type": "object",
+            "required": ["reason"],
+            "additionalProperties": False,
+            "properties": {
+                "reason": {"type": "string", "minLength": 3, "maxLength": 200},
+                "force": {"type": "boolean"},
+            },
+        },
+        "output_schema": {
+            "type": "object",
+            "required": ["restarted", "approved_by"],
+            "properties": {
+                "restarted": {"type": "boolean"},
+                "approved_by": {"type": ["string", "null"]},
+                "supervisor": {"type": "object"},
+            },
+        },
+    },
 ]

@@ -36,6 +36,17 @@ def _cipher() -> Fernet:
     return _fernet(settings.RABS_SECRET_ENCRYPTION_KEY or settings.SECRET_KEY)
 
 
+def secret_seal(plain: str) -> str:
+    """Encrypt a secret the control plane must use again (a supervisor's bearer token)."""
+    return _cipher().encrypt(plain.encode()).decode()
+
+
+def secret_open(sealed: str) -> str | None:
+    """The secret ``secret_seal`` encrypted; None when it was sealed under another key."""
+    plain = _decrypt(settings.RABS_SECRET_ENCRYPTION_KEY or settings.SECRET_KEY, sealed)
+    return plain.decode() if plain is not None else None
+
+
 def agent_credential_issue(*, agent: Agent) -> str:
     """Create a new signing secret for ``agent``, revoking any previous one. Returns it once."""
     secret = secrets.token_hex(32)

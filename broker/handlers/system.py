@@ -5,7 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from brainframe.models import ApprovalRequest, ToolCall
 from brainframe.services.grants import GrantRefused, grant_apply
+from brainframe.services.supervisors import SupervisorError, supervisor_command
 
 from .base import HandlerFailure
 from .function import ToolFunction
@@ -19,5 +21,32 @@ def capability_grant(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, A
         raise HandlerFailure(str(exc)) from exc
 
 
+def agent_restart_self(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
+    """An approved ``agent.restart_self``: the calling agent's supervisor restarts its worker;
+    the command records the reviewer who approved it and the call."""
+    call = ToolCall.objects.select_related("agent").get(pk=call_id)
+    approval = ApprovalRequest.objects.filter(tool_call=call).select_related("decided_by").first()
+    approver = approval.decided_by if approval is not None else None
+    try:
+        command = supervisor_command(
+            agent=call.agent,
+            action="restart",
+            force=bool(args.get("force")),
+            reason=args["reason"],
+            requested_by=approver,
+            call=call,
+        )
+    except SupervisorError as exc:
+        raise HandlerFailure(f"{exc.code}: {exc.detail}") from exc
+    return {
+        "restarted": True,
+        "approved_by": approver.get_username() if approver is not None else None,
+        "supervisor": command.answer,
+    }
+
+
 #: The callables by the name tools give in ``handler_config["callable"]``.
-CALLABLES: dict[str, ToolFunction] = {"rabs.capability_grant": capability_grant}
+CALLABLES: dict[str, ToolFunction] = {
+    "rabs.capability_grant": capability_grant,
+    "rabs.agent_restart_self": agent_restart_self,
+}

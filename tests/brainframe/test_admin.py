@@ -69,6 +69,14 @@ def populated(seeded: None) -> None:
     from brainframe.services.usage import usage_record
 
     usage_record(agent=agent, mode="normal", model="gpt-4o-mini", prompt_tokens=900)
+    from brainframe.models import AgentSupervisor, SupervisorCommand
+
+    AgentSupervisor.objects.create(
+        agent=agent, control_url="http://127.0.0.1:8765", token_encrypted="x"
+    )
+    SupervisorCommand.objects.create(
+        agent=agent, action="restart", reason="stuck", ok=False, answer={"code": "x"}
+    )
     Deliverable.objects.create(
         agent=agent,
         file="outbox/henry/x.pdf",

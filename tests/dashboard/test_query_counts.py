@@ -44,9 +44,10 @@ def crowded(seeded: None) -> dict[str, Any]:
 def test_board_page(crowded: dict[str, Any], django_assert_num_queries: Any) -> None:
     client = crowded["client"]
     client.get("/board/?agent=henry")  # the session's first read
-    # session, user; agents (menu and the one shown); status card; Kanban; notes; deliverables;
-    # action log (calls, approvals, tasks, level changes); open count
-    with django_assert_num_queries(14):
+    # session, user; agents (menu and the one shown); status card (tasks; its supervisor with the
+    # last command sent to it); Kanban; notes; deliverables; action log (calls, approvals, tasks,
+    # level changes); open count
+    with django_assert_num_queries(15):
         response = client.get("/board/?agent=henry")
     assert response.status_code == 200
 
@@ -73,10 +74,11 @@ def _events(henry: Agent) -> list[tuple[Event, int]]:
         # the approval, its chain, the reviewer's groups, the open count
         (ApprovalCreated.of(approval), 4),
         (ApprovalDecided.of(approval), 4),
-        (TaskChanged(agent_id="henry", task_id=str(task.task_id), status="todo"), 5),
-        (LevelChanged.of(change), 4),
-        (AgentChanged(agent_id="henry"), 3),  # the agent; its status card
-        (Heartbeat(agent_id="henry", status="idle", uptime_seconds=5, at="2026-03-02"), 3),
+        (TaskChanged(agent_id="henry", task_id=str(task.task_id), status="todo"), 6),
+        (LevelChanged.of(change), 5),
+        # the agent; its status card (tasks; the supervisor with its last command)
+        (AgentChanged(agent_id="henry"), 4),
+        (Heartbeat(agent_id="henry", status="idle", uptime_seconds=5, at="2026-03-02"), 4),
     ]
 
 
