@@ -7,6 +7,7 @@ meant to be run by hand. ``call`` and ``tools`` send one signed request (``agent
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import signal
 import sys
@@ -38,6 +39,11 @@ def worker(config_path: str) -> int:
 
     config = load_config(config_path)
     memory = AgentMemory(config.memory_path, journal_key=config.journal_key)
+    # Self-managed handlers: the "loop" configuration the agent keeps in its own store wins over
+    # the file's [loop] (read once, here: a change needs an approved agent.restart_self).
+    loop = memory.handlers().get("loop", {})
+    if isinstance(loop.get("poll_seconds"), int | float) and 0.1 <= loop["poll_seconds"] <= 300:
+        config = dataclasses.replace(config, poll_seconds=float(loop["poll_seconds"]))
     llm = OpenAI(
         base_url=config.llm.base_url,
         api_key=config.llm.api_key,

@@ -10,13 +10,17 @@ Tables:
 - ``task_state`` and ``calls``: where each task stands (its plan and finished steps) and every
   broker call made for it with its idempotency key and outcome, so a restarted worker resumes
   without calling twice;
-- ``supervisor_events``: worker starts, exits and restarts, with why.
+- ``supervisor_events``: worker starts, exits and restarts, with why;
+- ``handlers``: the agent's own handler configurations (seed 004 "Self-Managed Handlers"), which
+  it may change itself; a worker reads them when it starts, so a change takes effect after a
+  restart — asked for with the governed ``agent.restart_self`` tool.
 
 The schema version is SQLite's ``user_version``; ``MIGRATIONS[n]`` takes version n to n + 1.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -81,6 +85,14 @@ MIGRATIONS: list[str] = [
     # 2 → 3: token usage per task survives a restart (cost is reported when the task ends).
     """
     ALTER TABLE task_state ADD COLUMN usage TEXT NOT NULL DEFAULT '{}';
+    """,
+    # 3 → 4: self-managed handler configurations.
+    """
+    CREATE TABLE handlers (
+        name TEXT PRIMARY KEY,
+        config TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    );
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -184,6 +196,27 @@ class AgentMemory:
 
     def preferences(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT key, value FROM user_preferences ORDER BY key"))
+
+    # --- self-managed handlers -----------------------------------------------------------------
+
+    def handler_set(self, name: str, config: dict[str, Any]) -> None:
+        if not name or not isinstance(config, dict):
+            raise ValueError("a handler configuration is a name and a JSON object")
+        self.db.execute(
+            "INSERT INTO handlers (name, config, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET config = excluded.config, "
+            "updated_at = excluded.updated_at",
+            (name, json.dumps(config, sort_keys=True), time.time()),
+        )
+
+    def handlers(self) -> dict[str, dict[str, Any]]:
+        rows = self.db.execute("SELECT name, config FROM handlers ORDER BY name")
+        return {name: json.loads(config) for name, config in rows}
+
+    def handlers_digest(self) -> str:
+        """Names the configurations as they stand (the supervisor shows the running worker's)."""
+        text = json.dumps(self.handlers(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     # --- resumable work -----------------------------------------------------------------------
 

@@ -165,6 +165,12 @@ class Phases:
             return self._once(task_id, step_id, "observation.record", args, self._observe), plan
         if name == "write_deliverable":
             return self._once(task_id, step_id, "deliverable.upload", args, self._deliver), plan
+        if name == "update_handler":
+            try:
+                self.memory.handler_set(str(args.get("name", "")), args.get("config"))
+            except ValueError as exc:
+                return {"status": "error", "detail": str(exc)}, plan
+            return {"status": "saved", "takes_effect": "after agent.restart_self"}, plan
         if name == "remember_preference":
             self.memory.preference_set(str(args.get("key", "")), str(args.get("value", "")))
             return {"status": "remembered"}, plan

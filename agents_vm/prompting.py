@@ -43,6 +43,18 @@ LOCAL_TOOLS: dict[str, dict[str, Any]] = {
             "required": ["filename", "content"],
         },
     },
+    "update_handler": {
+        "description": (
+            "Change one of your own handler configurations (e.g. 'loop': {\"poll_seconds\": 5}) "
+            "in your private store. It takes effect when your worker restarts: then ask for "
+            "that with the agent.restart_self tool, which a reviewer approves."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "config": {"type": "object"}},
+            "required": ["name", "config"],
+        },
+    },
     "remember_preference": {
         "description": "Remember a person's preference in the agent's private memory.",
         "parameters": {

@@ -249,6 +249,12 @@ class BrokerClient:
             response.status_code, body.get("code", "error"), body.get("detail", ""), body
         )
 
+    def restart_self(self, reason: str, *, force: bool = False) -> Outcome:
+        """Ask for a restart of this agent's loop worker (after changing its handler
+        configurations): the governed ``agent.restart_self`` tool, a reviewer's decision."""
+        arguments: dict[str, Any] = {"reason": reason, "force": force}
+        return self.call_tool("agent.restart_self", arguments, reason=reason)
+
     def call_status(self, call_id: str) -> Outcome:
         return outcome_from(self._json(self.request("GET", f"/api/v1/tool-calls/{call_id}/")))
 

@@ -57,6 +57,7 @@ class Supervisor:
         self.lock = threading.RLock()
         self.worker: subprocess.Popen[bytes] | None = None
         self.worker_started = 0.0
+        self.worker_handlers = ""
         self.restarts = 0
         self.last_exit: dict[str, Any] | None = None
         self.backoff = 1.0
@@ -84,7 +85,10 @@ class Supervisor:
             log.close()
             self.worker_started = time.monotonic()
             self.expected_exit = False
-            self._record("worker_started", pid=self.worker.pid, why=why)
+            self.worker_handlers = self.memory.handlers_digest()
+            self._record(
+                "worker_started", pid=self.worker.pid, why=why, handlers=self.worker_handlers
+            )
 
     def stop_worker(self, *, force: bool, why: str) -> dict[str, Any]:
         with self.lock:
@@ -184,7 +188,11 @@ class Supervisor:
                 "worker": {
                     "pid": worker.pid if worker else None,
                     "running": bool(worker and worker.poll() is None),
+                    # The handler configurations it started with, and as they stand now: when
+                    # they differ, a restart is due.
+                    "handlers": self.worker_handlers,
                 },
+                "handlers": self.memory.handlers_digest(),
                 "restarts": self.restarts,
                 "last_exit": self.last_exit,
                 "memory_schema": self.memory.version,

@@ -120,7 +120,7 @@ def test_schema_upgrades_itself(tmp_path: Path) -> None:
     old.commit()
     old.close()
     memory = AgentMemory(path, journal_key=KEY)
-    assert memory.version == SCHEMA_VERSION == 3
+    assert memory.version == SCHEMA_VERSION == 4
     assert memory.preferences() == {"tea": "white"}  # kept across the upgrade
     memory.task_state_save("t1", status="in_progress")  # the v2 table exists
     assert memory.task_state("t1") == {"plan": None, "done_steps": [], "status": "in_progress"}

@@ -21,6 +21,7 @@ import pytest
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "supervisor-test-token"
+JOURNAL_KEY = base64.b64encode(os.urandom(32)).decode()
 
 
 def _closed_port() -> int:
@@ -65,7 +66,7 @@ poll_seconds = 0.2
         "PYTHONPATH": str(ROOT),
         "RABS_AGENT_SECRET": "x",
         "RABS_CONTROL_TOKEN": TOKEN,
-        "RABS_JOURNAL_KEY": base64.b64encode(os.urandom(32)).decode(),
+        "RABS_JOURNAL_KEY": JOURNAL_KEY,
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     proc = subprocess.Popen(
@@ -106,7 +107,7 @@ def test_control_api_is_loopback_and_token_only(supervisor: dict[str, Any]) -> N
     assert _post(supervisor, "/control/restart", {}, token="guess").status_code == 401
     health = _get(supervisor, "/healthz").json()
     assert health["status"] == "ok" and health["agent_id"] == "henry"
-    assert health["memory_schema"] == 3
+    assert health["memory_schema"] == 4
     bad = _post(supervisor, "/control/restart", b"{not json")
     assert bad.status_code == 400 and bad.json()["code"] == "invalid_json"
     wrong = _post(supervisor, "/control/restart", {"force": "yes"})

@@ -5,6 +5,7 @@ and stop an agent from the board the same way; control URLs stay loopback-only."
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.test import Client
 
+from agents_vm.memory import AgentMemory
 from brainframe.models import Agent, AgentSupervisor, ApprovalRequest, SupervisorCommand, ToolCall
 from brainframe.services.supervisors import (
     SupervisorError,
@@ -20,7 +22,13 @@ from brainframe.services.supervisors import (
 )
 from broker.services.approvals import approval_decide
 from tests import factories as f
-from tests.agents_vm.test_supervisor import TOKEN, _get, _wait, supervisor  # noqa: F401
+from tests.agents_vm.test_supervisor import (  # noqa: F401
+    JOURNAL_KEY,
+    TOKEN,
+    _get,
+    _wait,
+    supervisor,
+)
 from tests.signing import SignedClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -39,6 +47,15 @@ def test_an_approved_restart_self_restarts_the_real_worker(
     agent = Agent.objects.get(agent_id="henry")
     supervisor_set(agent=agent, control_url=supervisor["url"], token=TOKEN)
     before = _worker_pid(supervisor)
+    # The agent changes its own handler configuration in its local store (seed 004)...
+    memory = AgentMemory(
+        supervisor["dir"] / "data" / "agent_memory.db", journal_key=base64.b64decode(JOURNAL_KEY)
+    )
+    memory.handler_set("loop", {"poll_seconds": 0.5})
+    memory.close()
+    health = _get(supervisor, "/healthz").json()
+    assert health["handlers"] != health["worker"]["handlers"], "the running worker has it already"
+    # ...and asks for the restart that puts it into effect.
     asked = henry.post(
         CALLS,
         {
@@ -59,6 +76,7 @@ def test_an_approved_restart_self_restarts_the_real_worker(
     assert after != before
     health = _get(supervisor, "/healthz").json()
     assert health["restarts"] == 1 and health["worker"]["running"]
+    assert health["worker"]["handlers"] == health["handlers"], "restarted without the change"
     (command,) = SupervisorCommand.objects.all()
     assert (command.action, command.ok, command.requested_by, command.call_id) == (
         "restart",
