@@ -1,0 +1,127 @@
+"""Benchmark: what the OS sandbox adds to a script call (bubblewrap, setpriv, prlimit).
+
+    .venv/bin/python bench/sandbox.py [--calls 300] [--rounds 3]
+
+The same trivial script (read the JSON arguments on stdin, print them back as JSON) run as a
+plain subprocess of the same interpreter and in the sandbox exactly as a ``script`` tool runs
+(``broker.handlers.sandbox.run_sandboxed``: stdin, stdout and stderr through files, the default
+limits), interleaved call by call so that both see the same machine. Prints p50 and p99 wall time
+of each and the difference, per round. No database: only the sandbox's settings are loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import django  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+settings.configure(
+    RABS_SANDBOX={
+        "bwrap": "/usr/bin/bwrap",
+        "setpriv": "/usr/bin/setpriv",
+        "prlimit": "/usr/bin/prlimit",
+        "uid": 65534,
+        "gid": 65534,
+    },
+    RABS_SANDBOX_PYTHON=os.environ.get("RABS_SANDBOX_PYTHON", ""),
+)
+django.setup()
+
+# The module alone (the handlers package would load the models, which need a database).
+_spec = importlib.util.spec_from_file_location("sandbox", ROOT / "broker/handlers/sandbox.py")
+assert _spec is not None and _spec.loader is not None
+sandbox = sys.modules["sandbox"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sandbox)
+
+SCRIPT = "import json, sys\nprint(json.dumps({'echo': json.load(sys.stdin)}))\n"
+ARGUMENTS = json.dumps({"shift": "SH-1", "hours": 8}).encode()
+ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+def _bare(tool_dir: Path) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [str(sandbox.interpreter()), "echo.py"],
+        input=ARGUMENTS,
+        capture_output=True,
+        cwd=tool_dir,
+        env=ENV,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    assert done.returncode == 0 and b"SH-1" in done.stdout, done.stderr
+    return elapsed
+
+
+def _sandboxed(tool_dir: Path) -> float:
+    started = time.perf_counter()
+    outcome = sandbox.run_sandboxed(
+        command=["python", "echo.py"],
+        stdin=ARGUMENTS,
+        tool_dir=tool_dir,
+        limits=sandbox.LIMIT_DEFAULTS,
+        env=ENV,
+        timeout=10,
+    )
+    elapsed = time.perf_counter() - started
+    assert outcome.returncode == 0 and "SH-1" in outcome.stdout, outcome.stderr
+    return elapsed
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    options = parser.parse_args()
+    problem = sandbox.sandbox_status()
+    if problem:
+        sys.exit(f"the sandbox cannot run here: {problem}")
+    with tempfile.TemporaryDirectory() as scratch:
+        tool_dir = Path(scratch)
+        tool_dir.chmod(0o755)
+        (tool_dir / "echo.py").write_text(SCRIPT)
+        for _ in range(20):  # warm the page cache for both
+            _bare(tool_dir), _sandboxed(tool_dir)
+        print(f"{options.calls} calls each, interleaved; wall time in ms")
+        print("round   bare p50  bare p99   sandbox p50  sandbox p99   added p50  added p99")
+        for number in range(1, options.rounds + 1):
+            bare, boxed = [], []
+            for _ in range(options.calls):
+                bare.append(_bare(tool_dir))
+                boxed.append(_sandboxed(tool_dir))
+            b50, b99, s50, s99 = (
+                _pct(bare, 0.5),
+                _pct(bare, 0.99),
+                _pct(boxed, 0.5),
+                _pct(boxed, 0.99),
+            )
+            print(
+                f"{number:>5}   {b50:8.1f}  {b99:8.1f}   {s50:11.1f}  {s99:11.1f}"
+                f"   {s50 - b50:9.1f}  {s99 - b99:9.1f}"
+            )
+        print(
+            f"(mean of the last round: bare {statistics.mean(bare) * 1000:.1f}, "
+            f"sandboxed {statistics.mean(boxed) * 1000:.1f})"
+        )
+
+
+if __name__ == "__main__":
+    main()
