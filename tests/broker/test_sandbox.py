@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -191,6 +192,15 @@ def test_memory_and_cpu_limits_kill(henry: SignedClient, tools_dir: Path) -> Non
 
 
 def _alive(marker: str) -> list[int]:
+    """Processes with ``marker`` in their command line, after the kernel has had a moment to
+    finish killing the call's PID namespace (its last processes go with bwrap's exit)."""
+    deadline = time.monotonic() + 1.0
+    while (found := _processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return found
+
+
+def _processes(marker: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
