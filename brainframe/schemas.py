@@ -86,6 +86,28 @@ HANDLER_CONFIG_SCHEMAS: dict[str, dict[str, Any]] = {
             },
             # The workspace's files become deliverables of the calling agent.
             "keep_outputs": {"type": "boolean"},
+            # Network access through the call's own proxy (broker.handlers.egress): these hosts
+            # (exact or "*.suffix") on these ports only; none without it.
+            "egress": {
+                "type": "object",
+                "required": ["allow"],
+                "additionalProperties": False,
+                "properties": {
+                    "allow": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "string",
+                            "pattern": r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$",
+                        },
+                    },
+                    "ports": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"type": "integer", "minimum": 1, "maximum": 65535},
+                    },
+                },
+            },
         },
     },
 }

@@ -24,6 +24,7 @@ never run bare, when it cannot be built (fail closed).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -32,11 +33,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+
+from .egress import PROXY_URL, RELAY, SOCKET_DIR, egress_proxy
 
 #: Defaults for a tool's ``handler_config["limits"]`` (each overridable per tool, up to the maxima
 #: of ``brainframe.schemas``).
@@ -51,6 +54,7 @@ LIMIT_DEFAULTS: dict[str, int] = {
 
 _MERGED_USR = ("bin", "lib", "lib64", "sbin")
 _OPT_PYTHON = Path("/opt/python")
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 
 
 class SandboxUnavailable(Exception):
@@ -63,6 +67,7 @@ class Outcome:
     stdout: str
     stderr: str
     timed_out: bool
+    egress_refused: list[str] = field(default_factory=list)
 
 
 def limits_for(config: dict[str, Any]) -> dict[str, int]:
@@ -95,6 +100,7 @@ def bwrap_argv(
     tool_dir: Path | None,
     limits: dict[str, int],
     env: dict[str, str],
+    binds: list[str] | None = None,
 ) -> list[str]:
     """The full command line: bwrap, then (as root) setpriv, then prlimit, then ``command``."""
     sandbox = settings.RABS_SANDBOX
@@ -137,6 +143,7 @@ def bwrap_argv(
     workspace_bytes = limits["workspace_mb"] * 1024 * 1024
     argv += ["--size", str(workspace_bytes), "--perms", "1777", "--tmpfs", "/workspace"]
     argv += ["--symlink", "/workspace", "/tmp"]
+    argv += binds or []
     if tool_dir is not None:
         argv += ["--perms", "0755", "--dir", "/tool", "--ro-bind", str(tool_dir), "/tool"]
         argv += ["--chdir", "/tool"]
@@ -239,16 +246,31 @@ def run_sandboxed(
     env: dict[str, str],
     timeout: float,
     checked: bool = True,
+    egress: dict[str, Any] | None = None,
 ) -> Outcome:
-    """Run ``command`` in the sandbox; stdout and stderr go to files the file size limit binds."""
+    """Run ``command`` in the sandbox; stdout and stderr go to files the file size limit binds.
+    With ``egress`` (a tool's allowlist), the call gets its own filtering proxy (``egress.py``)."""
     if checked:
         problem = sandbox_status()
         if problem:
             raise SandboxUnavailable(problem)
-    argv = bwrap_argv(command=command, tool_dir=tool_dir, limits=limits, env=env)
     cap = limits["fsize_mb"] * 1024 * 1024
-    with tempfile.TemporaryDirectory(prefix="rabs-sandbox-") as scratch:
+    with (
+        tempfile.TemporaryDirectory(prefix="rabs-sandbox-") as scratch,
+        contextlib.ExitStack() as stack,
+    ):
         here = Path(scratch)
+        binds: list[str] = []
+        refused: list[str] = []
+        if egress:
+            (here / "egress").mkdir()
+            refused = stack.enter_context(egress_proxy(egress, here / "egress")).refused
+            binds += ["--perms", "0755", "--dir", "/run"]
+            binds += ["--ro-bind", str(here / "egress"), SOCKET_DIR]
+            binds += ["--ro-bind-try", "/etc/ssl", "/etc/ssl"]  # CA certificates for TLS
+            env = {**env, **{name: PROXY_URL for name in _PROXY_VARIABLES}}
+            command = ["python", "-I", "-S", "-c", RELAY, *command]
+        argv = bwrap_argv(command=command, tool_dir=tool_dir, limits=limits, env=env, binds=binds)
         (here / "in").write_bytes(stdin)
         with (
             (here / "in").open("rb") as given,
@@ -278,4 +300,5 @@ def run_sandboxed(
             stdout=_read_capped(here / "out", cap).decode("utf-8", "replace"),
             stderr=_read_capped(here / "err", 64 * 1024).decode("utf-8", "replace"),
             timed_out=timed_out,
+            egress_refused=list(refused),
         )

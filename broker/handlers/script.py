@@ -79,6 +79,7 @@ def run(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID, timeout: f
             limits=limits,
             env=env,
             timeout=timeout,
+            egress=config.get("egress"),
         )
     except SandboxUnavailable as exc:
         raise HandlerFailure(f"sandbox unavailable, script refused: {exc}") from None
@@ -98,7 +99,11 @@ def run(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID, timeout: f
         stdout, stderr, returncode = envelope["stdout"], envelope["stderr"], envelope["rc"]
         files = {name: base64.b64decode(data) for name, data in envelope["files"].items()}
     if returncode != 0:
-        raise HandlerFailure(explain(returncode, stderr, limits))
+        refused = "; ".join(outcome.egress_refused)
+        raise HandlerFailure(
+            explain(returncode, stderr, limits)
+            + (f" [egress refused: {refused}]" if refused else "")
+        )
     try:
         result = json.loads(stdout) if stdout.strip() else {}
     except ValueError:

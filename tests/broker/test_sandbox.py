@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import textwrap
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -295,3 +298,59 @@ def test_without_bubblewrap_scripts_are_refused_and_check_warns(
     call_command("check")
     printed = capsys.readouterr()
     assert "broker.W001" in printed.out + printed.err
+
+
+def _public_address() -> str:
+    """An address of this machine that is not loopback (the proxy refuses loopback)."""
+    for address in subprocess.run(
+        ["hostname", "-I"], capture_output=True, text=True
+    ).stdout.split():
+        if "." in address and not address.startswith("127."):
+            return address
+    pytest.skip("no non-loopback IPv4 address on this machine to serve an allowed host from")
+
+
+def test_egress_only_to_the_hosts_the_tool_allows(henry: SignedClient, tools_dir: Path) -> None:
+    """The tool's allowlist is the only way out, through the call's own proxy: an allowed host
+    answers; a host not on the list, and a name that resolves to loopback (where the control
+    plane's services listen), are refused and the refusal is in the call's record."""
+
+    class Hello(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = f"hello from {self.path}".encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("0.0.0.0", 0), Hello)  # the test's own server, all interfaces
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address, port = _public_address(), server.server_address[1]
+    fetch = """
+        import json, sys, urllib.request
+        url = json.load(sys.stdin)["url"]
+        print(json.dumps({"body": urllib.request.urlopen(url, timeout=10).read().decode()}))
+        """
+    egress = {"allow": [address, "localhost"], "ports": [port]}
+    try:
+        allowed = _call(
+            henry, tools_dir, fetch, arguments={"url": f"http://{address}:{port}/x"}, egress=egress
+        )
+        assert allowed["outcome"] == "succeeded", allowed
+        assert allowed["result"] == {"body": "hello from /x"}
+        for url, why in (
+            (f"http://localhost:{port}/", "resolves to 127.0.0.1, which is never reachable"),
+            (f"http://other.invalid:{port}/", "egress to other.invalid is not allowed"),
+            (f"http://{address}:{port + 1}/", f"egress to port {port + 1} is not allowed"),
+        ):
+            refused = _call(henry, tools_dir, fetch, arguments={"url": url}, egress=egress)
+            _refused(refused, why)
+            assert "403" in refused["error"]
+        # Without an allowlist there is no proxy at all: the same script finds no way out.
+        alone = _call(henry, tools_dir, fetch, arguments={"url": f"http://{address}:{port}/"})
+        _refused(alone, "Network is unreachable", "URLError")
+    finally:
+        server.shutdown()
