@@ -12,7 +12,7 @@ of each and the difference, per round. No database: only the sandbox's settings 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import os
 import statistics
@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,11 +41,11 @@ settings.configure(
 )
 django.setup()
 
-# The module alone (the handlers package would load the models, which need a database).
-_spec = importlib.util.spec_from_file_location("sandbox", ROOT / "broker/handlers/sandbox.py")
-assert _spec is not None and _spec.loader is not None
-sandbox = sys.modules["sandbox"] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sandbox)
+# The sandbox's modules alone: the packages' __init__ would load the models (a database).
+for _name in ("broker", "broker.handlers"):
+    _package = sys.modules[_name] = types.ModuleType(_name)
+    _package.__path__ = [str(ROOT.joinpath(*_name.split(".")))]
+sandbox = importlib.import_module("broker.handlers.sandbox")
 
 SCRIPT = "import json, sys\nprint(json.dumps({'echo': json.load(sys.stdin)}))\n"
 ARGUMENTS = json.dumps({"shift": "SH-1", "hours": 8}).encode()
