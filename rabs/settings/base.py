@@ -253,6 +253,10 @@ RABS_SANDBOX = {
     "prlimit": env.str("RABS_SANDBOX_PRLIMIT", default="/usr/bin/prlimit"),
     "uid": env.int("RABS_SANDBOX_UID", default=65534),
     "gid": env.int("RABS_SANDBOX_GID", default=65534),
+    # Landlock, the second layer where the kernel has it (built by make install; "" turns it off).
+    "landlock": env.str(
+        "RABS_SANDBOX_LANDLOCK", default=str(BASE_DIR / "var" / "bin" / "rabs-landlock")
+    ),
 }
 RABS_SANDBOX_PYTHON = env.str("RABS_SANDBOX_PYTHON", default="")
 # Agents' supervisors are reached on loopback only (constitution LOOPBACK_ONLY), or on these

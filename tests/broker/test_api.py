@@ -44,8 +44,10 @@ def test_tools_lists_only_what_this_agent_may_call(henry: SignedClient) -> None:
     assert all("input_schema" in t and "risk_level" in t for t in tools)
     others = Tool.objects.filter(tool_id__in=ids).exclude(agent_access__contains=["henry"])
     # Only the broker's own tools, which every agent may call, are not named for Henry.
-    assert list(others.values_list("agent_access", flat=True)) == [["*"]]
-    assert "rabs.capability.request" in ids
+    assert dict(others.values_list("tool_id", "agent_access")) == {
+        "rabs.capability.request": ["*"],
+        "agent.restart_self": ["*"],
+    }
 
 
 def test_auto_tool_executes(henry: SignedClient) -> None:

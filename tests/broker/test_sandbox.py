@@ -138,7 +138,7 @@ def test_the_embedded_database_and_redis_are_out_of_reach(
                 print('{{"connected": true}}')
                 """,
             )
-            _refused(body, "ConnectionRefusedError", "Network is unreachable", "OSError")
+            _refused(body, "ConnectionRefusedError", "Network is unreachable", "PermissionError")
     finally:
         listener.close()
 
@@ -354,3 +354,19 @@ def test_egress_only_to_the_hosts_the_tool_allows(henry: SignedClient, tools_dir
         _refused(alone, "Network is unreachable", "URLError")
     finally:
         server.shutdown()
+
+
+def test_landlock_is_a_second_layer_where_the_kernel_has_it(
+    henry: SignedClient, tools_dir: Path
+) -> None:
+    """With Landlock, even the sandbox's own tree outside the allowed paths is refused (its root
+    directory, which the mount namespace alone lets a script list)."""
+    why = sandbox.landlock_status()
+    if why:
+        pytest.skip(f"no Landlock layer here: {why}")
+    body = _call(henry, tools_dir, "import os, json\nprint(json.dumps(os.listdir('/')))\n")
+    _refused(body, "PermissionError: [Errno 13] Permission denied: '/'")
+    plain = _call(
+        henry, tools_dir, "import os, json\nprint(json.dumps({'tool': os.listdir('/tool')}))\n"
+    )
+    assert plain["outcome"] == "succeeded" and plain["result"]["tool"]
