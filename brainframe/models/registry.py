@@ -85,7 +85,16 @@ class Tool(models.Model):
     )
     data_class = models.CharField(max_length=10, choices=DataClass.choices)
     handler_type = models.CharField(max_length=10, choices=HandlerType.choices)
-    handler_config = models.JSONField(default=dict, blank=True)
+    handler_config = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Per handler type (docs/admin-guide.md). script: {argv, cwd?, timeout_s?, "
+        "limits?, keep_outputs?, egress?} — runs in the OS sandbox (docs/sandbox.md): no "
+        "network unless egress names hosts; sees only /usr, the interpreter and its tool "
+        "directory (read-only, at /tool) and a private /workspace of limits.workspace_mb "
+        "(64 MB); as an unprivileged user without capabilities; limits memory_mb 1024, cpu_s 30, "
+        "nofile 64, fsize_mb 16, nproc 32 by default; every process killed when the call ends.",
+    )
     input_schema = models.JSONField(default=dict, help_text="JSON Schema for the arguments.")
     output_schema = models.JSONField(
         default=dict, blank=True, help_text="JSON Schema the handler's output must satisfy."
