@@ -142,6 +142,8 @@ def supervisor_command(
             answer=answer,
         )
         AgentSupervisor.objects.filter(pk=supervisor.pk).update(last_command=command)
+    if ok:
+        supervisor_check(supervisor=supervisor)  # the card shows the worker as it is now
     agent_changed(agent=agent)
     if error is not None:
         raise error

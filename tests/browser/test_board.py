@@ -8,11 +8,13 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 
-from brainframe.models import Agent, AgentTask, ApprovalRequest, ToolCall
+from brainframe.models import Agent, AgentTask, ApprovalRequest, SupervisorCommand, ToolCall
 from brainframe.services.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
+from brainframe.services.supervisors import supervisor_set, supervisors_check
 from broker.audit.hashing import arguments_hash
 from tests import factories as f
+from tests.agents_vm.test_supervisor import TOKEN, _get, supervisor  # noqa: F401
 from tests.signing import signed_request
 
 from .conftest import screenshot
@@ -274,3 +276,30 @@ def test_a_board_whose_server_went_away_reloads_itself(
     page.wait_for_function("() => window.__before_reload === undefined", timeout=10000)
     page.wait_for_selector("#live-state[data-ok='1']", timeout=10000)
     assert page.locator(f"#approval-{missed.id}").is_visible()
+
+
+def test_staff_restart_an_agent_from_its_status_card(
+    world: dict[str, Any],
+    open_page: Any,
+    supervisor: dict[str, Any],  # noqa: F811
+) -> None:
+    """The status card shows the supervisor's health; its form restarts the worker through the
+    supervisor, and the card shows the command with who sent it."""
+    henry = Agent.objects.get(agent_id="henry")
+    supervisor_set(agent=henry, control_url=supervisor["url"], token=TOKEN)
+    supervisors_check()
+    sam = f.UserFactory(username="sam", is_staff=True, is_superuser=True)
+    before = _get(supervisor, "/healthz").json()["worker"]["pid"]
+    page = open_page(sam, "/board/?agent=henry")
+    card = page.locator("#status-henry")
+    assert "reachable" in card.inner_text() and f"pid {before}" in card.inner_text()
+    card.locator("input[name=reason]").fill("stuck on a call")
+    card.locator("button[value=restart]").click()
+    page.wait_for_selector("#status-henry >> text=last: restart", timeout=30000)
+    after = _get(supervisor, "/healthz").json()["worker"]["pid"]
+    assert after != before
+    command = SupervisorCommand.objects.get()
+    assert (command.reason, command.requested_by, command.force) == ("stuck on a call", sam, False)
+    shown = page.locator("#status-henry").inner_text()
+    assert "by sam" in shown and f"pid {after}" in shown and "1 restart" in shown
+    screenshot(page, "board-supervisor-restart")
