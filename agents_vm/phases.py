@@ -166,8 +166,11 @@ class Phases:
         if name == "write_deliverable":
             return self._once(task_id, step_id, "deliverable.upload", args, self._deliver), plan
         if name == "update_handler":
+            config = args.get("config")
             try:
-                self.memory.handler_set(str(args.get("name", "")), args.get("config"))
+                if not isinstance(config, dict):
+                    raise ValueError("config must be a JSON object")
+                self.memory.handler_set(str(args.get("name", "")), config)
             except ValueError as exc:
                 return {"status": "error", "detail": str(exc)}, plan
             return {"status": "saved", "takes_effect": "after agent.restart_self"}, plan

@@ -207,7 +207,7 @@ class AgentSupervisorAdmin(admin.ModelAdmin):
     actions = ["check_now", "restart_drain", "restart_force"]
 
     def save_model(
-        self, request: HttpRequest, obj: AgentSupervisor, form: forms.Form, change: bool
+        self, request: HttpRequest, obj: AgentSupervisor, form: forms.ModelForm, change: bool
     ) -> None:
         # The form's clean() saved it through supervisor_set (validation and encryption).
         supervisor_check(supervisor=form.instance)

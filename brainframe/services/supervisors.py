@@ -136,7 +136,7 @@ def supervisor_command(
             action=action,
             force=force,
             reason=reason,
-            requested_by=requested_by,
+            requested_by=requested_by,  # type: ignore[misc]  # the project's user model
             call=call,
             ok=ok,
             answer=answer,
