@@ -1,8 +1,8 @@
 """ASGI entry point (daphne): HTTP through Django's synchronous path (rabs.http), the MCP face at
 /mcp through the official SDK's transport (broker.mcp.gateway), the A2A face (agent cards and
-/a2a, broker.a2a.gateway), the board's websockets through Channels. The lifespan, when a server
-sends one, starts the MCP session manager; under daphne, which sends none, the first MCP request
-starts it."""
+/a2a, broker.a2a.gateway), the model gateway at /llm/v1 (broker.llm.gateway), the board's
+websockets through Channels. The lifespan, when a server sends one, starts the MCP session
+manager; under daphne, which sends none, the first MCP request starts it."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from broker.a2a.gateway import A2AGateway, serves  # noqa: E402
+from broker.llm.gateway import LLMGateway  # noqa: E402
+from broker.llm.gateway import serves as llm_serves  # noqa: E402
 from broker.mcp.gateway import MCP_PATH, MCPGateway  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 from rabs.http import SyncASGIHandler, http_threads  # noqa: E402
@@ -34,6 +36,7 @@ router = ProtocolTypeRouter(
 )
 mcp = MCPGateway()
 a2a = A2AGateway()
+llm = LLMGateway()
 
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -43,5 +46,7 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await mcp(scope, receive, send)
     elif scope["type"] == "http" and serves(scope["path"]):
         await a2a(scope, receive, send)
+    elif scope["type"] == "http" and llm_serves(scope["path"]):
+        await llm(scope, receive, send)
     else:
         await router(scope, receive, send)

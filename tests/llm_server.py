@@ -3,9 +3,12 @@
 ``/v1/chat/completions`` answers what ``chat_script(messages, tools)`` returns (an assistant
 message: ``{"content": ..., "tool_calls": [{"name": ..., "arguments": {...}}]}``), wrapped in
 the real response format with token usage, so a test scripts the model, tool calls included.
-``/v1/embeddings`` answers deterministic vectors derived from each input's hash (so equal texts
-get equal vectors), in the size the request asks for unless ``dimensions_override`` says
-otherwise; ``fail_next`` makes the next N requests answer 500. Every request body is recorded.
+With ``stream: true`` the same answer comes as server-sent events: the content a word per
+chunk, ``stream_gap`` seconds apart, then the tool calls, the finish reason, and a usage chunk
+when ``stream_options.include_usage`` asks for it. ``/v1/embeddings`` answers deterministic
+vectors derived from each input's hash (so equal texts get equal vectors), in the size the
+request asks for unless ``dimensions_override`` says otherwise; ``fail_next`` makes the next N
+requests answer 500; ``api_key`` makes it refuse other keys. Every request body is recorded.
 """
 
 from __future__ import annotations
@@ -14,16 +17,23 @@ import hashlib
 import json
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class _Answered(Exception):
+    pass
+
+
 class OpenAICompatibleServer:
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.fail_next = 0
+        self.stream_gap = 0.0
+        self.api_key = ""  # when set, requests without this bearer key get a 401
         self.dimensions_override: int | None = None
         self.chat_script: Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
         self.chat_script = lambda messages, tools: {"content": "ok"}
@@ -108,16 +118,66 @@ class OpenAICompatibleServer:
             return 200, self._chat(body)
         return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
 
+    def chunks(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """The answer to ``body`` as stream chunks."""
+        whole = self._chat(body)
+        base = {k: whole[k] for k in ("id", "created", "model")}
+        base["object"] = "chat.completion.chunk"
+        message, choice = whole["choices"][0]["message"], whole["choices"][0]
+        yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}}]}
+        words = (message.get("content") or "").split(" ")
+        for i, word in enumerate(words):
+            text = word if i == len(words) - 1 else word + " "
+            if text:
+                yield {**base, "choices": [{"index": 0, "delta": {"content": text}}]}
+        for i, call in enumerate(message.get("tool_calls") or []):
+            delta = {"tool_calls": [{"index": i, **call}]}
+            yield {**base, "choices": [{"index": 0, "delta": delta}]}
+        finish = {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}
+        yield {**base, "choices": [finish]}
+        if (body.get("stream_options") or {}).get("include_usage"):
+            yield {**base, "choices": [], "usage": whole["usage"]}
+
     @contextmanager
     def running(self) -> Iterator[OpenAICompatibleServer]:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            disable_nagle_algorithm = True  # else every answer waits ~40 ms for its ACK
+
+            def _stream(self, body: dict[str, Any]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                for chunk in server.chunks(body):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    if server.stream_gap:
+                        time.sleep(server.stream_gap)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.close_connection = True
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if server.api_key and self.headers.get("Authorization") != (
+                    f"Bearer {server.api_key}"
+                ):
+                    status, payload = 401, {"error": {"message": "bad key", "type": "auth"}}
+                elif body.get("stream") and self.path.endswith("/chat/completions"):
+                    server.requests.append((self.path, body))
+                    self._stream(body)
+                    return
+                else:
+                    status, payload = -1, {}
                 try:
+                    if status == 401:
+                        raise _Answered
+
                     status, payload = server.handle(self.path, body)
+                except _Answered:
+                    pass
                 except Exception as exc:  # a broken script shows up in the test, not as a hang
                     server.errors.append(repr(exc))
                     status, payload = 500, {"error": {"message": repr(exc), "type": "script"}}

@@ -12,6 +12,7 @@ from .agents import (
 )
 from .append_only import AppendOnlyError, AppendOnlyModel
 from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
+from .llm import LLMBudget, LLMKey, LLMRequest, LLMUpstream
 from .memory import ContextBucketEntry, DecayRun
 from .registry import (
     ConstitutionRule,
@@ -44,6 +45,10 @@ __all__ = [
     "ContextBucketEntry",
     "DecayRun",
     "Deliverable",
+    "LLMBudget",
+    "LLMKey",
+    "LLMRequest",
+    "LLMUpstream",
     "LLMUsage",
     "MCPUpstream",
     "ModelPrice",

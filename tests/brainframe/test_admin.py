@@ -69,7 +69,19 @@ def populated(seeded: None) -> None:
     from brainframe.services.usage import usage_record
 
     usage_record(agent=agent, mode="normal", model="gpt-4o-mini", prompt_tokens=900)
-    from brainframe.models import AgentSupervisor, SupervisorCommand
+    from brainframe.models import (
+        AgentSupervisor,
+        LLMBudget,
+        LLMKey,
+        LLMRequest,
+        LLMUpstream,
+        SupervisorCommand,
+    )
+
+    LLMUpstream.objects.create(name="local", base_url="http://127.0.0.1:9/v1", served_models=["m"])
+    LLMBudget.objects.create(agent=agent, aliases={"actuator": "m"})
+    LLMKey.objects.create(agent=agent, prefix="rabs-llm-abc", key_sha256="0" * 64)
+    LLMRequest.objects.create(agent=agent, endpoint="chat/completions", model="m", status=200)
 
     AgentSupervisor.objects.create(
         agent=agent, control_url="http://127.0.0.1:8765", token_encrypted="x"

@@ -190,6 +190,8 @@ def _route(ports: dict[int, int], port: int, path: str) -> str:
         "/mcp",
         "/a2a",
         "/.well-known/agent-card.json",
+        "/llm/v1/chat/completions",
+        "/llm/v1/models",
     ],
 )
 def test_agent_api_only_on_the_agents_port(proxy: dict[int, int], path: str) -> None:

@@ -1,0 +1,144 @@
+"""The model gateway's registry and record (seed 004 "OpenAI sampling proxy", seed 002 roles):
+upstreams staff configure, per-agent virtual keys and limits, and one row per request."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+from django.db import models
+
+from .agents import Agent
+
+#: The roles an agent asks for instead of a model (seed 002; Reggie's modes too).
+ROLES = ("dreamer", "actuator", "indexer", "normal", "super")
+
+
+class LLMUpstream(models.Model):
+    """An OpenAI-compatible endpoint the control plane calls on the agents' behalf."""
+
+    name = models.SlugField(max_length=64, primary_key=True)
+    base_url = models.URLField(max_length=300, help_text="e.g. https://api.openai.com/v1")
+    api_key_encrypted = models.TextField(blank=True, editable=False)
+    served_models = models.JSONField(
+        default=list, help_text='The models it serves, e.g. ["gpt-4o-mini"].'
+    )
+    price_in = models.DecimalField(
+        max_digits=10, decimal_places=4, default=Decimal(0), help_text="USD per 1M input tokens"
+    )
+    price_out = models.DecimalField(
+        max_digits=10, decimal_places=4, default=Decimal(0), help_text="USD per 1M output tokens"
+    )
+    external = models.BooleanField(
+        default=True,
+        help_text="Outside the organisation: prompts are redacted by the outbound PII filter "
+        "unless the agent has consent_pii.",
+    )
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "llm_upstreams"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(price_in__gte=0, price_out__gte=0),
+                name="%(app_label)s_%(class)s_prices_not_negative",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class LLMKey(models.Model):
+    """A virtual key for one agent: stored as a hash, shown once, revocable."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="llm_keys")
+    prefix = models.CharField(max_length=16, help_text="The key's first characters, to tell it.")
+    key_sha256 = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "llm_keys"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} {self.prefix}…"
+
+
+class LLMBudget(models.Model):
+    """An agent's model access: limits with LiteLLM's names, its models and role aliases, and
+    whether it is suspended. No row: no access (a key alone is not enough)."""
+
+    agent = models.OneToOneField(
+        Agent, on_delete=models.CASCADE, primary_key=True, related_name="llm_budget"
+    )
+    rpm_limit = models.PositiveIntegerField(null=True, blank=True, help_text="requests/minute")
+    tpm_limit = models.PositiveIntegerField(null=True, blank=True, help_text="tokens/minute")
+    max_parallel_requests = models.PositiveIntegerField(null=True, blank=True)
+    max_budget = models.DecimalField(
+        max_digits=12, decimal_places=4, null=True, blank=True, help_text="USD per period"
+    )
+    budget_duration = models.CharField(
+        max_length=8, default="30d", help_text="The period: Nh or Nd, e.g. 1d, 30d."
+    )
+    soft_budget = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="USD: staff are told once per period when spend crosses it.",
+    )
+    allowed_models = models.JSONField(
+        default=list, blank=True, help_text="Models it may use (empty: every upstream's)."
+    )
+    aliases = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Role → model, e.g. {"actuator": "gpt-4o-mini", "dreamer": "o3-mini"}.',
+    )
+    suspended = models.BooleanField(default=False, help_text="Refuse every request at once.")
+    store_bodies = models.BooleanField(
+        default=False, help_text="Keep prompts and answers in the record (PII-filtered)."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "llm_budgets"
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} model access"
+
+
+class LLMRequest(models.Model):
+    """One request through the gateway, recorded by the gateway itself (not self-reported)."""
+
+    id = models.BigAutoField(primary_key=True)
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="llm_requests")
+    endpoint = models.CharField(max_length=24)  # chat.completions / embeddings / models
+    role = models.CharField(max_length=16, blank=True)
+    model = models.CharField(max_length=120, blank=True)
+    upstream = models.CharField(max_length=64, blank=True)
+    stream = models.BooleanField(default=False)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+    latency_ms = models.PositiveIntegerField(default=0)
+    status = models.PositiveSmallIntegerField()
+    error_code = models.CharField(max_length=40, blank=True)
+    request_body = models.JSONField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        db_table = "llm_requests"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["agent", "-created_at"], name="llm_requests_agent_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} {self.model} {self.status}"

@@ -1,0 +1,249 @@
+"""The model gateway's services: virtual keys, upstreams, budgets and the record.
+
+The gateway (``broker/llm/``) admits a request with ``llm_admit`` (key, suspension, model,
+spend against the budget) and records it with ``llm_record``; the per-minute counters live in
+Redis beside it. Spend is kept in PostgreSQL (``LLMRequest.cost_usd``), summed over the budget
+period that contains now (periods start at the Unix epoch: ``1d`` is the UTC day).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Sum
+from django.utils import timezone
+
+from brainframe.models import Agent, LLMBudget, LLMKey, LLMRequest, LLMUpstream
+
+from .credentials import secret_open, secret_seal
+
+KEY_PREFIX = "rabs-llm-"
+_DURATION = re.compile(r"^(\d{1,4})([hd])$")
+
+
+class LLMRefused(Exception):
+    """A request the gateway refuses: HTTP status, OpenAI error type and code, message."""
+
+    def __init__(
+        self, status: int, kind: str, code: str, message: str, retry_after: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.code, self.message = status, kind, code, message
+        self.retry_after = retry_after
+
+
+def duration_seconds(text: str) -> int:
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r}: a duration is Nh or Nd, e.g. 1d or 30d")
+    number, unit = int(match.group(1)), match.group(2)
+    if number < 1:
+        raise ValueError(f"{text!r}: at least 1{unit}")
+    return number * (3600 if unit == "h" else 86400)
+
+
+def period_start(duration: str, now: datetime | None = None) -> datetime:
+    seconds = duration_seconds(duration)
+    now = now or timezone.now()
+    start = int(now.timestamp()) // seconds * seconds
+    return datetime.fromtimestamp(start, tz=now.tzinfo or timezone.get_current_timezone())
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def llm_key_issue(*, agent: Agent) -> str:
+    """A new virtual key for ``agent`` (earlier ones stay valid until revoked); shown once."""
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    LLMKey.objects.create(agent=agent, prefix=key[: len(KEY_PREFIX) + 6], key_sha256=_digest(key))
+    return key
+
+
+def llm_upstream_set(
+    *,
+    name: str,
+    base_url: str,
+    served_models: list[str],
+    api_key: str | None,
+    price_in: Decimal | None = None,
+    price_out: Decimal | None = None,
+    external: bool | None = None,
+) -> LLMUpstream:
+    """Add or change an upstream; ``api_key`` None keeps the stored one ("" clears it)."""
+    upstream = LLMUpstream.objects.filter(name=name).first() or LLMUpstream(name=name)
+    upstream.base_url = base_url.rstrip("/")
+    upstream.served_models = served_models
+    if api_key is not None:
+        upstream.api_key_encrypted = secret_seal(api_key) if api_key else ""
+    if price_in is not None:
+        upstream.price_in = price_in
+    if price_out is not None:
+        upstream.price_out = price_out
+    if external is not None:
+        upstream.external = external
+    upstream.full_clean()
+    upstream.save()
+    return upstream
+
+
+def upstream_api_key(upstream: LLMUpstream) -> str:
+    if not upstream.api_key_encrypted:
+        return ""
+    key = secret_open(upstream.api_key_encrypted)
+    if key is None:
+        raise LLMRefused(
+            503, "server_error", "upstream_key_unreadable", f"{upstream.name}'s key: set it again"
+        )
+    return key
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """What a request may do: whose it is, its limits, and (for a model request) where it goes."""
+
+    agent_id: str
+    key_id: str
+    budget: LLMBudget
+    role: str = ""
+    model: str = ""
+    upstream: LLMUpstream | None = None
+    spend: Decimal = Decimal(0)
+
+
+def _authenticate(key: str) -> tuple[LLMKey, LLMBudget]:
+    if not key.startswith(KEY_PREFIX):
+        raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "not a gateway key")
+    found = LLMKey.objects.select_related("agent").filter(key_sha256=_digest(key)).first()
+    if found is None:
+        raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "unknown key")
+    if found.revoked_at is not None:
+        raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "this key was revoked")
+    if found.agent.status == Agent.Status.PAUSED:
+        raise LLMRefused(
+            403, "permission_denied", "agent_paused", f"{found.agent_id} is paused by staff"
+        )
+    budget = LLMBudget.objects.filter(agent_id=found.agent_id).first()
+    if budget is None:
+        raise LLMRefused(
+            403, "permission_denied", "no_model_access", f"{found.agent_id} has no model access"
+        )
+    if budget.suspended:
+        raise LLMRefused(
+            403,
+            "permission_denied",
+            "model_access_suspended",
+            f"{found.agent_id}'s model access is suspended by staff",
+        )
+    now = timezone.now()
+    if found.last_used_at is None or now - found.last_used_at > timedelta(minutes=1):
+        LLMKey.objects.filter(pk=found.pk).update(last_used_at=now)
+    return found, budget
+
+
+def allowed_models(budget: LLMBudget) -> dict[str, LLMUpstream]:
+    """Model → upstream for every model this agent may use (its aliases' targets included)."""
+    served: dict[str, LLMUpstream] = {}
+    for upstream in LLMUpstream.objects.filter(enabled=True).order_by("name"):
+        for model in upstream.served_models:
+            served.setdefault(str(model), upstream)
+    if budget.allowed_models:
+        served = {m: u for m, u in served.items() if m in budget.allowed_models}
+    return served
+
+
+def spend(agent_id: str, duration: str) -> Decimal:
+    total = LLMRequest.objects.filter(
+        agent_id=agent_id, created_at__gte=period_start(duration)
+    ).aggregate(total=Sum("cost_usd"))["total"]
+    return Decimal(total or 0)
+
+
+def llm_admit(*, key: str, model: str | None) -> Admitted:
+    """Admit one request (``model`` None: listing models) or raise LLMRefused."""
+    found, budget = _authenticate(key)
+    if model is None:
+        return Admitted(agent_id=found.agent_id, key_id=str(found.pk), budget=budget)
+    role = model if model in budget.aliases else ""
+    target = str(budget.aliases[model]) if role else model
+    upstream = allowed_models(budget).get(target)
+    if upstream is None:
+        raise LLMRefused(
+            404,
+            "invalid_request_error",
+            "model_not_found",
+            f"The model `{model}` does not exist or you do not have access to it.",
+        )
+    used = Decimal(0)
+    if budget.max_budget is not None:
+        used = spend(found.agent_id, budget.budget_duration)
+        if used >= budget.max_budget:
+            raise LLMRefused(
+                429,
+                "budget_exceeded",
+                "budget_exceeded",
+                f"Budget has been exceeded! Current cost: {used:.6f}, "
+                f"Max budget: {budget.max_budget} per {budget.budget_duration}",
+            )
+    return Admitted(
+        agent_id=found.agent_id,
+        key_id=str(found.pk),
+        budget=budget,
+        role=role,
+        model=target,
+        upstream=upstream,
+        spend=used,
+    )
+
+
+def cost_of(upstream: LLMUpstream | None, prompt_tokens: int, completion_tokens: int) -> Decimal:
+    if upstream is None:
+        return Decimal(0)
+    return (
+        upstream.price_in * prompt_tokens / 1_000_000
+        + upstream.price_out * completion_tokens / 1_000_000
+    ).quantize(Decimal("0.000001"))
+
+
+def llm_record(
+    *,
+    admitted: Admitted | None,
+    agent_id: str | None,
+    endpoint: str,
+    status: int,
+    stream: bool = False,
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    latency_ms: int = 0,
+    error_code: str = "",
+    request_body: Any = None,
+    response_body: Any = None,
+) -> LLMRequest | None:
+    """One row per request the gateway answered for a known agent (bodies only if the agent's
+    setting says so). Refusals before the key was known are not recorded (no agent)."""
+    agent_id = admitted.agent_id if admitted else agent_id
+    if agent_id is None:
+        return None
+    keep = admitted is not None and admitted.budget.store_bodies
+    return LLMRequest.objects.create(
+        agent_id=agent_id,
+        endpoint=endpoint,
+        role=admitted.role if admitted else "",
+        model=admitted.model if admitted else "",
+        upstream=admitted.upstream.name if admitted and admitted.upstream else "",
+        stream=stream,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=cost_of(admitted.upstream if admitted else None, prompt_tokens, completion_tokens),
+        latency_ms=latency_ms,
+        status=status,
+        error_code=error_code,
+        request_body=request_body if keep else None,
+        response_body=response_body if keep else None,
+    )

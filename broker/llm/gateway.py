@@ -1,0 +1,355 @@
+"""The model gateway as an ASGI app: OpenAI-compatible ``/llm/v1/chat/completions`` (plain and
+``stream: true``), ``/llm/v1/embeddings`` and ``/llm/v1/models``, for agents holding a virtual
+key (``manage.py llm_key``). Each request is admitted (key, suspension, model or role, budget,
+then the per-minute limits in Redis), forwarded to the upstream that serves the model with the
+upstream's own key, and recorded by the gateway itself with its tokens, cost and latency.
+Refusals are in OpenAI's error format so the official client raises the matching exception;
+upstream errors pass through with their status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.db import close_old_connections
+from django.http.request import split_domain_port, validate_host
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from brainframe.services.llm import (
+    Admitted,
+    LLMRefused,
+    allowed_models,
+    llm_admit,
+    llm_record,
+    upstream_api_key,
+)
+
+from . import limits
+
+PREFIX = "/llm/v1"
+_threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="llm")
+_client: httpx.AsyncClient | None = None
+
+
+def serves(path: str) -> bool:
+    return path == PREFIX or path.startswith(f"{PREFIX}/")
+
+
+def _http() -> httpx.AsyncClient:
+    global _client
+    if _client is None:
+        _client = httpx.AsyncClient(
+            timeout=httpx.Timeout(settings.RABS_LLM_UPSTREAM_TIMEOUT_SECONDS, connect=10.0),
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+        )
+    return _client
+
+
+async def _run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def call() -> Any:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return await asyncio.get_running_loop().run_in_executor(_threads, call)
+
+
+def _error(refused: LLMRefused) -> JSONResponse:
+    headers = {"Retry-After": str(refused.retry_after)} if refused.retry_after else None
+    return JSONResponse(
+        {
+            "error": {
+                "message": refused.message,
+                "type": refused.kind,
+                "param": None,
+                "code": refused.code,
+            }
+        },
+        status_code=refused.status,
+        headers=headers,
+    )
+
+
+def _key(request: Request) -> str:
+    scheme, _, key = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise LLMRefused(
+            401, "invalid_request_error", "invalid_api_key", "a key is required (Bearer)"
+        )
+    return key.strip()
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if len(raw) > settings.RABS_HTTP_MAX_BODY_BYTES:
+        raise LLMRefused(413, "invalid_request_error", "request_too_large", "body too large")
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        raise LLMRefused(400, "invalid_request_error", "invalid_json", "body is not JSON") from None
+    if not isinstance(body, dict):
+        raise LLMRefused(400, "invalid_request_error", "invalid_request", "expected an object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise LLMRefused(400, "invalid_request_error", "invalid_request", "model is required")
+    return body
+
+
+async def _admit(request: Request, body: dict[str, Any]) -> tuple[Admitted, limits.Slot]:
+    admitted: Admitted = await _run(llm_admit, key=_key(request), model=body["model"])
+    try:
+        slot = await _run(limits.admit, admitted.agent_id, admitted.budget, body)
+    except LLMRefused as refused:
+        await _run(
+            llm_record,
+            admitted=admitted,
+            agent_id=None,
+            endpoint=request.url.path.removeprefix(f"{PREFIX}/"),
+            status=refused.status,
+            error_code=refused.code,
+        )
+        raise
+    return admitted, slot
+
+
+def _forward_headers(admitted: Admitted) -> dict[str, str]:
+    assert admitted.upstream is not None
+    key = upstream_api_key(admitted.upstream)
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return headers
+
+
+def _usage(body: Any) -> tuple[int, int]:
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(usage, dict):
+        return 0, 0
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+
+
+async def _finish(
+    admitted: Admitted,
+    slot: limits.Slot,
+    *,
+    endpoint: str,
+    started: float,
+    status: int,
+    stream: bool,
+    tokens: tuple[int, int],
+    error_code: str = "",
+    request_body: Any = None,
+    response_body: Any = None,
+) -> None:
+    await _run(slot.settle, sum(tokens))
+    await _run(
+        llm_record,
+        admitted=admitted,
+        agent_id=None,
+        endpoint=endpoint,
+        status=status,
+        stream=stream,
+        prompt_tokens=tokens[0],
+        completion_tokens=tokens[1],
+        latency_ms=int((time.perf_counter() - started) * 1000),
+        error_code=error_code,
+        request_body=request_body,
+        response_body=response_body,
+    )
+
+
+async def _plain(request: Request, endpoint: str) -> Response:
+    started = time.perf_counter()
+    try:
+        body = await _body(request)
+        admitted, slot = await _admit(request, body)
+    except LLMRefused as refused:
+        return _error(refused)
+    assert admitted.upstream is not None
+    outgoing = {**body, "model": admitted.model}
+    try:
+        answer = await _http().post(
+            f"{admitted.upstream.base_url}/{endpoint}",
+            json=outgoing,
+            headers=await _run(_forward_headers, admitted),
+        )
+    except (httpx.HTTPError, LLMRefused) as exc:
+        await _finish(
+            admitted, slot, endpoint=endpoint, started=started, status=502, stream=False,
+            tokens=(0, 0), error_code="upstream_unreachable",
+        )  # fmt: skip
+        detail = exc.message if isinstance(exc, LLMRefused) else f"{type(exc).__name__}: {exc}"
+        return _error(LLMRefused(502, "api_error", "upstream_unreachable", detail))
+    try:
+        payload = answer.json()
+    except ValueError:
+        payload = {"error": {"message": answer.text[:500], "type": "api_error"}}
+    await _finish(
+        admitted,
+        slot,
+        endpoint=endpoint,
+        started=started,
+        status=answer.status_code,
+        stream=False,
+        tokens=_usage(payload),
+        error_code="" if answer.status_code < 400 else "upstream_error",
+        request_body=body,
+        response_body=payload,
+    )
+    return JSONResponse(payload, status_code=answer.status_code)
+
+
+async def chat_completions(request: Request) -> Response:
+    try:
+        body = await _body(request)
+    except LLMRefused as refused:
+        return _error(refused)
+    if not body.get("stream"):
+        return await _plain(request, "chat/completions")  # the body is read once (cached)
+    return await _stream(request, body)
+
+
+async def _stream(request: Request, body: dict[str, Any]) -> Response:
+    started = time.perf_counter()
+    try:
+        admitted, slot = await _admit(request, body)
+        headers = await _run(_forward_headers, admitted)
+    except LLMRefused as refused:
+        return _error(refused)
+    assert admitted.upstream is not None
+    # Usage comes in a last chunk when asked for; the client sees it only if it asked.
+    wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    outgoing = {
+        **body,
+        "model": admitted.model,
+        "stream_options": {**(body.get("stream_options") or {}), "include_usage": True},
+    }
+    client = _http()
+    upstream_request = client.build_request(
+        "POST", f"{admitted.upstream.base_url}/chat/completions", json=outgoing, headers=headers
+    )
+    try:
+        answer = await client.send(upstream_request, stream=True)
+    except httpx.HTTPError as exc:
+        await _finish(
+            admitted, slot, endpoint="chat/completions", started=started, status=502,
+            stream=True, tokens=(0, 0), error_code="upstream_unreachable",
+        )  # fmt: skip
+        return _error(
+            LLMRefused(502, "api_error", "upstream_unreachable", f"{type(exc).__name__}: {exc}")
+        )
+    if answer.status_code >= 400:
+        raw = await answer.aread()
+        await answer.aclose()
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            payload = {"error": {"message": raw.decode("utf-8", "replace")[:500]}}
+        await _finish(
+            admitted, slot, endpoint="chat/completions", started=started,
+            status=answer.status_code, stream=True, tokens=(0, 0), error_code="upstream_error",
+        )  # fmt: skip
+        return JSONResponse(payload, status_code=answer.status_code)
+
+    async def relay() -> AsyncIterator[bytes]:
+        tokens = (0, 0)
+        text: list[str] = []
+        status, code = 200, ""
+        try:
+            async for line in answer.aiter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    try:
+                        chunk = json.loads(line[6:])
+                    except ValueError:
+                        chunk = None
+                    if isinstance(chunk, dict):
+                        if chunk.get("usage"):
+                            tokens = _usage(chunk)
+                            if not chunk.get("choices") and not wants_usage:
+                                continue  # the usage-only chunk the client did not ask for
+                            if not wants_usage:
+                                chunk = {**chunk, "usage": None}
+                                line = "data: " + json.dumps(chunk)
+                        for choice in chunk.get("choices") or []:
+                            delta = choice.get("delta") or {}
+                            if isinstance(delta.get("content"), str):
+                                text.append(delta["content"])
+                yield (line + "\n").encode()
+        except httpx.HTTPError:
+            status, code = 502, "upstream_interrupted"
+        finally:
+            await answer.aclose()
+            await _finish(
+                admitted,
+                slot,
+                endpoint="chat/completions",
+                started=started,
+                status=status,
+                stream=True,
+                tokens=tokens,
+                error_code=code,
+                request_body=body,
+                response_body={"content": "".join(text)},
+            )
+
+    return StreamingResponse(
+        relay(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def embeddings(request: Request) -> Response:
+    return await _plain(request, "embeddings")
+
+
+async def list_models(request: Request) -> Response:
+    def listing() -> dict[str, Any]:
+        admitted = llm_admit(key=_key(request), model=None)
+        served = allowed_models(admitted.budget)
+        names = sorted(served) + sorted(
+            role for role, model in admitted.budget.aliases.items() if model in served
+        )
+        return {
+            "object": "list",
+            "data": [
+                {"id": name, "object": "model", "created": 0, "owned_by": "rabs-gateway"}
+                for name in names
+            ],
+        }
+
+    try:
+        return JSONResponse(await _run(listing))
+    except LLMRefused as refused:
+        return _error(refused)
+
+
+class LLMGateway:
+    def __init__(self) -> None:
+        self.app = Starlette(
+            routes=[
+                Route(f"{PREFIX}/chat/completions", chat_completions, methods=["POST"]),
+                Route(f"{PREFIX}/embeddings", embeddings, methods=["POST"]),
+                Route(f"{PREFIX}/models", list_models, methods=["GET"]),
+            ]
+        )
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = {k.decode("latin1").lower(): v.decode("latin1") for k, v in scope["headers"]}
+        domain, _port = split_domain_port(headers.get("host", ""))
+        if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+            response = _error(LLMRefused(400, "invalid_request_error", "bad_host", "bad host"))
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -1,0 +1,286 @@
+"""The model gateway at /llm/v1, driven by the official ``openai`` client against the served
+stack (daphne), with a local OpenAI-compatible upstream: chat, streams, tool calls, embeddings,
+the model list, every refusal with its exception class, budgets, suspension, the record."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+from typing import Any
+
+import openai
+import pytest
+from django.utils import timezone
+
+from brainframe.models import Agent, LLMBudget, LLMKey, LLMRequest
+from brainframe.services.llm import llm_key_issue, llm_upstream_set
+from tests.llm_server import OpenAICompatibleServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+UPSTREAM_KEY = "upstream-secret-key"
+
+
+@pytest.fixture
+def upstream() -> Iterator[OpenAICompatibleServer]:
+    server = OpenAICompatibleServer()
+    server.api_key = UPSTREAM_KEY  # the gateway must send the upstream's key, never the agent's
+    with server.running():
+        yield server
+
+
+@pytest.fixture
+def gateway(upstream: OpenAICompatibleServer, seeded: None, live_server_url: str) -> dict[str, Any]:
+    llm_upstream_set(
+        name="local",
+        base_url=upstream.base_url,
+        served_models=["small-model", "big-model"],
+        api_key=UPSTREAM_KEY,
+        price_in=Decimal("1000"),  # USD per 1M tokens: 0.001 per token, so costs show
+        price_out=Decimal("2000"),
+    )
+    henry = Agent.objects.get(agent_id="henry")
+    LLMBudget.objects.create(
+        agent=henry, allowed_models=["small-model"], aliases={"actuator": "small-model"}
+    )
+    key = llm_key_issue(agent=henry)
+    client = openai.OpenAI(base_url=f"{live_server_url}/llm/v1", api_key=key, max_retries=0)
+    return {"client": client, "key": key, "henry": henry, "url": live_server_url}
+
+
+def test_chat_tool_calls_embeddings_and_models(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer
+) -> None:
+    client: openai.OpenAI = gateway["client"]
+    upstream.chat_script = lambda messages, tools: {
+        "content": None,
+        "tool_calls": [{"id": "call_1", "name": "roster_read", "arguments": {"day": "Mon"}}],
+    }
+    tools = [{"type": "function", "function": {"name": "roster_read", "parameters": {}}}]
+    answer = client.chat.completions.create(
+        model="actuator", messages=[{"role": "user", "content": "who works Monday?"}], tools=tools
+    )
+    call = answer.choices[0].message.tool_calls[0]  # type: ignore[index]
+    assert (call.id, call.function.name, call.function.arguments) == (
+        "call_1",
+        "roster_read",
+        '{"day": "Mon"}',
+    )
+    _path, sent = upstream.requests[-1]
+    assert sent["model"] == "small-model", "the role was not resolved to the staff's model"
+    assert sent["tools"] == tools
+    vectors = client.embeddings.create(model="small-model", input=["a", "b"], dimensions=8)
+    assert [len(v.embedding) for v in vectors.data] == [8, 8]
+    listed = sorted(m.id for m in client.models.list())
+    assert listed == ["actuator", "small-model"], "a model this key may not use is listed"
+    chat, embed = LLMRequest.objects.order_by("id")
+    assert (chat.endpoint, chat.role, chat.model, chat.upstream, chat.status) == (
+        "chat/completions",
+        "actuator",
+        "small-model",
+        "local",
+        200,
+    )
+    assert chat.completion_tokens == 20 and chat.prompt_tokens > 0
+    assert chat.cost_usd == Decimal(chat.prompt_tokens) / 1000 + Decimal("0.04")
+    assert (embed.endpoint, embed.prompt_tokens) == ("embeddings", 2)
+    assert chat.request_body is None, "bodies kept though the agent's setting says no"
+
+
+def test_a_stream_arrives_as_it_is_written_and_is_counted(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer
+) -> None:
+    upstream.chat_script = lambda messages, tools: {"content": "one two three four five"}
+    upstream.stream_gap = 0.3
+    started = time.monotonic()
+    arrivals, text = [], []
+    stream = gateway["client"].chat.completions.create(
+        model="small-model", messages=[{"role": "user", "content": "count"}], stream=True
+    )
+    for chunk in stream:
+        arrivals.append(time.monotonic() - started)
+        if chunk.choices and chunk.choices[0].delta.content:
+            text.append(chunk.choices[0].delta.content)
+        assert chunk.usage is None, "a usage chunk the client did not ask for"
+    assert "".join(text) == "one two three four five"
+    # The first words reached the client while the upstream was still writing (≥ 2 s in all).
+    assert arrivals[1] < arrivals[-1] - 1.0, arrivals
+    record = _wait_for(lambda: LLMRequest.objects.filter(stream=True).first())
+    assert record.completion_tokens == 20 and record.status == 200
+    assert upstream.requests[-1][1]["stream_options"] == {"include_usage": True}
+    asked = gateway["client"].chat.completions.create(
+        model="small-model",
+        messages=[{"role": "user", "content": "count"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    usage = [c.usage for c in asked if c.usage]
+    assert usage and usage[0].completion_tokens == 20
+
+
+def _wait_for(fetch: Any, seconds: float = 10) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = fetch()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("not recorded")
+
+
+def test_refusals_raise_the_clients_exceptions(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer
+) -> None:
+    client: openai.OpenAI = gateway["client"]
+    hello = [{"role": "user", "content": "hi"}]
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.chat.completions.create(model="big-model", messages=hello)
+    assert missing.value.code == "model_not_found"
+    upstream.fail_next = 1
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="small-model", messages=hello)
+    budget = LLMBudget.objects.get(agent_id="henry")
+    budget.rpm_limit = 2
+    budget.save()
+    with pytest.raises(openai.RateLimitError) as limited:
+        for _ in range(3):
+            client.chat.completions.create(model="small-model", messages=hello)
+    assert limited.value.code == "rate_limit_exceeded"
+    assert 1 <= int(limited.value.response.headers["Retry-After"]) <= 61
+    budget.rpm_limit = None
+    budget.suspended = True
+    budget.save()
+    with pytest.raises(openai.PermissionDeniedError) as suspended:  # from the next request
+        client.chat.completions.create(model="small-model", messages=hello)
+    assert suspended.value.code == "model_access_suspended"
+    budget.suspended = False
+    budget.save()
+    client.chat.completions.create(model="small-model", messages=hello)
+    LLMKey.objects.update(revoked_at=timezone.now())
+    with pytest.raises(openai.AuthenticationError):
+        client.chat.completions.create(model="small-model", messages=hello)
+    stranger = openai.OpenAI(base_url=client.base_url, api_key="sk-guess", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        stranger.models.list()
+    codes = list(LLMRequest.objects.order_by("id").values_list("status", "error_code"))
+    assert (404, "") not in codes and (500, "upstream_error") in codes
+    assert (429, "rate_limit_exceeded") in codes
+
+
+def test_a_budget_crossed_mid_stream_lets_the_stream_finish_and_refuses_the_next(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer
+) -> None:
+    LLMBudget.objects.filter(agent_id="henry").update(
+        max_budget=Decimal("0.01"), budget_duration="1d"
+    )
+    upstream.chat_script = lambda messages, tools: {"content": "a long answer " * 5}
+    hello = [{"role": "user", "content": "hi"}]
+    parts = [
+        c.choices[0].delta.content or ""
+        for c in gateway["client"].chat.completions.create(
+            model="small-model", messages=hello, stream=True
+        )
+        if c.choices
+    ]
+    assert "".join(parts) == "a long answer " * 5  # 0.04 USD of output: over the budget
+    _wait_for(lambda: LLMRequest.objects.filter(stream=True).exists())
+    with pytest.raises(openai.RateLimitError) as refused:
+        gateway["client"].chat.completions.create(model="small-model", messages=hello)
+    body = refused.value.body
+    assert isinstance(body, dict) and body["type"] == "budget_exceeded"
+    assert "Current cost: 0.0" in body["message"] and "Max budget: 0.0100 per 1d" in body["message"]
+
+
+def test_parallel_and_token_limits_hold_under_concurrency(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer
+) -> None:
+    """50 requests at once: at most max_parallel_requests reach the upstream together; the
+    rest are refused with 429, none lost. Then a tokens-per-minute limit, crossed by at most one
+    request's tokens."""
+    LLMBudget.objects.filter(agent_id="henry").update(max_parallel_requests=5)
+    inside, most, lock = [0], [0], threading.Lock()
+
+    def slow(messages: Any, tools: Any) -> dict[str, Any]:
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.5)
+        with lock:
+            inside[0] -= 1
+        return {"content": "done"}
+
+    upstream.chat_script = slow
+    hello = [{"role": "user", "content": "hi"}]
+
+    def one(_: int) -> str:
+        try:
+            gateway["client"].chat.completions.create(model="small-model", messages=hello)
+            return "ok"
+        except openai.RateLimitError:
+            return "429"
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        outcomes = list(pool.map(one, range(50)))
+    assert most[0] <= 5, f"{most[0]} requests at the upstream at once"
+    assert outcomes.count("ok") >= 5 and outcomes.count("ok") + outcomes.count("429") == 50
+    upstream.chat_script = lambda messages, tools: {"content": "done"}
+    LLMBudget.objects.filter(agent_id="henry").update(max_parallel_requests=None, tpm_limit=300)
+    since, first_minute = timezone.now(), int(time.time() // 60)
+    passed, refused = 0, None
+    for _ in range(40):
+        try:
+            gateway["client"].chat.completions.create(
+                model="small-model", messages=hello, max_tokens=50
+            )
+            passed += 1
+        except openai.RateLimitError as exc:
+            refused = exc
+            break
+    minutes = int(time.time() // 60) - first_minute + 1  # each new minute allows 300 more
+    assert refused is not None and "tokens per minute" in refused.message
+    used = sum(
+        r.prompt_tokens + r.completion_tokens
+        for r in LLMRequest.objects.filter(status=200, created_at__gte=since)
+    )
+    assert passed >= 1 and used <= 300 * minutes + 100, (used, minutes)
+
+
+def test_operators_configure_the_gateway_from_the_shell(
+    seeded: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from django.core.management import CommandError, call_command
+
+    from brainframe.models import LLMUpstream
+    from brainframe.services.credentials import secret_open
+
+    monkeypatch.setenv("PROVIDER_KEY", "sk-provider")
+    call_command(
+        "llm_upstream", "add", "openai", "--base-url", "https://api.openai.com/v1",
+        "--models", "gpt-4o-mini,gpt-4o", "--api-key-env", "PROVIDER_KEY",
+        "--price-in", "0.15", "--price-out", "0.60",
+    )  # fmt: skip
+    upstream = LLMUpstream.objects.get(name="openai")
+    assert upstream.served_models == ["gpt-4o-mini", "gpt-4o"]
+    assert secret_open(upstream.api_key_encrypted) == "sk-provider"
+    assert "sk-provider" not in upstream.api_key_encrypted
+    call_command(
+        "llm_budget", "henry", "--max-budget", "5", "--duration", "1d", "--rpm", "60",
+        "--tpm", "100000", "--max-parallel", "4", "--alias", "actuator=gpt-4o-mini",
+    )  # fmt: skip
+    budget = LLMBudget.objects.get(agent_id="henry")
+    assert (budget.max_budget, budget.budget_duration, budget.rpm_limit) == (Decimal(5), "1d", 60)
+    assert budget.aliases == {"actuator": "gpt-4o-mini"} and not budget.suspended
+    capsys.readouterr()
+    call_command("llm_key", "henry")
+    key = capsys.readouterr().out.strip()
+    assert key.startswith("rabs-llm-") and LLMKey.objects.get().prefix == key[:15]
+    assert key not in str(list(LLMKey.objects.values_list("key_sha256", flat=True)))
+    with pytest.raises(CommandError, match="duration"):
+        call_command("llm_budget", "henry", "--duration", "weekly")
+    with pytest.raises(CommandError, match="PROVIDER_KEY_2 is unset"):
+        call_command(
+            "llm_upstream", "add", "x", "--base-url", "https://x.test/v1", "--models", "m",
+            "--api-key-env", "PROVIDER_KEY_2",
+        )  # fmt: skip
