@@ -106,6 +106,11 @@ class LLMBudget(models.Model):
     store_bodies = models.BooleanField(
         default=False, help_text="Keep prompts and answers in the record (PII-filtered)."
     )
+    consent_pii = models.BooleanField(
+        default=False,
+        help_text="Prompts may carry personal information to external upstreams (otherwise "
+        "the outbound PII filter redacts them before they leave).",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -131,6 +136,9 @@ class LLMRequest(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     status = models.PositiveSmallIntegerField()
     error_code = models.CharField(max_length=40, blank=True)
+    redactions = models.PositiveIntegerField(
+        default=0, help_text="Personal details the PII filter took out before the prompt left."
+    )
     request_body = models.JSONField(null=True, blank=True)
     response_body = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -9,6 +9,7 @@ period that contains now (periods start at the Unix epoch: ``1d`` is the UTC day
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import secrets
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from brainframe.models import Agent, LLMBudget, LLMKey, LLMRequest, LLMUpstream
+from brainframe.safety.pii import pii_redact
 
 from .credentials import secret_open, secret_seal
 
@@ -224,13 +226,13 @@ def llm_record(
     error_code: str = "",
     request_body: Any = None,
     response_body: Any = None,
+    redactions: int = 0,
 ) -> LLMRequest | None:
     """One row per request the gateway answered for a known agent (bodies only if the agent's
     setting says so). Refusals before the key was known are not recorded (no agent)."""
     agent_id = admitted.agent_id if admitted else agent_id
     if agent_id is None:
         return None
-    keep = admitted is not None and admitted.budget.store_bodies
     return LLMRequest.objects.create(
         agent_id=agent_id,
         endpoint=endpoint,
@@ -244,6 +246,68 @@ def llm_record(
         latency_ms=latency_ms,
         status=status,
         error_code=error_code,
-        request_body=request_body if keep else None,
-        response_body=response_body if keep else None,
+        redactions=redactions,
+        request_body=kept_body(admitted, request_body),
+        response_body=kept_body(admitted, response_body),
     )
+
+
+def _redact_text(text: str) -> tuple[str, int]:
+    redacted, findings = pii_redact(text)
+    return redacted, len(findings)
+
+
+def _redact_content(content: Any) -> tuple[Any, int]:
+    """A message's content: a string, or a list of parts whose text parts are redacted."""
+    if isinstance(content, str):
+        return _redact_text(content)
+    if isinstance(content, list):
+        total, parts = 0, []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                text, count = _redact_text(part["text"])
+                part, total = {**part, "text": text}, total + count
+            parts.append(part)
+        return parts, total
+    return content, 0
+
+
+def outbound(admitted: Admitted, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """What leaves for the upstream (directive layer 4): for an external upstream, unless the
+    agent has consent_pii, every message's text and every embedding input with personal
+    details replaced by their type (``<PERSON>``); the count of what was taken out."""
+    upstream = admitted.upstream
+    if upstream is None or not upstream.external or admitted.budget.consent_pii:
+        return body, 0
+    total = 0
+    out = dict(body)
+    if isinstance(body.get("messages"), list):
+        messages = []
+        for message in body["messages"]:
+            if isinstance(message, dict) and "content" in message:
+                content, count = _redact_content(message["content"])
+                message, total = {**message, "content": content}, total + count
+            messages.append(message)
+        out["messages"] = messages
+    if isinstance(body.get("input"), str):
+        out["input"], total = _redact_text(body["input"])
+    elif isinstance(body.get("input"), list):
+        inputs = []
+        for item in body["input"]:
+            if isinstance(item, str):
+                item, count = _redact_text(item)
+                total += count
+            inputs.append(item)
+        out["input"] = inputs
+    return out, total
+
+
+def kept_body(admitted: Admitted | None, body: Any) -> Any:
+    """A body as the record keeps it: only when the agent's setting says so, PII-filtered."""
+    if admitted is None or not admitted.budget.store_bodies or body is None:
+        return None
+    text, _ = _redact_text(json.dumps(body, default=str))
+    try:
+        return json.loads(text)
+    except ValueError:  # a redaction broke the JSON's syntax: keep it as text
+        return {"redacted": text}

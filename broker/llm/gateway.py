@@ -31,6 +31,7 @@ from brainframe.services.llm import (
     allowed_models,
     llm_admit,
     llm_record,
+    outbound,
     upstream_api_key,
 )
 
@@ -151,6 +152,7 @@ async def _finish(
     error_code: str = "",
     request_body: Any = None,
     response_body: Any = None,
+    redactions: int = 0,
 ) -> None:
     await _run(slot.settle, sum(tokens))
     await _run(
@@ -166,6 +168,7 @@ async def _finish(
         error_code=error_code,
         request_body=request_body,
         response_body=response_body,
+        redactions=redactions,
     )
 
 
@@ -177,7 +180,8 @@ async def _plain(request: Request, endpoint: str) -> Response:
     except LLMRefused as refused:
         return _error(refused)
     assert admitted.upstream is not None
-    outgoing = {**body, "model": admitted.model}
+    filtered, redactions = await _run(outbound, admitted, body)
+    outgoing = {**filtered, "model": admitted.model}
     try:
         answer = await _http().post(
             f"{admitted.upstream.base_url}/{endpoint}",
@@ -204,8 +208,9 @@ async def _plain(request: Request, endpoint: str) -> Response:
         stream=False,
         tokens=_usage(payload),
         error_code="" if answer.status_code < 400 else "upstream_error",
-        request_body=body,
+        request_body=outgoing,
         response_body=payload,
+        redactions=redactions,
     )
     return JSONResponse(payload, status_code=answer.status_code)
 
@@ -230,8 +235,9 @@ async def _stream(request: Request, body: dict[str, Any]) -> Response:
     assert admitted.upstream is not None
     # Usage comes in a last chunk when asked for; the client sees it only if it asked.
     wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    filtered, redactions = await _run(outbound, admitted, body)
     outgoing = {
-        **body,
+        **filtered,
         "model": admitted.model,
         "stream_options": {**(body.get("stream_options") or {}), "include_usage": True},
     }
@@ -299,8 +305,9 @@ async def _stream(request: Request, body: dict[str, Any]) -> Response:
                 stream=True,
                 tokens=tokens,
                 error_code=code,
-                request_body=body,
+                request_body=outgoing,
                 response_body={"content": "".join(text)},
+                redactions=redactions,
             )
 
     return StreamingResponse(

@@ -40,6 +40,7 @@ def gateway(upstream: OpenAICompatibleServer, seeded: None, live_server_url: str
         api_key=UPSTREAM_KEY,
         price_in=Decimal("1000"),  # USD per 1M tokens: 0.001 per token, so costs show
         price_out=Decimal("2000"),
+        external=False,  # inside the organisation: prompts leave as written (see the PII test)
     )
     henry = Agent.objects.get(agent_id="henry")
     LLMBudget.objects.create(
@@ -284,3 +285,28 @@ def test_operators_configure_the_gateway_from_the_shell(
             "llm_upstream", "add", "x", "--base-url", "https://x.test/v1", "--models", "m",
             "--api-key-env", "PROVIDER_KEY_2",
         )  # fmt: skip
+
+
+def test_prompts_to_an_external_upstream_leave_without_personal_details(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer
+) -> None:
+    from brainframe.models import LLMUpstream
+
+    LLMUpstream.objects.filter(name="local").update(external=True)
+    LLMBudget.objects.filter(agent_id="henry").update(store_bodies=True)
+    said = "Please call Patricia Desrosiers on 0412 345 678 about her roster."
+    gateway["client"].chat.completions.create(
+        model="small-model", messages=[{"role": "user", "content": said}]
+    )
+    sent = upstream.requests[-1][1]["messages"][0]["content"]
+    assert "Patricia" not in sent and "0412" not in sent, sent
+    assert "<PERSON>" in sent and "<PHONE_NUMBER>" in sent
+    record = LLMRequest.objects.get()
+    assert record.redactions == 2
+    assert "Desrosiers" not in str(record.request_body) and "<PERSON>" in str(record.request_body)
+    # With the agent's consent, the prompt leaves as written.
+    LLMBudget.objects.filter(agent_id="henry").update(consent_pii=True)
+    gateway["client"].chat.completions.create(
+        model="small-model", messages=[{"role": "user", "content": said}]
+    )
+    assert upstream.requests[-1][1]["messages"][0]["content"] == said
