@@ -42,6 +42,7 @@ LEVEL_CHANGED = "level_changed"
 AGENT_CHANGED = "agent_changed"
 GUARDIAN_ASSESSMENT_COMPLETE = "guardian:assessment_complete"
 SECURITY_THREAT_DETECTED = "security:threat_detected"
+MODEL_TOOL_CALL_FLAGGED = "guardian:model_tool_call_flagged"
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,22 @@ class SecurityThreatDetected(Event):
     trust: str | None = None
 
 
+@dataclass(frozen=True)
+class ModelToolCallFlagged(Event):
+    """The Guardian flagged (or would block) the arguments of a tool call a model proposed to an
+    agent through the model gateway (``request_id``: the gateway's record), before the agent
+    acts on it."""
+
+    NAME: ClassVar[str] = MODEL_TOOL_CALL_FLAGGED
+    agent_id: str
+    request_id: int
+    tool: str
+    risk: float
+    action: str
+    patterns: tuple[str, ...]
+    at: str
+
+
 #: Every event type by name: the one list of what the product emits.
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.NAME: cls
@@ -235,6 +252,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         AgentChanged,
         GuardianAssessmentComplete,
         SecurityThreatDetected,
+        ModelToolCallFlagged,
     )
 }
 

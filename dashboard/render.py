@@ -24,6 +24,7 @@ from brainframe.events import (
     Event,
     Heartbeat,
     LevelChanged,
+    ModelToolCallFlagged,
     TaskChanged,
     ToolCallChanged,
 )
@@ -145,6 +146,11 @@ def _level(event: Event, user: Any) -> list[str]:
     return parts + _status_card(event.agent_id)  # none for a tool's level change
 
 
+def _model_flag(event: Event, user: Any) -> list[str]:
+    assert isinstance(event, ModelToolCallFlagged)
+    return [_log_row(selectors.log_entry_for_model_flag(event))]
+
+
 def _agent(event: Event, user: Any) -> list[str]:
     assert isinstance(event, AgentChanged | Heartbeat)
     return _status_card(event.agent_id)
@@ -161,6 +167,7 @@ RENDERERS: dict[type[Event], Callable[[Event, Any], list[str]]] = {
     LevelChanged: _level,
     AgentChanged: _agent,
     Heartbeat: _agent,
+    ModelToolCallFlagged: _model_flag,
 }
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from brainframe.events import ModelToolCallFlagged
 from brainframe.models import (
     Agent,
     AgentNote,
@@ -211,6 +212,23 @@ def log_entry_for_level_change(change: MonitoringLevelChange) -> dict[str, Any]:
         "label": f"L{change.from_level} → L{change.to_level} · "
         f"{MonitoringLevelChange.Rule(change.rule).label}",
         "tone": "ok" if step > 0 else "bad" if step < 0 else "warn",
+        "duration_ms": None,
+        "o_tag": None,
+    }
+
+
+def log_entry_for_model_flag(event: ModelToolCallFlagged) -> dict[str, Any]:
+    """A tool call a model proposed through the gateway whose arguments the Guardian flagged."""
+    return {
+        "id": f"llm-{event.request_id}-{event.tool}",
+        "at": datetime.fromisoformat(event.at),
+        "actor": event.agent_id,
+        "kind": "model proposed",
+        "subject": event.tool,
+        "href": reverse("admin:brainframe_llmrequest_change", args=[event.request_id]),
+        "label": f"GUARDIAN {event.action.upper()} {event.risk:.2f} · "
+        + ", ".join(event.patterns[:3]),
+        "tone": "bad" if event.action == "block" else "warn",
         "duration_ms": None,
         "o_tag": None,
     }

@@ -139,6 +139,11 @@ class LLMRequest(models.Model):
     redactions = models.PositiveIntegerField(
         default=0, help_text="Personal details the PII filter took out before the prompt left."
     )
+    threats = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Guardian assessments of tool-call arguments the model proposed (flag/block).",
+    )
     request_body = models.JSONField(null=True, blank=True)
     response_body = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -28,6 +28,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 from urllib.parse import unquote
 
 import hyperscan
@@ -342,6 +343,18 @@ def _narrated(folded: str, start: int) -> bool:
         return False
     text = word.group()
     return len(text) > 4 and bool(_NARRATED.search(text)) and text not in _BASE_FORMS
+
+
+def argument_strings(value: Any) -> list[str]:
+    """Every string in a JSON value (nested), in order: the free text of a tool call's
+    arguments, which the Guardian reads as one text, one string per line."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in argument_strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in argument_strings(item)]
+    return []
 
 
 def assess(text: str, trust: str = "standard") -> Assessment:

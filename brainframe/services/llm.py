@@ -20,7 +20,9 @@ from typing import Any
 from django.db.models import Sum
 from django.utils import timezone
 
+from brainframe.events import ModelToolCallFlagged, publish_after_commit
 from brainframe.models import Agent, LLMBudget, LLMKey, LLMRequest, LLMUpstream
+from brainframe.safety.guardian import argument_strings, assess
 from brainframe.safety.pii import pii_redact
 
 from .credentials import secret_open, secret_seal
@@ -227,13 +229,15 @@ def llm_record(
     request_body: Any = None,
     response_body: Any = None,
     redactions: int = 0,
+    tool_calls: list[dict[str, Any]] | None = None,
 ) -> LLMRequest | None:
     """One row per request the gateway answered for a known agent (bodies only if the agent's
     setting says so). Refusals before the key was known are not recorded (no agent)."""
     agent_id = admitted.agent_id if admitted else agent_id
     if agent_id is None:
         return None
-    return LLMRequest.objects.create(
+    threats = _assess_tool_calls(agent_id, tool_calls or [])
+    row = LLMRequest.objects.create(
         agent_id=agent_id,
         endpoint=endpoint,
         role=admitted.role if admitted else "",
@@ -249,7 +253,56 @@ def llm_record(
         redactions=redactions,
         request_body=kept_body(admitted, request_body),
         response_body=kept_body(admitted, response_body),
+        threats=threats,
     )
+    if threats:
+        at = row.created_at.isoformat()
+        publish_after_commit(
+            *(
+                ModelToolCallFlagged(
+                    agent_id=agent_id,
+                    request_id=row.pk,
+                    tool=str(threat["tool"]),
+                    risk=float(threat["risk"]),
+                    action=str(threat["action"]),
+                    patterns=tuple(threat["patterns"]),
+                    at=at,
+                )
+                for threat in threats
+            )
+        )
+    return row
+
+
+def _assess_tool_calls(agent_id: str, tool_calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Guardian on the arguments of each tool call the model proposed, at the agent's trust
+    level: what it flagged or would block (the broker assesses them again if the agent calls)."""
+    if not tool_calls:
+        return []
+    trust = Agent.objects.filter(pk=agent_id).values_list("trust_level", flat=True).first()
+    found = []
+    for call in tool_calls:
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str) or not arguments:
+            continue
+        try:
+            text = "\n".join(argument_strings(json.loads(arguments)))
+        except ValueError:
+            text = arguments  # not JSON (a model's mistake): read as it came
+        # As the broker reads a call's arguments: every string in them, one per line.
+        assessment = assess(text, trust=trust or "standard")
+        if assessment.action != "allow":
+            found.append(
+                {
+                    "tool": str(function.get("name") or "?"),
+                    "risk": assessment.risk,
+                    "action": assessment.action,
+                    "patterns": assessment.patterns,
+                    "categories": assessment.categories,
+                }
+            )
+    return found
 
 
 def _redact_text(text: str) -> tuple[str, int]:

@@ -17,9 +17,8 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from brainframe.models import MCPUpstream, Tool
-from brainframe.safety.guardian import assess
+from brainframe.safety.guardian import argument_strings, assess
 
-from ..pipeline.context import argument_strings
 from ..upstream_client import UpstreamTimeout, UpstreamUnavailable, upstream_call
 from .base import HandlerFailure, HandlerTimeout
 

@@ -153,6 +153,7 @@ async def _finish(
     request_body: Any = None,
     response_body: Any = None,
     redactions: int = 0,
+    tool_calls: list[dict[str, Any]] | None = None,
 ) -> None:
     await _run(slot.settle, sum(tokens))
     await _run(
@@ -169,7 +170,18 @@ async def _finish(
         request_body=request_body,
         response_body=response_body,
         redactions=redactions,
+        tool_calls=tool_calls,
     )
+
+
+def _proposed(payload: Any) -> list[dict[str, Any]]:
+    """The tool calls in a chat completion's answer."""
+    calls: list[dict[str, Any]] = []
+    for choice in (payload.get("choices") if isinstance(payload, dict) else None) or []:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if isinstance(message, dict):
+            calls += [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+    return calls
 
 
 async def _plain(request: Request, endpoint: str) -> Response:
@@ -211,6 +223,7 @@ async def _plain(request: Request, endpoint: str) -> Response:
         request_body=outgoing,
         response_body=payload,
         redactions=redactions,
+        tool_calls=_proposed(payload) if answer.status_code < 400 else [],
     )
     return JSONResponse(payload, status_code=answer.status_code)
 
@@ -271,6 +284,7 @@ async def _stream(request: Request, body: dict[str, Any]) -> Response:
     async def relay() -> AsyncIterator[bytes]:
         tokens = (0, 0)
         text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
         status, code = 200, ""
         try:
             async for line in answer.aiter_lines():
@@ -291,6 +305,8 @@ async def _stream(request: Request, body: dict[str, Any]) -> Response:
                             delta = choice.get("delta") or {}
                             if isinstance(delta.get("content"), str):
                                 text.append(delta["content"])
+                            for part in delta.get("tool_calls") or []:
+                                _gather(calls, part)
                 yield (line + "\n").encode()
         except httpx.HTTPError:
             status, code = 502, "upstream_interrupted"
@@ -308,6 +324,7 @@ async def _stream(request: Request, body: dict[str, Any]) -> Response:
                 request_body=outgoing,
                 response_body={"content": "".join(text)},
                 redactions=redactions,
+                tool_calls=[calls[i] for i in sorted(calls)],
             )
 
     return StreamingResponse(
@@ -315,6 +332,20 @@ async def _stream(request: Request, body: dict[str, Any]) -> Response:
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+def _gather(calls: dict[int, dict[str, Any]], part: Any) -> None:
+    """A streamed tool call's pieces, joined: its name once, its arguments in fragments."""
+    if not isinstance(part, dict):
+        return
+    call = calls.setdefault(
+        int(part.get("index") or 0), {"function": {"name": "", "arguments": ""}}
+    )
+    function = part.get("function") or {}
+    if function.get("name"):
+        call["function"]["name"] = function["name"]
+    if isinstance(function.get("arguments"), str):
+        call["function"]["arguments"] += function["arguments"]
 
 
 async def embeddings(request: Request) -> Response:

@@ -10,17 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from brainframe.models import Agent, AgentTask, OriginRegistry, ReasonLog, Tool, ValidationPolicy
-
-
-def argument_strings(value: Any) -> list[str]:
-    """Every string in a JSON value (nested), in order: the free text of a call."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [text for item in value.values() for text in argument_strings(item)]
-    if isinstance(value, list):
-        return [text for item in value for text in argument_strings(item)]
-    return []
+from brainframe.safety.guardian import argument_strings
 
 
 @dataclass(frozen=True)
