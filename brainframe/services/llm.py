@@ -124,7 +124,11 @@ class Admitted:
 def _authenticate(key: str) -> tuple[LLMKey, LLMBudget]:
     if not key.startswith(KEY_PREFIX):
         raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "not a gateway key")
-    found = LLMKey.objects.select_related("agent").filter(key_sha256=_digest(key)).first()
+    found = (
+        LLMKey.objects.select_related("agent", "agent__llm_budget")
+        .filter(key_sha256=_digest(key))
+        .first()
+    )
     if found is None:
         raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "unknown key")
     if found.revoked_at is not None:
@@ -133,7 +137,7 @@ def _authenticate(key: str) -> tuple[LLMKey, LLMBudget]:
         raise LLMRefused(
             403, "permission_denied", "agent_paused", f"{found.agent_id} is paused by staff"
         )
-    budget = LLMBudget.objects.filter(agent_id=found.agent_id).first()
+    budget = getattr(found.agent, "llm_budget", None)
     if budget is None:
         raise LLMRefused(
             403, "permission_denied", "no_model_access", f"{found.agent_id} has no model access"

@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -107,21 +108,39 @@ async def _body(request: Request) -> dict[str, Any]:
     return body
 
 
-async def _admit(request: Request, body: dict[str, Any]) -> tuple[Admitted, limits.Slot]:
-    admitted: Admitted = await _run(llm_admit, key=_key(request), model=body["model"])
+@dataclass(frozen=True)
+class _Ready:
+    """An admitted request, ready to leave: its admission, counters, headers and body."""
+
+    admitted: Admitted
+    slot: limits.Slot
+    headers: dict[str, str]
+    outgoing: dict[str, Any]
+    redactions: int
+
+
+def _prepare(key: str, body: dict[str, Any], endpoint: str) -> _Ready:
+    """Everything before the upstream, in one thread hop: the key, model access and budget
+    (PostgreSQL), the per-minute limits (Redis), the upstream's key, the PII filter."""
+    admitted = llm_admit(key=key, model=body["model"])
     try:
-        slot = await _run(limits.admit, admitted.agent_id, admitted.budget, body)
+        slot = limits.admit(admitted.agent_id, admitted.budget, body)
     except LLMRefused as refused:
-        await _run(
-            llm_record,
+        llm_record(
             admitted=admitted,
             agent_id=None,
-            endpoint=request.url.path.removeprefix(f"{PREFIX}/"),
+            endpoint=endpoint,
             status=refused.status,
             error_code=refused.code,
         )
         raise
-    return admitted, slot
+    try:
+        headers = _forward_headers(admitted)
+        filtered, redactions = outbound(admitted, body)
+    except BaseException:
+        slot.settle(0)
+        raise
+    return _Ready(admitted, slot, headers, {**filtered, "model": admitted.model}, redactions)
 
 
 def _forward_headers(admitted: Admitted) -> dict[str, str]:
@@ -155,9 +174,11 @@ async def _finish(
     redactions: int = 0,
     tool_calls: list[dict[str, Any]] | None = None,
 ) -> None:
-    await _run(slot.settle, sum(tokens))
-    await _run(
-        llm_record,
+    def settle_and_record() -> None:
+        slot.settle(sum(tokens))
+        llm_record(**record)
+
+    record = dict(
         admitted=admitted,
         agent_id=None,
         endpoint=endpoint,
@@ -172,6 +193,7 @@ async def _finish(
         redactions=redactions,
         tool_calls=tool_calls,
     )
+    await _run(settle_and_record)
 
 
 def _proposed(payload: Any) -> list[dict[str, Any]]:
@@ -188,24 +210,26 @@ async def _plain(request: Request, endpoint: str) -> Response:
     started = time.perf_counter()
     try:
         body = await _body(request)
-        admitted, slot = await _admit(request, body)
+        ready: _Ready = await _run(_prepare, _key(request), body, endpoint)
     except LLMRefused as refused:
         return _error(refused)
+    admitted, slot, outgoing, redactions = (
+        ready.admitted,
+        ready.slot,
+        ready.outgoing,
+        ready.redactions,
+    )
     assert admitted.upstream is not None
-    filtered, redactions = await _run(outbound, admitted, body)
-    outgoing = {**filtered, "model": admitted.model}
     try:
         answer = await _http().post(
-            f"{admitted.upstream.base_url}/{endpoint}",
-            json=outgoing,
-            headers=await _run(_forward_headers, admitted),
+            f"{admitted.upstream.base_url}/{endpoint}", json=outgoing, headers=ready.headers
         )
-    except (httpx.HTTPError, LLMRefused) as exc:
+    except httpx.HTTPError as exc:
         await _finish(
             admitted, slot, endpoint=endpoint, started=started, status=502, stream=False,
             tokens=(0, 0), error_code="upstream_unreachable",
         )  # fmt: skip
-        detail = exc.message if isinstance(exc, LLMRefused) else f"{type(exc).__name__}: {exc}"
+        detail = f"{type(exc).__name__}: {exc}"
         return _error(LLMRefused(502, "api_error", "upstream_unreachable", detail))
     try:
         payload = answer.json()
@@ -241,17 +265,20 @@ async def chat_completions(request: Request) -> Response:
 async def _stream(request: Request, body: dict[str, Any]) -> Response:
     started = time.perf_counter()
     try:
-        admitted, slot = await _admit(request, body)
-        headers = await _run(_forward_headers, admitted)
+        ready: _Ready = await _run(_prepare, _key(request), body, "chat/completions")
     except LLMRefused as refused:
         return _error(refused)
+    admitted, slot, headers, redactions = (
+        ready.admitted,
+        ready.slot,
+        ready.headers,
+        ready.redactions,
+    )
     assert admitted.upstream is not None
     # Usage comes in a last chunk when asked for; the client sees it only if it asked.
     wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    filtered, redactions = await _run(outbound, admitted, body)
     outgoing = {
-        **filtered,
-        "model": admitted.model,
+        **ready.outgoing,
         "stream_options": {**(body.get("stream_options") or {}), "include_usage": True},
     }
     client = _http()
