@@ -1,9 +1,10 @@
 """The model gateway's services: virtual keys, upstreams, budgets and the record.
 
-The gateway (``broker/llm/``) admits a request with ``llm_admit`` (key, suspension, model,
-spend against the budget) and records it with ``llm_record``; the per-minute counters live in
-Redis beside it. Spend is kept in PostgreSQL (``LLMRequest.cost_usd``), summed over the budget
-period that contains now (periods start at the Unix epoch: ``1d`` is the UTC day).
+The gateway (``broker/llm/``) admits a request with ``llm_admit`` (key, suspension, model) and
+records it with ``llm_record``; the per-minute counters and the running spend of the budget
+period live in Redis beside it (``broker/llm/limits.py``). Spend is kept in PostgreSQL
+(``LLMRequest.cost_usd``) and summed over the period that contains now when Redis has no running
+copy (periods start at the Unix epoch: ``1d`` is the UTC day).
 """
 
 from __future__ import annotations
@@ -32,14 +33,21 @@ _DURATION = re.compile(r"^(\d{1,4})([hd])$")
 
 
 class LLMRefused(Exception):
-    """A request the gateway refuses: HTTP status, OpenAI error type and code, message."""
+    """A request the gateway refuses: HTTP status, OpenAI error type and code, message; and the
+    agent, when the key told who was asking (such a refusal is recorded)."""
 
     def __init__(
-        self, status: int, kind: str, code: str, message: str, retry_after: int | None = None
+        self,
+        status: int,
+        kind: str,
+        code: str,
+        message: str,
+        retry_after: int | None = None,
+        agent_id: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status, self.kind, self.code, self.message = status, kind, code, message
-        self.retry_after = retry_after
+        self.retry_after, self.agent_id = retry_after, agent_id
 
 
 def duration_seconds(text: str) -> int:
@@ -118,7 +126,6 @@ class Admitted:
     role: str = ""
     model: str = ""
     upstream: LLMUpstream | None = None
-    spend: Decimal = Decimal(0)
 
 
 def _authenticate(key: str) -> tuple[LLMKey, LLMBudget]:
@@ -131,23 +138,27 @@ def _authenticate(key: str) -> tuple[LLMKey, LLMBudget]:
     )
     if found is None:
         raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "unknown key")
+    who = found.agent_id
     if found.revoked_at is not None:
-        raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "this key was revoked")
+        raise LLMRefused(
+            401, "invalid_request_error", "invalid_api_key", "this key was revoked", agent_id=who
+        )
     if found.agent.status == Agent.Status.PAUSED:
         raise LLMRefused(
-            403, "permission_denied", "agent_paused", f"{found.agent_id} is paused by staff"
+            403, "permission_denied", "agent_paused", f"{who} is paused by staff", agent_id=who
         )
     budget = getattr(found.agent, "llm_budget", None)
     if budget is None:
         raise LLMRefused(
-            403, "permission_denied", "no_model_access", f"{found.agent_id} has no model access"
+            403, "permission_denied", "no_model_access", f"{who} has no model access", agent_id=who
         )
     if budget.suspended:
         raise LLMRefused(
             403,
             "permission_denied",
             "model_access_suspended",
-            f"{found.agent_id}'s model access is suspended by staff",
+            f"{who}'s model access is suspended by staff",
+            agent_id=who,
         )
     now = timezone.now()
     if found.last_used_at is None or now - found.last_used_at > timedelta(minutes=1):
@@ -167,6 +178,8 @@ def allowed_models(budget: LLMBudget) -> dict[str, LLMUpstream]:
 
 
 def spend(agent_id: str, duration: str) -> Decimal:
+    """What the agent's requests cost in the budget period that contains now (the record's
+    sum; the gateway keeps a running copy in Redis, seeded from this)."""
     total = LLMRequest.objects.filter(
         agent_id=agent_id, created_at__gte=period_start(duration)
     ).aggregate(total=Sum("cost_usd"))["total"]
@@ -187,18 +200,8 @@ def llm_admit(*, key: str, model: str | None) -> Admitted:
             "invalid_request_error",
             "model_not_found",
             f"The model `{model}` does not exist or you do not have access to it.",
+            agent_id=found.agent_id,
         )
-    used = Decimal(0)
-    if budget.max_budget is not None:
-        used = spend(found.agent_id, budget.budget_duration)
-        if used >= budget.max_budget:
-            raise LLMRefused(
-                429,
-                "budget_exceeded",
-                "budget_exceeded",
-                f"Budget has been exceeded! Current cost: {used:.6f}, "
-                f"Max budget: {budget.max_budget} per {budget.budget_duration}",
-            )
     return Admitted(
         agent_id=found.agent_id,
         key_id=str(found.pk),
@@ -206,7 +209,6 @@ def llm_admit(*, key: str, model: str | None) -> Admitted:
         role=role,
         model=target,
         upstream=upstream,
-        spend=used,
     )
 
 

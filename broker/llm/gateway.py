@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -30,6 +32,7 @@ from brainframe.services.llm import (
     Admitted,
     LLMRefused,
     allowed_models,
+    cost_of,
     llm_admit,
     llm_record,
     outbound,
@@ -39,6 +42,7 @@ from brainframe.services.llm import (
 from . import limits
 
 PREFIX = "/llm/v1"
+log = logging.getLogger("broker.llm")
 _threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="llm")
 _client: httpx.AsyncClient | None = None
 
@@ -122,7 +126,18 @@ class _Ready:
 def _prepare(key: str, body: dict[str, Any], endpoint: str) -> _Ready:
     """Everything before the upstream, in one thread hop: the key, model access and budget
     (PostgreSQL), the per-minute limits (Redis), the upstream's key, the PII filter."""
-    admitted = llm_admit(key=key, model=body["model"])
+    try:
+        admitted = llm_admit(key=key, model=body["model"])
+    except LLMRefused as refused:
+        if refused.agent_id is not None:  # the key said who asked: on the record
+            llm_record(
+                admitted=None,
+                agent_id=refused.agent_id,
+                endpoint=endpoint,
+                status=refused.status,
+                error_code=refused.code,
+            )
+        raise
     try:
         slot = limits.admit(admitted.agent_id, admitted.budget, body)
     except LLMRefused as refused:
@@ -173,10 +188,24 @@ async def _finish(
     response_body: Any = None,
     redactions: int = 0,
     tool_calls: list[dict[str, Any]] | None = None,
-) -> None:
+    later: bool = False,
+) -> BackgroundTask | None:
+    """Settle the request's counters (tokens, parallel slot, spend: before its answer goes, so
+    the agent's next request sees them) and record it — at once, or with ``later`` after the
+    answer has been sent (a plain answer need not wait for the INSERT)."""
+
     def settle_and_record() -> None:
-        slot.settle(sum(tokens))
-        llm_record(**record)
+        try:
+            if not later:
+                llm_record(**record)
+        finally:  # the parallel slot is given back whatever happened to the record
+            slot.settle(sum(tokens), cost_of(admitted.upstream, *tokens))
+
+    def record_later() -> None:
+        try:
+            llm_record(**record)
+        except Exception:
+            log.exception("a model request was answered but could not be recorded")
 
     record = dict(
         admitted=admitted,
@@ -194,6 +223,7 @@ async def _finish(
         tool_calls=tool_calls,
     )
     await _run(settle_and_record)
+    return BackgroundTask(_run, record_later) if later else None
 
 
 def _proposed(payload: Any) -> list[dict[str, Any]]:
@@ -235,7 +265,7 @@ async def _plain(request: Request, endpoint: str) -> Response:
         payload = answer.json()
     except ValueError:
         payload = {"error": {"message": answer.text[:500], "type": "api_error"}}
-    await _finish(
+    record = await _finish(
         admitted,
         slot,
         endpoint=endpoint,
@@ -248,8 +278,9 @@ async def _plain(request: Request, endpoint: str) -> Response:
         response_body=payload,
         redactions=redactions,
         tool_calls=_proposed(payload) if answer.status_code < 400 else [],
+        later=True,
     )
-    return JSONResponse(payload, status_code=answer.status_code)
+    return JSONResponse(payload, status_code=answer.status_code, background=record)
 
 
 async def chat_completions(request: Request) -> Response:
