@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import TruncDate
 from django.urls import reverse
 from django.utils import timezone
 
@@ -19,10 +21,13 @@ from brainframe.models import (
     AlignmentSnapshot,
     ApprovalRequest,
     Deliverable,
+    LLMBudget,
+    LLMRequest,
     MonitoringLevelChange,
     ReasonLog,
     ToolCall,
 )
+from brainframe.services.llm import spend as llm_spend
 
 COLUMNS = [
     (AgentTask.Status.TODO, "To Do"),
@@ -96,6 +101,65 @@ def kanban(agent: Agent) -> list[dict[str, Any]]:
 
 def notes(agent: Agent) -> list[AgentNote]:
     return list(AgentNote.objects.filter(agent=agent, active=True).order_by("-priority"))
+
+
+@dataclass
+class ModelSpend:
+    """An agent's model use through the gateway: today, this budget period, the last 14 days."""
+
+    budget: LLMBudget | None
+    today_usd: Decimal
+    period_usd: Decimal
+    tokens_in: int
+    tokens_out: int
+    requests: int
+    sparkline: str  # SVG polyline points of daily spend, oldest first
+
+    @property
+    def share(self) -> int | None:
+        """Percent of the hard budget spent this period."""
+        if self.budget is None or not self.budget.max_budget:
+            return None
+        return int(self.period_usd * 100 / self.budget.max_budget)
+
+
+def model_spend(agent: Agent, days: int = 14, width: int = 120, height: int = 28) -> ModelSpend:
+    """Two queries: the agent's model access, and its daily totals (the budget period's share
+    from the same rows when the period is within the window, else one more)."""
+    budget = LLMBudget.objects.filter(agent=agent).first()
+    today = timezone.localdate()
+    since = today - timedelta(days=days - 1)
+    rows = {
+        row["day"]: row
+        for row in LLMRequest.objects.filter(agent=agent, created_at__date__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(
+            cost=Sum("cost_usd"),
+            tokens_in=Sum("prompt_tokens"),
+            tokens_out=Sum("completion_tokens"),
+            requests=Count("id"),
+        )
+    }
+    daily = [Decimal(rows.get(since + timedelta(days=i), {}).get("cost") or 0) for i in range(days)]
+    top = max(daily) or Decimal(1)
+    step = width / (days - 1)
+    points = " ".join(
+        f"{i * step:.1f},{height - float(cost / top) * height:.1f}" for i, cost in enumerate(daily)
+    )
+    period = Decimal(0)
+    if budget is not None:
+        period = llm_spend(agent.agent_id, budget.budget_duration)
+    now = rows.get(today, {})
+    return ModelSpend(
+        budget=budget,
+        today_usd=Decimal(now.get("cost") or 0),
+        period_usd=period,
+        tokens_in=int(now.get("tokens_in") or 0),
+        tokens_out=int(now.get("tokens_out") or 0),
+        requests=int(now.get("requests") or 0),
+        sparkline=points if any(daily) else "",
+    )
 
 
 def deliverables(agent: Agent) -> list[Deliverable]:

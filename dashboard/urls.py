@@ -20,6 +20,7 @@ urlpatterns = [
         name="deliverable-download",
     ),
     path("agents/<slug:agent_id>/supervisor/", views.supervisor_action, name="supervisor-action"),
+    path("agents/<slug:agent_id>/model-access/", views.model_access, name="model-access"),
     path("chain/<uuid:o_tag>/", views.chain, name="chain"),
     path("calls/<uuid:call_id>/chain/", views.call_chain, name="call-chain"),
     path("tasks/<uuid:task_id>/chain/", views.task_chain, name="task-chain"),

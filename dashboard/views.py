@@ -15,10 +15,19 @@ from django.http import (
     HttpResponseBadRequest,
     JsonResponse,
 )
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from brainframe.models import Agent, AgentNote, AgentTask, ApprovalRequest, Deliverable, ToolCall
+from brainframe.models import (
+    Agent,
+    AgentNote,
+    AgentTask,
+    ApprovalRequest,
+    Deliverable,
+    LLMBudget,
+    ToolCall,
+)
 from brainframe.selectors import flatten, origin_chain
 from brainframe.services.supervisors import SupervisorError, supervisor_command
 from broker.services.approvals import (
@@ -49,6 +58,7 @@ def board(request: HttpRequest) -> HttpResponse:
             columns=selectors.kanban(agent),
             notes=selectors.notes(agent),
             deliverables=selectors.deliverables(agent),
+            spend=selectors.model_spend(agent),
             log=selectors.action_log(),
         )
     return render(request, "dashboard/board.html", context)
@@ -218,6 +228,27 @@ def supervisor_action(request: HttpRequest, agent_id: str) -> HttpResponse:
     return render(
         request, "dashboard/partials/status_card.html", {"card": selectors.status_card(agent)}
     )
+
+
+@login_required
+@require_POST
+def model_access(request: HttpRequest, agent_id: str) -> HttpResponse:
+    """Suspend or resume an agent's model access (effective on its next request)."""
+    if not request.user.has_perm("brainframe.change_llmbudget"):
+        return JsonResponse(
+            {"code": "permission_denied", "detail": "changing model access is not allowed"},
+            status=403,
+        )
+    value = request.POST.get("suspended")
+    if value not in ("true", "false"):
+        return JsonResponse(
+            {"code": "invalid", "detail": "suspended: true or false", "field": "suspended"},
+            status=400,
+        )
+    budget = get_object_or_404(LLMBudget, agent_id=agent_id)
+    budget.suspended = value == "true"
+    budget.save(update_fields=["suspended", "updated_at"])
+    return redirect(f"{reverse('dashboard:board')}?agent={agent_id}")
 
 
 @login_required

@@ -379,3 +379,26 @@ def test_the_guardian_reads_the_tool_calls_a_model_proposes(
     )
     row = render_event(event, None)
     assert "model proposed" in row and "email_send" in row and "GUARDIAN" in row
+
+
+def test_the_board_shows_spend_and_suspends_model_access(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer, admin_client: Any
+) -> None:
+    LLMBudget.objects.filter(agent_id="henry").update(
+        max_budget=Decimal("10"), soft_budget=Decimal("5"), budget_duration="30d"
+    )
+    hello = [{"role": "user", "content": "hi"}]
+    for _ in range(3):
+        gateway["client"].chat.completions.create(model="small-model", messages=hello)
+    records = _records(3)
+    spent = sum(r.cost_usd for r in records)
+    page = admin_client.get("/board/?agent=henry").content.decode()
+    assert "Model spend" in page and f"USD {spent:.4f}" in page
+    assert "of 10.00" in page and "3 requests" in page and "points=" in page
+    answer = admin_client.post("/board/agents/henry/model-access/", {"suspended": "true"})
+    assert answer.status_code == 302
+    with pytest.raises(openai.PermissionDeniedError):
+        gateway["client"].chat.completions.create(model="small-model", messages=hello)
+    assert "Resume model access" in admin_client.get("/board/?agent=henry").content.decode()
+    bad = admin_client.post("/board/agents/henry/model-access/", {"suspended": "maybe"})
+    assert bad.status_code == 400 and bad.json()["field"] == "suspended"
