@@ -18,7 +18,9 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import Sum
+from django.db.models.functions import JSONObject
 from django.utils import timezone
 
 from brainframe.events import ModelToolCallFlagged, publish_after_commit
@@ -126,13 +128,21 @@ class Admitted:
     role: str = ""
     model: str = ""
     upstream: LLMUpstream | None = None
+    upstreams: list[LLMUpstream] | None = None  # every enabled one, as admission read them
 
 
 def _authenticate(key: str) -> tuple[LLMKey, LLMBudget]:
     if not key.startswith(KEY_PREFIX):
         raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "not a gateway key")
+    # One query: the key, its agent, the agent's model access, and every enabled upstream.
+    upstreams = LLMUpstream.objects.filter(enabled=True).order_by("name")
     found = (
         LLMKey.objects.select_related("agent", "agent__llm_budget")
+        .annotate(
+            upstreams=ArraySubquery(
+                upstreams.values(json=JSONObject(**{name: name for name in _UPSTREAM_FIELDS}))
+            )
+        )
         .filter(key_sha256=_digest(key))
         .first()
     )
@@ -166,10 +176,33 @@ def _authenticate(key: str) -> tuple[LLMKey, LLMBudget]:
     return found, budget
 
 
-def allowed_models(budget: LLMBudget) -> dict[str, LLMUpstream]:
+_UPSTREAM_FIELDS = (
+    "name",
+    "base_url",
+    "api_key_encrypted",
+    "served_models",
+    "price_in",
+    "price_out",
+    "external",
+    "enabled",
+)
+
+
+def _upstream(fields: dict[str, Any]) -> LLMUpstream:
+    """An upstream from its JSON copy (prices arrive as JSON numbers)."""
+    for price in ("price_in", "price_out"):
+        fields[price] = Decimal(str(fields[price]))
+    return LLMUpstream(**fields)
+
+
+def allowed_models(
+    budget: LLMBudget, upstreams: list[LLMUpstream] | None = None
+) -> dict[str, LLMUpstream]:
     """Model → upstream for every model this agent may use (its aliases' targets included)."""
     served: dict[str, LLMUpstream] = {}
-    for upstream in LLMUpstream.objects.filter(enabled=True).order_by("name"):
+    if upstreams is None:
+        upstreams = list(LLMUpstream.objects.filter(enabled=True).order_by("name"))
+    for upstream in upstreams:
         for model in upstream.served_models:
             served.setdefault(str(model), upstream)
     if budget.allowed_models:
@@ -189,11 +222,14 @@ def spend(agent_id: str, duration: str) -> Decimal:
 def llm_admit(*, key: str, model: str | None) -> Admitted:
     """Admit one request (``model`` None: listing models) or raise LLMRefused."""
     found, budget = _authenticate(key)
+    upstreams = [_upstream(dict(fields)) for fields in found.upstreams]  # type: ignore[attr-defined]
     if model is None:
-        return Admitted(agent_id=found.agent_id, key_id=str(found.pk), budget=budget)
+        return Admitted(
+            agent_id=found.agent_id, key_id=str(found.pk), budget=budget, upstreams=upstreams
+        )
     role = model if model in budget.aliases else ""
     target = str(budget.aliases[model]) if role else model
-    upstream = allowed_models(budget).get(target)
+    upstream = allowed_models(budget, upstreams).get(target)
     if upstream is None:
         raise LLMRefused(
             404,

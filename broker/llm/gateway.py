@@ -413,7 +413,7 @@ async def embeddings(request: Request) -> Response:
 async def list_models(request: Request) -> Response:
     def listing() -> dict[str, Any]:
         admitted = llm_admit(key=_key(request), model=None)
-        served = allowed_models(admitted.budget)
+        served = allowed_models(admitted.budget, admitted.upstreams)
         names = sorted(served) + sorted(
             role for role, model in admitted.budget.aliases.items() if model in served
         )
