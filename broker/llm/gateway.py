@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -448,4 +449,14 @@ class LLMGateway:
             response = _error(LLMRefused(400, "invalid_request_error", "bad_host", "bad host"))
             await response(scope, receive, send)
             return
+        if settings.RABS_PROCESS_HEADER:  # the multi-process checks: which process answered
+            process = str(os.getpid()).encode()
+            plain_send = send
+
+            async def send(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    headers = [*message.get("headers", []), (b"x-rabs-process", process)]
+                    message = {**message, "headers": headers}
+                await plain_send(message)
+
         await self.app(scope, receive, send)

@@ -254,3 +254,58 @@ def test_live_updates_cross_processes(stack: str) -> None:
                 timeout=5000
             )
         browser.close()
+
+
+def test_model_limits_hold_across_processes(stack: str) -> None:
+    """50 requests at once to the model gateway, answered by both web processes: never more than
+    max_parallel_requests at the upstream, the rest refused with 429, none lost."""
+    import openai
+
+    from brainframe.models import LLMBudget
+    from brainframe.services.llm import llm_key_issue, llm_upstream_set
+    from tests.llm_server import OpenAICompatibleServer
+
+    upstream = OpenAICompatibleServer()
+    inside, most, lock = [0], [0], threading.Lock()
+
+    def slow(messages: Any, tools: Any) -> dict[str, Any]:
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.5)
+        with lock:
+            inside[0] -= 1
+        return {"content": "done"}
+
+    upstream.chat_script = slow
+    with upstream.running():
+        llm_upstream_set(
+            name="local",
+            base_url=upstream.base_url,
+            served_models=["m"],
+            api_key=None,
+            external=False,
+        )
+        henry = Agent.objects.get(agent_id="henry")
+        LLMBudget.objects.create(agent=henry, max_parallel_requests=5)
+        client = openai.OpenAI(
+            base_url=f"{stack}/llm/v1", api_key=llm_key_issue(agent=henry), max_retries=0
+        )
+        processes: set[str] = set()
+
+        def one(_: int) -> str:
+            try:
+                raw = client.chat.completions.with_raw_response.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}]
+                )
+                processes.add(raw.headers["X-RABS-Process"])
+                return "ok"
+            except openai.RateLimitError as exc:
+                processes.add(exc.response.headers["X-RABS-Process"])
+                return "429"
+
+        with ThreadPoolExecutor(max_workers=50) as pool:
+            outcomes = list(pool.map(one, range(50)))
+    assert len(processes) == 2, "one process answered all"
+    assert most[0] <= 5, f"{most[0]} requests at the upstream at once"
+    assert outcomes.count("ok") >= 5 and outcomes.count("ok") + outcomes.count("429") == 50
