@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from brainframe.models import LLMBudget, LLMKey, LLMRequest, LLMUpstream
+from brainframe.models import LLMBudget, LLMKey, LLMRequest, LLMTeam, LLMUpstream
 from brainframe.services.credentials import secret_seal
 from brainframe.services.llm import spend
 
@@ -99,6 +99,31 @@ class LLMBudgetAdmin(JSONEditingMixin, admin.ModelAdmin):
     def resume(self, request: HttpRequest, queryset: QuerySet[LLMBudget]) -> None:
         count = queryset.update(suspended=False)
         self.message_user(request, f"{count} resumed.", messages.SUCCESS)
+
+
+@admin.register(LLMTeam)
+class LLMTeamAdmin(admin.ModelAdmin):
+    """Agents sharing limits and a budget; a change applies from their next request."""
+
+    list_display = (
+        "name",
+        "members",
+        "suspended",
+        "rpm_limit",
+        "tpm_limit",
+        "max_parallel_requests",
+        "max_budget",
+        "budget_duration",
+    )
+    filter_horizontal = ("agents",)
+    search_fields = ("name", "agents__agent_id")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LLMTeam]:
+        return super().get_queryset(request).prefetch_related("agents")
+
+    @admin.display(description="agents")
+    def members(self, obj: LLMTeam) -> str:
+        return ", ".join(a.agent_id for a in obj.agents.all())
 
 
 @admin.register(LLMKey)

@@ -120,6 +120,39 @@ class LLMBudget(models.Model):
         return f"{self.agent_id} model access"
 
 
+class LLMTeam(models.Model):
+    """A group of agents sharing limits and a budget (LiteLLM's teams): every member's requests
+    count against both its own model access and each of its teams'."""
+
+    name = models.SlugField(max_length=64, primary_key=True)
+    agents = models.ManyToManyField(Agent, related_name="llm_teams", blank=True)
+    rpm_limit = models.PositiveIntegerField(null=True, blank=True, help_text="requests/minute")
+    tpm_limit = models.PositiveIntegerField(null=True, blank=True, help_text="tokens/minute")
+    max_parallel_requests = models.PositiveIntegerField(null=True, blank=True)
+    max_budget = models.DecimalField(
+        max_digits=12, decimal_places=4, null=True, blank=True, help_text="USD per period"
+    )
+    budget_duration = models.CharField(
+        max_length=8, default="30d", help_text="The period: Nh or Nd, e.g. 1d, 30d."
+    )
+    soft_budget = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="USD: staff are told once per period when spend crosses it.",
+    )
+    suspended = models.BooleanField(default=False, help_text="Refuse every member's requests.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "llm_teams"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"team {self.name}"
+
+
 class LLMRequest(models.Model):
     """One request through the gateway, recorded by the gateway itself (not self-reported)."""
 

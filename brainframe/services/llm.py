@@ -13,18 +13,18 @@ import hashlib
 import json
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db.models import Sum
+from django.db.models import OuterRef, Sum
 from django.db.models.functions import JSONObject
 from django.utils import timezone
 
 from brainframe.events import ModelToolCallFlagged, publish_after_commit
-from brainframe.models import Agent, LLMBudget, LLMKey, LLMRequest, LLMUpstream
+from brainframe.models import Agent, LLMBudget, LLMKey, LLMRequest, LLMTeam, LLMUpstream
 from brainframe.safety.guardian import argument_strings, assess
 from brainframe.safety.pii import pii_redact
 
@@ -129,19 +129,25 @@ class Admitted:
     model: str = ""
     upstream: LLMUpstream | None = None
     upstreams: list[LLMUpstream] | None = None  # every enabled one, as admission read them
+    teams: list[LLMTeam] = field(default_factory=list)  # whose limits it counts against too
 
 
 def _authenticate(key: str) -> tuple[LLMKey, LLMBudget]:
     if not key.startswith(KEY_PREFIX):
         raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "not a gateway key")
-    # One query: the key, its agent, the agent's model access, and every enabled upstream.
+    # One query: the key, its agent, the agent's model access and teams, the enabled upstreams.
     upstreams = LLMUpstream.objects.filter(enabled=True).order_by("name")
     found = (
         LLMKey.objects.select_related("agent", "agent__llm_budget")
         .annotate(
             upstreams=ArraySubquery(
                 upstreams.values(json=JSONObject(**{name: name for name in _UPSTREAM_FIELDS}))
-            )
+            ),
+            teams=ArraySubquery(
+                LLMTeam.objects.filter(agents=OuterRef("agent_id"))
+                .order_by("name")
+                .values(json=JSONObject(**{name: name for name in _TEAM_FIELDS}))
+            ),
         )
         .filter(key_sha256=_digest(key))
         .first()
@@ -188,10 +194,38 @@ _UPSTREAM_FIELDS = (
 )
 
 
+_TEAM_FIELDS = (
+    "name",
+    "rpm_limit",
+    "tpm_limit",
+    "max_parallel_requests",
+    "max_budget",
+    "budget_duration",
+    "soft_budget",
+    "suspended",
+)
+
+
+def _team(fields: dict[str, Any]) -> LLMTeam:
+    """A team from its JSON copy (money arrives as JSON numbers)."""
+    for money in ("max_budget", "soft_budget"):
+        if fields[money] is not None:  # as the column keeps it: four places
+            fields[money] = Decimal(str(fields[money])).quantize(Decimal("0.0001"))
+    return LLMTeam(**fields)
+
+
+def team_spend(team: str, duration: str) -> Decimal:
+    """What the team's agents' requests cost in the budget period that contains now."""
+    total = LLMRequest.objects.filter(
+        agent__llm_teams=team, created_at__gte=period_start(duration)
+    ).aggregate(total=Sum("cost_usd"))["total"]
+    return Decimal(total or 0)
+
+
 def _upstream(fields: dict[str, Any]) -> LLMUpstream:
     """An upstream from its JSON copy (prices arrive as JSON numbers)."""
     for price in ("price_in", "price_out"):
-        fields[price] = Decimal(str(fields[price]))
+        fields[price] = Decimal(str(fields[price])).quantize(Decimal("0.0001"))
     return LLMUpstream(**fields)
 
 
@@ -223,9 +257,14 @@ def llm_admit(*, key: str, model: str | None) -> Admitted:
     """Admit one request (``model`` None: listing models) or raise LLMRefused."""
     found, budget = _authenticate(key)
     upstreams = [_upstream(dict(fields)) for fields in found.upstreams]  # type: ignore[attr-defined]
+    teams = [_team(dict(fields)) for fields in found.teams]  # type: ignore[attr-defined]
     if model is None:
         return Admitted(
-            agent_id=found.agent_id, key_id=str(found.pk), budget=budget, upstreams=upstreams
+            agent_id=found.agent_id,
+            key_id=str(found.pk),
+            budget=budget,
+            upstreams=upstreams,
+            teams=teams,
         )
     role = model if model in budget.aliases else ""
     target = str(budget.aliases[model]) if role else model
@@ -245,6 +284,8 @@ def llm_admit(*, key: str, model: str | None) -> Admitted:
         role=role,
         model=target,
         upstream=upstream,
+        upstreams=upstreams,
+        teams=teams,
     )
 
 

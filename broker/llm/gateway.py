@@ -140,7 +140,7 @@ def _prepare(key: str, body: dict[str, Any], endpoint: str) -> _Ready:
             )
         raise
     try:
-        slot = limits.admit(admitted.agent_id, admitted.budget, body)
+        slot = limits.admit(admitted.agent_id, admitted.budget, body, admitted.teams)
     except LLMRefused as refused:
         llm_record(
             admitted=admitted,

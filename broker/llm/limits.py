@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -18,8 +20,8 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.core.mail import send_mail
 
-from brainframe.models import LLMBudget
-from brainframe.services.llm import LLMRefused, duration_seconds, period_start, spend
+from brainframe.models import LLMBudget, LLMTeam
+from brainframe.services.llm import LLMRefused, duration_seconds, period_start, spend, team_spend
 
 log = logging.getLogger("broker.llm")
 
@@ -80,19 +82,41 @@ def _script(source: str) -> Any:
     return script
 
 
-def _keys(agent_id: str, minute: int) -> list[str]:
+@dataclass(frozen=True)
+class Scope:
+    """Whose limits: an agent's (its ``LLMBudget``) or a team's (an ``LLMTeam``: its agents'
+    requests together). Both carry the same limit fields."""
+
+    kind: str  # "agent" / "team"
+    name: str
+    limits: LLMBudget | LLMTeam
+
+    @property
+    def label(self) -> str:
+        return self.name if self.kind == "agent" else f"team {self.name}"
+
+    def spend(self) -> Decimal:
+        duration = self.limits.budget_duration
+        if self.kind == "agent":
+            return spend(self.name, duration)
+        return team_spend(self.name, duration)
+
+
+def _keys(scope: Scope, minute: int) -> list[str]:
+    base = f"llm:{scope.kind}:{scope.name}"
     return [
-        cache.make_key(f"llm:rpm:{agent_id}:{minute}"),
-        cache.make_key(f"llm:tpm:{agent_id}:{minute}"),
-        cache.make_key(f"llm:parallel:{agent_id}"),
+        cache.make_key(f"{base}:rpm:{minute}"),
+        cache.make_key(f"{base}:tpm:{minute}"),
+        cache.make_key(f"{base}:parallel"),
     ]
 
 
-def _spend_key(agent_id: str, duration: str) -> tuple[str, int]:
+def _spend_key(scope: Scope) -> tuple[str, int]:
     """The running spend's key for the budget period that contains now, and its lifetime."""
+    duration = scope.limits.budget_duration
     start = int(period_start(duration).timestamp())
     return (
-        cache.make_key(f"llm:spend:{agent_id}:{duration}:{start}"),
+        cache.make_key(f"llm:{scope.kind}:{scope.name}:spend:{duration}:{start}"),
         duration_seconds(duration) + 86400,
     )
 
@@ -105,49 +129,63 @@ def estimate_tokens(body: dict[str, Any]) -> int:
     return text // 4 + (int(most) if isinstance(most, int) and most > 0 else 256)
 
 
-class Slot:
-    """An admitted request's hold on its counters until it is settled."""
+@dataclass
+class _Hold:
+    scope: Scope
+    minute: int
+    estimate: int
 
-    def __init__(self, agent_id: str, minute: int, estimate: int, budget: LLMBudget) -> None:
-        self.agent_id, self.minute, self.estimate, self.budget = agent_id, minute, estimate, budget
+
+class Slot:
+    """An admitted request's hold on its agent's and its teams' counters until it is settled."""
+
+    def __init__(self, holds: list[_Hold]) -> None:
+        self.holds = holds
         self.settled = False
 
     def settle(self, tokens: int, cost: Decimal = Decimal(0)) -> None:
         if self.settled:
             return
         self.settled = True
-        tpm_key, parallel_key = _keys(self.agent_id, self.minute)[1:]
-        spend_key, _ = _spend_key(self.agent_id, self.budget.budget_duration)
-        after = _script(_SETTLE)(
-            keys=[tpm_key, parallel_key, spend_key],
-            args=[
-                tokens - self.estimate if self.budget.tpm_limit else 0,
-                1 if self.budget.max_parallel_requests else 0,
-                str(cost),
-            ],
-        )
-        soft = self.budget.soft_budget
-        if soft is not None and after is not None and cost > 0:
-            spent = Decimal(after.decode() if isinstance(after, bytes) else str(after))
-            if spent - cost < soft <= spent:
-                soft_budget_crossed(self.agent_id, self.budget, spent)
+        for hold in self.holds:
+            _settle(hold, tokens, cost)
 
 
-def soft_budget_crossed(agent_id: str, budget: LLMBudget, spent: Decimal) -> None:
-    """Tell staff, once per period, that an agent's spend crossed its soft budget."""
-    key, lifetime = _spend_key(agent_id, budget.budget_duration)
+def _settle(hold: _Hold, tokens: int, cost: Decimal) -> None:
+    limits = hold.scope.limits
+    tpm_key, parallel_key = _keys(hold.scope, hold.minute)[1:]
+    spend_key, _ = _spend_key(hold.scope)
+    after = _script(_SETTLE)(
+        keys=[tpm_key, parallel_key, spend_key],
+        args=[
+            tokens - hold.estimate if limits.tpm_limit else 0,
+            1 if limits.max_parallel_requests else 0,
+            str(cost),
+        ],
+    )
+    soft = limits.soft_budget
+    if soft is not None and after is not None and cost > 0:
+        spent = Decimal(after.decode() if isinstance(after, bytes) else str(after))
+        if spent - cost < soft <= spent:
+            soft_budget_crossed(hold.scope, spent)
+
+
+def soft_budget_crossed(scope: Scope, spent: Decimal) -> None:
+    """Tell staff, once per period, that an agent's or a team's spend crossed its soft budget."""
+    key, lifetime = _spend_key(scope)
     if not cache.redis().set(key + ":soft", 1, nx=True, ex=lifetime):  # type: ignore[attr-defined]
         return
     staff = get_user_model().objects.filter(is_staff=True, is_active=True)
     recipients = sorted({user.email for user in staff if user.email})
     if not recipients:
         return
+    limits = scope.limits
     try:
         send_mail(
-            f"{agent_id} crossed its soft model budget",
-            f"{agent_id} has spent USD {spent:.4f} on models this {budget.budget_duration} "
-            f"period (soft budget {budget.soft_budget}, hard budget "
-            f"{budget.max_budget if budget.max_budget is not None else 'none'}).",
+            f"{scope.label} crossed its soft model budget",
+            f"{scope.label} has spent USD {spent:.4f} on models this {limits.budget_duration} "
+            f"period (soft budget {limits.soft_budget}, hard budget "
+            f"{limits.max_budget if limits.max_budget is not None else 'none'}).",
             settings.RABS_NOTIFY_FROM_EMAIL,
             recipients,
         )
@@ -155,50 +193,43 @@ def soft_budget_crossed(agent_id: str, budget: LLMBudget, spent: Decimal) -> Non
         log.warning("could not send the soft-budget mail", exc_info=True)
 
 
-def admit(agent_id: str, budget: LLMBudget, body: dict[str, Any]) -> Slot:
-    now = time.time()
+def _admit_one(scope: Scope, body: dict[str, Any], now: float) -> _Hold:
+    limits = scope.limits
     minute = int(now // 60)
-    estimate = estimate_tokens(body) if budget.tpm_limit else 0
-    spend_key, lifetime = _spend_key(agent_id, budget.budget_duration)
+    estimate = estimate_tokens(body) if limits.tpm_limit else 0
+    spend_key, lifetime = _spend_key(scope)
     args = [
-        budget.rpm_limit or 0,
-        budget.tpm_limit or 0,
-        budget.max_parallel_requests or 0,
+        limits.rpm_limit or 0,
+        limits.tpm_limit or 0,
+        limits.max_parallel_requests or 0,
         estimate,
-        str(budget.max_budget or 0),
+        str(limits.max_budget or 0),
     ]
-    keys = [*_keys(agent_id, minute), spend_key]
+    keys = [*_keys(scope, minute), spend_key]
     verdict = _script(_ADMIT)(keys=keys, args=args)
     if int(verdict[0]) == 4:
-        cache.redis().set(  # type: ignore[attr-defined]
-            spend_key, str(spend(agent_id, budget.budget_duration)), nx=True, ex=lifetime
-        )
+        cache.redis().set(spend_key, str(scope.spend()), nx=True, ex=lifetime)  # type: ignore[attr-defined]
         verdict = _script(_ADMIT)(keys=keys, args=args)
     code = int(verdict[0])
     retry = int(60 - now % 60) + 1
+    who = scope.label
     if code == 5:
         spent = Decimal(verdict[1].decode() if isinstance(verdict[1], bytes) else verdict[1])
         raise LLMRefused(
             429,
             "budget_exceeded",
             "budget_exceeded",
-            f"Budget has been exceeded! Current cost: {spent:.6f}, "
-            f"Max budget: {budget.max_budget} per {budget.budget_duration}",
+            f"Budget has been exceeded{'' if scope.kind == 'agent' else f' for {who}'}! "
+            f"Current cost: {spent:.6f}, "
+            f"Max budget: {limits.max_budget} per {limits.budget_duration}",
         )
-    if code == 1:
+    if code in (1, 2):
+        what = f"{limits.rpm_limit} requests" if code == 1 else f"{limits.tpm_limit} tokens"
         raise LLMRefused(
             429,
             "rate_limit_exceeded",
             "rate_limit_exceeded",
-            f"Rate limit reached for {agent_id}: {budget.rpm_limit} requests per minute.",
-            retry_after=retry,
-        )
-    if code == 2:
-        raise LLMRefused(
-            429,
-            "rate_limit_exceeded",
-            "rate_limit_exceeded",
-            f"Rate limit reached for {agent_id}: {budget.tpm_limit} tokens per minute.",
+            f"Rate limit reached for {who}: {what} per minute.",
             retry_after=retry,
         )
     if code == 3:
@@ -206,7 +237,31 @@ def admit(agent_id: str, budget: LLMBudget, body: dict[str, Any]) -> Slot:
             429,
             "rate_limit_exceeded",
             "rate_limit_exceeded",
-            f"Too many parallel requests for {agent_id}: at most {budget.max_parallel_requests}.",
+            f"Too many parallel requests for {who}: at most {limits.max_parallel_requests}.",
             retry_after=1,
         )
-    return Slot(agent_id, minute, estimate, budget)
+    return _Hold(scope, minute, estimate)
+
+
+def admit(
+    agent_id: str, budget: LLMBudget, body: dict[str, Any], teams: Sequence[LLMTeam] = ()
+) -> Slot:
+    """Admit a request against its agent's limits, then each of its teams'; a refusal by any
+    gives back what the others reserved."""
+    now = time.time()
+    holds = [_admit_one(Scope("agent", agent_id, budget), body, now)]
+    try:
+        for team in teams:
+            if team.suspended:
+                raise LLMRefused(
+                    403,
+                    "permission_denied",
+                    "model_access_suspended",
+                    f"team {team.name}'s model access is suspended by staff",
+                )
+            holds.append(_admit_one(Scope("team", team.name, team), body, now))
+    except LLMRefused:
+        for hold in holds:  # nothing was used: the reservations back, the slots free
+            _settle(hold, 0, Decimal(0))
+        raise
+    return Slot(holds)

@@ -74,9 +74,12 @@ def populated(seeded: None) -> None:
         LLMBudget,
         LLMKey,
         LLMRequest,
+        LLMTeam,
         LLMUpstream,
         SupervisorCommand,
     )
+
+    LLMTeam.objects.create(name="ops").agents.add(agent)
 
     LLMUpstream.objects.create(name="local", base_url="http://127.0.0.1:9/v1", served_models=["m"])
     LLMBudget.objects.create(agent=agent, aliases={"actuator": "m"})

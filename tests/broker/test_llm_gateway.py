@@ -402,3 +402,36 @@ def test_the_board_shows_spend_and_suspends_model_access(
     assert "Resume model access" in admin_client.get("/board/?agent=henry").content.decode()
     bad = admin_client.post("/board/agents/henry/model-access/", {"suspended": "maybe"})
     assert bad.status_code == 400 and bad.json()["field"] == "suspended"
+
+
+def test_a_team_shares_its_limits_and_budget_among_its_agents(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer
+) -> None:
+    from django.core.management import call_command
+
+    reggie = Agent.objects.get(agent_id="reggie")
+    LLMBudget.objects.create(agent=reggie, allowed_models=["small-model"])
+    other = openai.OpenAI(
+        base_url=gateway["client"].base_url, api_key=llm_key_issue(agent=reggie), max_retries=0
+    )
+    call_command("llm_team", "ops", "--agents", "henry,reggie", "--rpm", "3")
+    hello = [{"role": "user", "content": "hi"}]
+    gateway["client"].chat.completions.create(model="small-model", messages=hello)
+    other.chat.completions.create(model="small-model", messages=hello)
+    gateway["client"].chat.completions.create(model="small-model", messages=hello)
+    with pytest.raises(openai.RateLimitError) as limited:  # each agent alone is under any limit
+        other.chat.completions.create(model="small-model", messages=hello)
+    assert "team ops: 3 requests per minute" in limited.value.message
+    call_command(
+        "llm_team", "ops", "--rpm", "1000", "--max-budget", "0.01", "--duration", "1d"
+    )  # fmt: skip
+    _records(4)  # three answers at about 0.05 USD each (and the refusal): over 0.01 already
+    with pytest.raises(openai.RateLimitError) as broke:
+        other.chat.completions.create(model="small-model", messages=hello)
+    assert broke.value.code == "budget_exceeded"
+    assert "for team ops" in broke.value.message and "Max budget: 0.0100 per 1d" in (
+        broke.value.message
+    )
+    call_command("llm_team", "ops", "--suspend")
+    with pytest.raises(openai.PermissionDeniedError):
+        gateway["client"].chat.completions.create(model="small-model", messages=hello)
