@@ -16,11 +16,11 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
-from django.contrib.postgres.expressions import ArraySubquery
-from django.db.models import OuterRef, Sum
-from django.db.models.functions import JSONObject
+from django.db import connection
+from django.db.models import Sum
 from django.utils import timezone
 
 from brainframe.events import ModelToolCallFlagged, publish_after_commit
@@ -132,42 +132,88 @@ class Admitted:
     teams: list[LLMTeam] = field(default_factory=list)  # whose limits it counts against too
 
 
-def _authenticate(key: str) -> tuple[LLMKey, LLMBudget]:
+_BUDGET_FIELDS = (
+    "rpm_limit",
+    "tpm_limit",
+    "max_parallel_requests",
+    "max_budget",
+    "budget_duration",
+    "soft_budget",
+    "allowed_models",
+    "aliases",
+    "suspended",
+    "store_bodies",
+    "consent_pii",
+)
+
+
+def _json_object(alias: str, fields: tuple[str, ...]) -> str:
+    return "json_build_object(" + ", ".join(f"'{f}', {alias}.{f}" for f in fields) + ")"
+
+
+@lru_cache(maxsize=1)
+def _admission_sql() -> str:
+    """One statement for everything admission reads: the key, its agent, the agent's model
+    access and teams, every enabled upstream (plain SQL: building it through the ORM cost more
+    than running it)."""
+    upstreams = _json_object("u", _UPSTREAM_FIELDS)
+    teams = _json_object("t", _TEAM_FIELDS)
+    budget = ", ".join(f"b.{f}" for f in _BUDGET_FIELDS)
+    return (
+        "SELECT k.id, k.agent_id, k.revoked_at, k.last_used_at, a.status, "
+        f"b.agent_id IS NOT NULL, {budget}, "
+        f"(SELECT coalesce(json_agg({upstreams} ORDER BY u.name), '[]'::json) "
+        " FROM llm_upstreams u WHERE u.enabled), "
+        f"(SELECT coalesce(json_agg({teams} ORDER BY t.name), '[]'::json) "
+        " FROM llm_teams t JOIN llm_teams_agents m ON m.llmteam_id = t.name "
+        " WHERE m.agent_id = k.agent_id) "
+        "FROM llm_keys k JOIN agents a ON a.agent_id = k.agent_id "
+        "LEFT JOIN llm_budgets b ON b.agent_id = k.agent_id "
+        "WHERE k.key_sha256 = %s"
+    )
+
+
+def _decoded(value: Any) -> Any:
+    # Django's psycopg set-up hands json and jsonb back as text.
+    return json.loads(value) if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class _Found:
+    key_id: str
+    agent_id: str
+    budget: LLMBudget
+    upstreams: list[LLMUpstream]
+    teams: list[LLMTeam]
+
+
+def _authenticate(key: str) -> _Found:
     if not key.startswith(KEY_PREFIX):
         raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "not a gateway key")
-    # One query: the key, its agent, the agent's model access and teams, the enabled upstreams.
-    upstreams = LLMUpstream.objects.filter(enabled=True).order_by("name")
-    found = (
-        LLMKey.objects.select_related("agent", "agent__llm_budget")
-        .annotate(
-            upstreams=ArraySubquery(
-                upstreams.values(json=JSONObject(**{name: name for name in _UPSTREAM_FIELDS}))
-            ),
-            teams=ArraySubquery(
-                LLMTeam.objects.filter(agents=OuterRef("agent_id"))
-                .order_by("name")
-                .values(json=JSONObject(**{name: name for name in _TEAM_FIELDS}))
-            ),
-        )
-        .filter(key_sha256=_digest(key))
-        .first()
-    )
-    if found is None:
+    with connection.cursor() as cursor:
+        cursor.execute(_admission_sql(), [_digest(key)])
+        row = cursor.fetchone()
+    if row is None:
         raise LLMRefused(401, "invalid_request_error", "invalid_api_key", "unknown key")
-    who = found.agent_id
-    if found.revoked_at is not None:
+    key_id, who, revoked_at, last_used_at, status, has_budget = row[:6]
+    budget_values = row[6 : 6 + len(_BUDGET_FIELDS)]
+    upstreams, teams = (_decoded(v) for v in row[6 + len(_BUDGET_FIELDS) :])
+    if revoked_at is not None:
         raise LLMRefused(
             401, "invalid_request_error", "invalid_api_key", "this key was revoked", agent_id=who
         )
-    if found.agent.status == Agent.Status.PAUSED:
+    if status == Agent.Status.PAUSED:
         raise LLMRefused(
             403, "permission_denied", "agent_paused", f"{who} is paused by staff", agent_id=who
         )
-    budget = getattr(found.agent, "llm_budget", None)
-    if budget is None:
+    if not has_budget:
         raise LLMRefused(
             403, "permission_denied", "no_model_access", f"{who} has no model access", agent_id=who
         )
+    fields = dict(zip(_BUDGET_FIELDS, budget_values, strict=True))
+    fields["allowed_models"] = _decoded(fields["allowed_models"])
+    fields["aliases"] = _decoded(fields["aliases"])
+    budget = LLMBudget(agent_id=who, **fields)
     if budget.suspended:
         raise LLMRefused(
             403,
@@ -177,9 +223,15 @@ def _authenticate(key: str) -> tuple[LLMKey, LLMBudget]:
             agent_id=who,
         )
     now = timezone.now()
-    if found.last_used_at is None or now - found.last_used_at > timedelta(minutes=1):
-        LLMKey.objects.filter(pk=found.pk).update(last_used_at=now)
-    return found, budget
+    if last_used_at is None or now - last_used_at > timedelta(minutes=1):
+        LLMKey.objects.filter(pk=key_id).update(last_used_at=now)
+    return _Found(
+        key_id=str(key_id),
+        agent_id=who,
+        budget=budget,
+        upstreams=[_upstream(dict(u)) for u in upstreams],
+        teams=[_team(dict(t)) for t in teams],
+    )
 
 
 _UPSTREAM_FIELDS = (
@@ -255,13 +307,12 @@ def spend(agent_id: str, duration: str) -> Decimal:
 
 def llm_admit(*, key: str, model: str | None) -> Admitted:
     """Admit one request (``model`` None: listing models) or raise LLMRefused."""
-    found, budget = _authenticate(key)
-    upstreams = [_upstream(dict(fields)) for fields in found.upstreams]  # type: ignore[attr-defined]
-    teams = [_team(dict(fields)) for fields in found.teams]  # type: ignore[attr-defined]
+    found = _authenticate(key)
+    budget, upstreams, teams = found.budget, found.upstreams, found.teams
     if model is None:
         return Admitted(
             agent_id=found.agent_id,
-            key_id=str(found.pk),
+            key_id=found.key_id,
             budget=budget,
             upstreams=upstreams,
             teams=teams,
@@ -279,7 +330,7 @@ def llm_admit(*, key: str, model: str | None) -> Admitted:
         )
     return Admitted(
         agent_id=found.agent_id,
-        key_id=str(found.pk),
+        key_id=found.key_id,
         budget=budget,
         role=role,
         model=target,
