@@ -435,3 +435,22 @@ def test_a_team_shares_its_limits_and_budget_among_its_agents(
     call_command("llm_team", "ops", "--suspend")
     with pytest.raises(openai.PermissionDeniedError):
         gateway["client"].chat.completions.create(model="small-model", messages=hello)
+
+
+def test_the_native_helpers_go_through_the_gateway(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer, settings: Any
+) -> None:
+    """Type 1 helpers pointed at the gateway with a key of their own agent: limited and
+    recorded like any agent's model calls (docs/llm-gateway.md)."""
+    from broker.native import native_summarise
+
+    triage = Agent.objects.get(agent_id="triage")
+    LLMBudget.objects.create(agent=triage, aliases={"native": "small-model"})
+    settings.RABS_LLM_BASE_URL = f"{gateway['url']}/llm/v1"
+    settings.RABS_LLM_API_KEY = llm_key_issue(agent=triage)
+    settings.RABS_NATIVE_MODEL = "native"
+    upstream.chat_script = lambda messages, tools: {"content": "Art moves to Thursday."}
+    summary = native_summarise("Can Lily's Tuesday art session move to Thursday?")
+    assert summary.result["summary"] == "Art moves to Thursday."
+    (record,) = _records(1)
+    assert (record.agent_id, record.role, record.model) == ("triage", "native", "small-model")
