@@ -12,7 +12,14 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from brainframe.models import LLMBudget, LLMKey, LLMRequest, LLMTeam, LLMUpstream
+from brainframe.models import (
+    LLMBudget,
+    LLMCacheEntry,
+    LLMKey,
+    LLMRequest,
+    LLMTeam,
+    LLMUpstream,
+)
 from brainframe.services.credentials import secret_seal
 from brainframe.services.llm import spend
 
@@ -180,3 +187,21 @@ class LLMRequestAdmin(ReadOnlyAdmin):
                 f"{totals['tokens_out'] or 0} out, USD {totals['cost'] or 0:.4f} (filtered)"
             )
         return response
+
+
+@admin.register(LLMCacheEntry)
+class LLMCacheEntryAdmin(admin.ModelAdmin):
+    """Answers kept by agents' caches; delete entries here to drop them."""
+
+    list_display = ("created_at", "agent", "model", "prompt_sha256")
+    list_filter = ("agent", "model")
+    search_fields = ("agent__agent_id", "model", "prompt_sha256")
+    list_select_related = ("agent",)
+    exclude = ("embedding",)
+    readonly_fields = ("agent", "model", "prompt_sha256", "params_sha256", "response", "created_at")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -12,7 +12,7 @@ from .agents import (
 )
 from .append_only import AppendOnlyError, AppendOnlyModel
 from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
-from .llm import LLMBudget, LLMKey, LLMRequest, LLMTeam, LLMUpstream
+from .llm import LLMBudget, LLMCacheEntry, LLMKey, LLMRequest, LLMTeam, LLMUpstream
 from .memory import ContextBucketEntry, DecayRun
 from .registry import (
     ConstitutionRule,
@@ -46,6 +46,7 @@ __all__ = [
     "DecayRun",
     "Deliverable",
     "LLMBudget",
+    "LLMCacheEntry",
     "LLMKey",
     "LLMRequest",
     "LLMTeam",

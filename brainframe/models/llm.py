@@ -7,8 +7,10 @@ import uuid
 from decimal import Decimal
 
 from django.db import models
+from pgvector.django import VectorField
 
 from .agents import Agent
+from .audit import EMBEDDING_DIMENSIONS
 
 #: The roles an agent asks for instead of a model (seed 002; Reggie's modes too).
 ROLES = ("dreamer", "actuator", "indexer", "normal", "super")
@@ -106,6 +108,21 @@ class LLMBudget(models.Model):
     store_bodies = models.BooleanField(
         default=False, help_text="Keep prompts and answers in the record (PII-filtered)."
     )
+
+    class Cache(models.TextChoices):
+        OFF = "off", "Off"
+        EXACT = "exact", "Identical prompts (hash)"
+        SEMANTIC = "semantic", "Identical or similar prompts (cosine)"
+
+    cache = models.CharField(
+        max_length=10,
+        choices=Cache.choices,
+        default=Cache.OFF,
+        help_text="Reuse answers to temperature-0 requests (seed 002 semantic cache).",
+    )
+    cache_threshold = models.FloatField(
+        default=0.95, help_text="With the semantic cache: the cosine similarity a hit needs."
+    )
     consent_pii = models.BooleanField(
         default=False,
         help_text="Prompts may carry personal information to external upstreams (otherwise "
@@ -172,6 +189,9 @@ class LLMRequest(models.Model):
     redactions = models.PositiveIntegerField(
         default=0, help_text="Personal details the PII filter took out before the prompt left."
     )
+    cache_hit = models.BooleanField(
+        default=False, help_text="Answered from the agent's cache, without the upstream."
+    )
     threats = models.JSONField(
         default=list,
         blank=True,
@@ -188,3 +208,31 @@ class LLMRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_id} {self.model} {self.status}"
+
+
+class LLMCacheEntry(models.Model):
+    """A temperature-0 answer kept for reuse: by the agent, the model that gave it (a role
+    pointed at another model misses), the prompt's hash and, for the semantic cache, its
+    embedding."""
+
+    id = models.BigAutoField(primary_key=True)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="llm_cache")
+    model = models.CharField(max_length=120)
+    prompt_sha256 = models.CharField(max_length=64, help_text="The whole request's hash.")
+    params_sha256 = models.CharField(
+        max_length=64, help_text="Everything but the messages: a similar prompt must match it."
+    )
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    response = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "llm_cache"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "model", "prompt_sha256"], name="llm_cache_one_per_prompt"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} {self.model} {self.prompt_sha256[:12]}"

@@ -22,9 +22,19 @@ from typing import Any
 from django.db import connection
 from django.db.models import Sum
 from django.utils import timezone
+from pgvector.django import CosineDistance
 
+from brainframe.embeddings.indexer import get_indexer
 from brainframe.events import ModelToolCallFlagged, publish_after_commit
-from brainframe.models import Agent, LLMBudget, LLMKey, LLMRequest, LLMTeam, LLMUpstream
+from brainframe.models import (
+    Agent,
+    LLMBudget,
+    LLMCacheEntry,
+    LLMKey,
+    LLMRequest,
+    LLMTeam,
+    LLMUpstream,
+)
 from brainframe.safety.guardian import argument_strings, assess
 from brainframe.safety.pii import pii_redact
 
@@ -143,6 +153,8 @@ _BUDGET_FIELDS = (
     "aliases",
     "suspended",
     "store_bodies",
+    "cache",
+    "cache_threshold",
     "consent_pii",
 )
 
@@ -364,6 +376,7 @@ def llm_record(
     response_body: Any = None,
     redactions: int = 0,
     tool_calls: list[dict[str, Any]] | None = None,
+    cache_hit: bool = False,
 ) -> LLMRequest | None:
     """One row per request the gateway answered for a known agent (bodies only if the agent's
     setting says so). Refusals before the key was known are not recorded (no agent)."""
@@ -385,6 +398,7 @@ def llm_record(
         status=status,
         error_code=error_code,
         redactions=redactions,
+        cache_hit=cache_hit,
         request_body=kept_body(admitted, request_body),
         response_body=kept_body(admitted, response_body),
         threats=threats,
@@ -498,3 +512,83 @@ def kept_body(admitted: Admitted | None, body: Any) -> Any:
         return json.loads(text)
     except ValueError:  # a redaction broke the JSON's syntax: keep it as text
         return {"redacted": text}
+
+
+# --- the optional cache (seed 002 "semantic cache") -------------------------------------------
+
+_NOT_THE_QUESTION = ("model", "stream", "stream_options", "user", "metadata")
+
+
+def _hash(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def cacheable(budget: LLMBudget, body: dict[str, Any]) -> bool:
+    """Temperature-0, plain (not streamed) chat requests of an agent whose cache is on."""
+    return (
+        budget.cache != LLMBudget.Cache.OFF
+        and body.get("temperature") == 0
+        and not body.get("stream")
+    )
+
+
+def _prompt_text(messages: Any) -> str:
+    lines = []
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, dict):
+            content = message.get("content")
+            if isinstance(content, list):
+                content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            lines.append(f"{message.get('role', '')}: {content or ''}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CacheLookup:
+    response: Any  # the answer to reuse, or None
+    prompt_sha256: str
+    params_sha256: str
+    embedding: list[float] | None
+
+
+def cache_lookup(admitted: Admitted, body: dict[str, Any]) -> CacheLookup:
+    """The answer an identical request got (same agent, same model, same everything), or with
+    the semantic cache the nearest one whose messages are within the agent's cosine threshold
+    and whose other parameters (tools, response format, limits) are identical."""
+    question = {k: v for k, v in body.items() if k not in _NOT_THE_QUESTION}
+    params = {k: v for k, v in question.items() if k != "messages"}
+    prompt_sha256, params_sha256 = (
+        _hash([admitted.model, question]),
+        _hash([admitted.model, params]),
+    )
+    mine = LLMCacheEntry.objects.filter(agent_id=admitted.agent_id, model=admitted.model)
+    hit = mine.filter(prompt_sha256=prompt_sha256).values_list("response", flat=True).first()
+    if hit is not None:
+        return CacheLookup(_decoded(hit), prompt_sha256, params_sha256, None)
+    embedding = None
+    if admitted.budget.cache == LLMBudget.Cache.SEMANTIC:
+        embedding = get_indexer().embed([_prompt_text(body.get("messages"))])[0]
+        near = (
+            mine.filter(params_sha256=params_sha256, embedding__isnull=False)
+            .annotate(distance=CosineDistance("embedding", embedding))
+            .filter(distance__lte=1 - admitted.budget.cache_threshold)
+            .order_by("distance")
+            .values_list("response", flat=True)
+            .first()
+        )
+        if near is not None:
+            return CacheLookup(_decoded(near), prompt_sha256, params_sha256, embedding)
+    return CacheLookup(None, prompt_sha256, params_sha256, embedding)
+
+
+def cache_store(admitted: Admitted, lookup: CacheLookup, response: Any) -> None:
+    LLMCacheEntry.objects.get_or_create(
+        agent_id=admitted.agent_id,
+        model=admitted.model,
+        prompt_sha256=lookup.prompt_sha256,
+        defaults={
+            "params_sha256": lookup.params_sha256,
+            "embedding": lookup.embedding,
+            "response": response,
+        },
+    )

@@ -31,8 +31,12 @@ from starlette.routing import Route
 
 from brainframe.services.llm import (
     Admitted,
+    CacheLookup,
     LLMRefused,
     allowed_models,
+    cache_lookup,
+    cache_store,
+    cacheable,
     cost_of,
     llm_admit,
     llm_record,
@@ -122,6 +126,7 @@ class _Ready:
     headers: dict[str, str]
     outgoing: dict[str, Any]
     redactions: int
+    cache: CacheLookup | None = None  # the agent's cache asked (a hit has its response)
 
 
 def _prepare(key: str, body: dict[str, Any], endpoint: str) -> _Ready:
@@ -153,10 +158,14 @@ def _prepare(key: str, body: dict[str, Any], endpoint: str) -> _Ready:
     try:
         headers = _forward_headers(admitted)
         filtered, redactions = outbound(admitted, body)
+        outgoing = {**filtered, "model": admitted.model}
+        lookup = None
+        if endpoint == "chat/completions" and cacheable(admitted.budget, body):
+            lookup = cache_lookup(admitted, outgoing)
     except BaseException:
         slot.settle(0)
         raise
-    return _Ready(admitted, slot, headers, {**filtered, "model": admitted.model}, redactions)
+    return _Ready(admitted, slot, headers, outgoing, redactions, lookup)
 
 
 def _forward_headers(admitted: Admitted) -> dict[str, str]:
@@ -190,6 +199,8 @@ async def _finish(
     redactions: int = 0,
     tool_calls: list[dict[str, Any]] | None = None,
     later: bool = False,
+    cache_hit: bool = False,
+    keep: CacheLookup | None = None,
 ) -> BackgroundTask | None:
     """Settle the request's counters (tokens, parallel slot, spend: before its answer goes, so
     the agent's next request sees them) and record it — at once, or with ``later`` after the
@@ -205,6 +216,8 @@ async def _finish(
     def record_later() -> None:
         try:
             llm_record(**record)
+            if keep is not None:  # the agent's cache keeps the answer for the same question
+                cache_store(admitted, keep, response_body)
         except Exception:
             log.exception("a model request was answered but could not be recorded")
 
@@ -222,6 +235,7 @@ async def _finish(
         response_body=response_body,
         redactions=redactions,
         tool_calls=tool_calls,
+        cache_hit=cache_hit,
     )
     await _run(settle_and_record)
     return BackgroundTask(_run, record_later) if later else None
@@ -251,6 +265,13 @@ async def _plain(request: Request, endpoint: str) -> Response:
         ready.redactions,
     )
     assert admitted.upstream is not None
+    if ready.cache is not None and ready.cache.response is not None:
+        record = await _finish(
+            admitted, slot, endpoint=endpoint, started=started, status=200, stream=False,
+            tokens=(0, 0), request_body=outgoing, response_body=ready.cache.response,
+            cache_hit=True, later=True,
+        )  # fmt: skip
+        return JSONResponse(ready.cache.response, background=record)
     try:
         answer = await _http().post(
             f"{admitted.upstream.base_url}/{endpoint}", json=outgoing, headers=ready.headers
@@ -280,6 +301,7 @@ async def _plain(request: Request, endpoint: str) -> Response:
         redactions=redactions,
         tool_calls=_proposed(payload) if answer.status_code < 400 else [],
         later=True,
+        keep=ready.cache if answer.status_code == 200 else None,
     )
     return JSONResponse(payload, status_code=answer.status_code, background=record)
 

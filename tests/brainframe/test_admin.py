@@ -80,6 +80,11 @@ def populated(seeded: None) -> None:
     )
 
     LLMTeam.objects.create(name="ops").agents.add(agent)
+    from brainframe.models import LLMCacheEntry
+
+    LLMCacheEntry.objects.create(
+        agent=agent, model="m", prompt_sha256="0" * 64, params_sha256="1" * 64, response={}
+    )
 
     LLMUpstream.objects.create(name="local", base_url="http://127.0.0.1:9/v1", served_models=["m"])
     LLMBudget.objects.create(agent=agent, aliases={"actuator": "m"})

@@ -454,3 +454,47 @@ def test_the_native_helpers_go_through_the_gateway(
     assert summary.result["summary"] == "Art moves to Thursday."
     (record,) = _records(1)
     assert (record.agent_id, record.role, record.model) == ("triage", "native", "small-model")
+
+
+def test_the_cache_answers_a_repeated_question_without_the_upstream(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer
+) -> None:
+    """Exact: the same temperature-0 question to the same model is answered from the agent's
+    cache, recorded as a hit at no cost; another temperature is not. Semantic: a question worded
+    a little differently hits; a different one does not. Retargeting the role misses."""
+    client: openai.OpenAI = gateway["client"]
+    LLMBudget.objects.filter(agent_id="henry").update(cache="exact")
+    answers = iter(f"answer {n}" for n in range(1, 20))
+    upstream.chat_script = lambda messages, tools: {"content": next(answers)}
+    ask = [{"role": "user", "content": "Which vehicles are free on Monday morning?"}]
+
+    def said(
+        messages: list[dict[str, str]], temperature: float = 0, model: str = "actuator"
+    ) -> str:
+        answer = client.chat.completions.create(
+            model=model, messages=messages, temperature=temperature
+        )
+        return str(answer.choices[0].message.content)
+
+    assert said(ask) == "answer 1"
+    _records(1)  # kept with the record, just after the answer went
+    calls = len(upstream.requests)
+    assert said(ask) == "answer 1" and len(upstream.requests) == calls, "asked the upstream"
+    assert said(ask, temperature=0.7) == "answer 2"
+    hit = [r for r in _records(3) if r.cache_hit]
+    assert len(hit) == 1 and hit[0].cost_usd == 0 and hit[0].upstream == "local"
+    LLMBudget.objects.filter(agent_id="henry").update(cache="semantic", cache_threshold=0.9)
+    reworded = [{"role": "user", "content": "Which vehicles are free on Monday morning, please?"}]
+    assert said(reworded) == "answer 3", "the exact entry has no embedding: a miss first"
+    _records(4)
+    again = [{"role": "user", "content": "Which vehicles are free on monday morning please"}]
+    assert said(again) == "answer 3", "a near question missed the semantic cache"
+    other = [{"role": "user", "content": "Draft an email to Sam about the art session."}]
+    assert said(other) == "answer 4"
+    from brainframe.models import LLMUpstream
+
+    LLMUpstream.objects.filter(name="local").update(served_models=["small-model", "other-model"])
+    LLMBudget.objects.filter(agent_id="henry").update(
+        aliases={"actuator": "other-model"}, allowed_models=[]
+    )
+    assert said(again) == "answer 5", "an answer of the previous model was reused"
