@@ -159,6 +159,9 @@ class LLMTeam(models.Model):
         blank=True,
         help_text="USD: staff are told once per period when spend crosses it.",
     )
+    allowed_models = models.JSONField(
+        default=list, blank=True, help_text="Models its agents may use (empty: no restriction)."
+    )
     suspended = models.BooleanField(default=False, help_text="Refuse every member's requests.")
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -22,14 +22,11 @@ from typing import Any
 from django.db import connection
 from django.db.models import Sum
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
-from brainframe.embeddings.indexer import get_indexer
 from brainframe.events import ModelToolCallFlagged, publish_after_commit
 from brainframe.models import (
     Agent,
     LLMBudget,
-    LLMCacheEntry,
     LLMKey,
     LLMRequest,
     LLMTeam,
@@ -260,6 +257,7 @@ _UPSTREAM_FIELDS = (
 
 _TEAM_FIELDS = (
     "name",
+    "allowed_models",
     "rpm_limit",
     "tpm_limit",
     "max_parallel_requests",
@@ -272,6 +270,7 @@ _TEAM_FIELDS = (
 
 def _team(fields: dict[str, Any]) -> LLMTeam:
     """A team from its JSON copy (money arrives as JSON numbers)."""
+    fields["allowed_models"] = _decoded(fields["allowed_models"])
     for money in ("max_budget", "soft_budget"):
         if fields[money] is not None:  # as the column keeps it: four places
             fields[money] = Decimal(str(fields[money])).quantize(Decimal("0.0001"))
@@ -294,17 +293,21 @@ def _upstream(fields: dict[str, Any]) -> LLMUpstream:
 
 
 def allowed_models(
-    budget: LLMBudget, upstreams: list[LLMUpstream] | None = None
+    budget: LLMBudget,
+    upstreams: list[LLMUpstream] | None = None,
+    teams: list[LLMTeam] | None = None,
 ) -> dict[str, LLMUpstream]:
-    """Model → upstream for every model this agent may use (its aliases' targets included)."""
+    """Model → upstream for every model this agent may use: served by an enabled upstream, in
+    its own allowlist and in each of its teams' (an empty allowlist allows every model)."""
     served: dict[str, LLMUpstream] = {}
     if upstreams is None:
         upstreams = list(LLMUpstream.objects.filter(enabled=True).order_by("name"))
     for upstream in upstreams:
         for model in upstream.served_models:
             served.setdefault(str(model), upstream)
-    if budget.allowed_models:
-        served = {m: u for m, u in served.items() if m in budget.allowed_models}
+    for allowlist in [budget.allowed_models] + [t.allowed_models for t in teams or []]:
+        if allowlist:
+            served = {m: u for m, u in served.items() if m in allowlist}
     return served
 
 
@@ -331,7 +334,7 @@ def llm_admit(*, key: str, model: str | None) -> Admitted:
         )
     role = model if model in budget.aliases else ""
     target = str(budget.aliases[model]) if role else model
-    upstream = allowed_models(budget, upstreams).get(target)
+    upstream = allowed_models(budget, upstreams, teams).get(target)
     if upstream is None:
         raise LLMRefused(
             404,
@@ -512,83 +515,3 @@ def kept_body(admitted: Admitted | None, body: Any) -> Any:
         return json.loads(text)
     except ValueError:  # a redaction broke the JSON's syntax: keep it as text
         return {"redacted": text}
-
-
-# --- the optional cache (seed 002 "semantic cache") -------------------------------------------
-
-_NOT_THE_QUESTION = ("model", "stream", "stream_options", "user", "metadata")
-
-
-def _hash(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def cacheable(budget: LLMBudget, body: dict[str, Any]) -> bool:
-    """Temperature-0, plain (not streamed) chat requests of an agent whose cache is on."""
-    return (
-        budget.cache != LLMBudget.Cache.OFF
-        and body.get("temperature") == 0
-        and not body.get("stream")
-    )
-
-
-def _prompt_text(messages: Any) -> str:
-    lines = []
-    for message in messages if isinstance(messages, list) else []:
-        if isinstance(message, dict):
-            content = message.get("content")
-            if isinstance(content, list):
-                content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-            lines.append(f"{message.get('role', '')}: {content or ''}")
-    return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class CacheLookup:
-    response: Any  # the answer to reuse, or None
-    prompt_sha256: str
-    params_sha256: str
-    embedding: list[float] | None
-
-
-def cache_lookup(admitted: Admitted, body: dict[str, Any]) -> CacheLookup:
-    """The answer an identical request got (same agent, same model, same everything), or with
-    the semantic cache the nearest one whose messages are within the agent's cosine threshold
-    and whose other parameters (tools, response format, limits) are identical."""
-    question = {k: v for k, v in body.items() if k not in _NOT_THE_QUESTION}
-    params = {k: v for k, v in question.items() if k != "messages"}
-    prompt_sha256, params_sha256 = (
-        _hash([admitted.model, question]),
-        _hash([admitted.model, params]),
-    )
-    mine = LLMCacheEntry.objects.filter(agent_id=admitted.agent_id, model=admitted.model)
-    hit = mine.filter(prompt_sha256=prompt_sha256).values_list("response", flat=True).first()
-    if hit is not None:
-        return CacheLookup(_decoded(hit), prompt_sha256, params_sha256, None)
-    embedding = None
-    if admitted.budget.cache == LLMBudget.Cache.SEMANTIC:
-        embedding = get_indexer().embed([_prompt_text(body.get("messages"))])[0]
-        near = (
-            mine.filter(params_sha256=params_sha256, embedding__isnull=False)
-            .annotate(distance=CosineDistance("embedding", embedding))
-            .filter(distance__lte=1 - admitted.budget.cache_threshold)
-            .order_by("distance")
-            .values_list("response", flat=True)
-            .first()
-        )
-        if near is not None:
-            return CacheLookup(_decoded(near), prompt_sha256, params_sha256, embedding)
-    return CacheLookup(None, prompt_sha256, params_sha256, embedding)
-
-
-def cache_store(admitted: Admitted, lookup: CacheLookup, response: Any) -> None:
-    LLMCacheEntry.objects.get_or_create(
-        agent_id=admitted.agent_id,
-        model=admitted.model,
-        prompt_sha256=lookup.prompt_sha256,
-        defaults={
-            "params_sha256": lookup.params_sha256,
-            "embedding": lookup.embedding,
-            "response": response,
-        },
-    )

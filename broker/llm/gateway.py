@@ -31,18 +31,15 @@ from starlette.routing import Route
 
 from brainframe.services.llm import (
     Admitted,
-    CacheLookup,
     LLMRefused,
     allowed_models,
-    cache_lookup,
-    cache_store,
-    cacheable,
     cost_of,
     llm_admit,
     llm_record,
     outbound,
     upstream_api_key,
 )
+from brainframe.services.llm_cache import CacheLookup, cache_lookup, cache_store, cacheable
 
 from . import limits
 
@@ -436,7 +433,7 @@ async def embeddings(request: Request) -> Response:
 async def list_models(request: Request) -> Response:
     def listing() -> dict[str, Any]:
         admitted = llm_admit(key=_key(request), model=None)
-        served = allowed_models(admitted.budget, admitted.upstreams)
+        served = allowed_models(admitted.budget, admitted.upstreams, admitted.teams)
         names = sorted(served) + sorted(
             role for role, model in admitted.budget.aliases.items() if model in served
         )

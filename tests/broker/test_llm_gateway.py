@@ -432,7 +432,11 @@ def test_a_team_shares_its_limits_and_budget_among_its_agents(
     assert "for team ops" in broke.value.message and "Max budget: 0.0100 per 1d" in (
         broke.value.message
     )
-    call_command("llm_team", "ops", "--suspend")
+    call_command("llm_team", "ops", "--max-budget", "1000", "--models", "big-model")
+    with pytest.raises(openai.NotFoundError):  # henry may use small-model, its team may not
+        gateway["client"].chat.completions.create(model="small-model", messages=hello)
+    assert [m.id for m in gateway["client"].models.list()] == []
+    call_command("llm_team", "ops", "--models", "", "--suspend")
     with pytest.raises(openai.PermissionDeniedError):
         gateway["client"].chat.completions.create(model="small-model", messages=hello)
 

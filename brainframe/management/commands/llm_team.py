@@ -14,7 +14,8 @@ from ._limits import add_limit_options, apply_limit_options, limits_shown
 
 class Command(BaseCommand):
     help = (
-        "Create or change a team: `llm_team NAME [--agents a,b] [--max-budget USD --duration 1d] "
+        "Create or change a team: `llm_team NAME [--agents a,b] [--models m1,m2] "
+        "[--max-budget USD --duration 1d] "
         "[--soft-budget USD] [--rpm N] [--tpm N] [--max-parallel N] [--suspend | --resume]`. "
         "Each member's requests count against its own limits and its team's."
     )
@@ -22,11 +23,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
         parser.add_argument("--agents", help="comma-separated agent ids (replaces the members)")
+        parser.add_argument("--models", help="comma-separated allowlist ('' for every model)")
         add_limit_options(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         team = LLMTeam.objects.filter(name=options["name"]).first() or LLMTeam(name=options["name"])
         apply_limit_options(team, options)
+        if options["models"] is not None:
+            team.allowed_models = [m.strip() for m in options["models"].split(",") if m.strip()]
         members = None
         if options["agents"] is not None:
             wanted = [a.strip() for a in options["agents"].split(",") if a.strip()]
@@ -41,6 +45,7 @@ class Command(BaseCommand):
         shown = {
             "team": team.name,
             "agents": sorted(team.agents.values_list("agent_id", flat=True)),
+            "models": team.allowed_models,
             **limits_shown(team),
         }
         self.stdout.write(json.dumps(shown))
