@@ -306,6 +306,25 @@ def test_model_limits_hold_across_processes(stack: str) -> None:
 
         with ThreadPoolExecutor(max_workers=50) as pool:
             outcomes = list(pool.map(one, range(50)))
-    assert len(processes) == 2, "one process answered all"
-    assert most[0] <= 5, f"{most[0]} requests at the upstream at once"
-    assert outcomes.count("ok") >= 5 and outcomes.count("ok") + outcomes.count("429") == 50
+        assert len(processes) == 2, "one process answered all"
+        assert most[0] <= 5, f"{most[0]} requests at the upstream at once"
+        assert outcomes.count("ok") >= 5 and outcomes.count("ok") + outcomes.count("429") == 50
+        # Tokens per minute, the same 50 at once: the limit holds within one request's tokens.
+        upstream.chat_script = lambda messages, tools: {"content": "done"}
+        LLMBudget.objects.filter(agent=henry).update(max_parallel_requests=None, tpm_limit=300)
+        since, first_minute = timezone.now(), int(time.time() // 60)
+        with ThreadPoolExecutor(max_workers=50) as pool:
+            outcomes = list(pool.map(one, range(50)))
+        minutes = int(time.time() // 60) - first_minute + 1
+    from brainframe.models import LLMRequest
+
+    deadline = time.monotonic() + 10
+    while LLMRequest.objects.filter(created_at__gte=since).count() < 50:
+        assert time.monotonic() < deadline, "requests not recorded"
+        time.sleep(0.1)
+    used = sum(
+        r.prompt_tokens + r.completion_tokens
+        for r in LLMRequest.objects.filter(created_at__gte=since, status=200)
+    )
+    assert outcomes.count("429") > 0 and outcomes.count("ok") >= 1
+    assert used <= 300 * minutes + 100, (used, minutes)
