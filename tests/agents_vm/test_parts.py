@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from agents_vm.config import ConfigError, load_config
 from agents_vm.memory import MIGRATIONS, SCHEMA_VERSION, AgentMemory, JournalKeyError
 from agents_vm.modes import select_mode
+from agents_vm.phases import Phases
 from agents_vm.plan import PlanError, plan_validate
 
 KEY = os.urandom(32)
@@ -221,3 +224,25 @@ def test_mode_selection_flow(query: str, channel: str, mode: str) -> None:
     choice = select_mode(query, channel=channel)
     assert choice.mode == mode, choice
     assert choice.reason
+
+
+def test_the_agent_changes_its_own_handlers_for_its_next_worker(tmp_path: Path, env: None) -> None:
+    """The loop's update_handler tool writes the agent's own store (seed 004 Self-Managed
+    Handlers); a configuration that is not an object is refused, nothing written."""
+    config = load_config(_config(tmp_path))
+    memory = AgentMemory(config.memory_path, journal_key=KEY)
+    phases = Phases(config, memory=memory, broker=None, llm=None, stop=threading.Event())  # type: ignore[arg-type]
+    before = memory.handlers_digest()
+
+    def call(arguments: dict[str, object]) -> dict[str, object]:
+        function = {"name": "update_handler", "arguments": json.dumps(arguments)}
+        answer, _ = phases._dispatch("t1", None, {"id": "c1", "function": function}, None, [])
+        return answer
+
+    assert call({"name": "loop", "config": {"poll_seconds": 5}})["status"] == "saved"
+    assert memory.handlers() == {"loop": {"poll_seconds": 5}}
+    assert memory.handlers_digest() != before
+    refused = call({"name": "loop", "config": "fast please"})
+    assert refused == {"status": "error", "detail": "config must be a JSON object"}
+    assert memory.handlers() == {"loop": {"poll_seconds": 5}}
+    memory.close()
