@@ -10,6 +10,7 @@ from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from dashboard.metrics import metrics
 from rabs.signin import AdminSignInForm, SignInForm
 
 admin.site.site_header = "RABS Brainframe"
@@ -27,6 +28,7 @@ urlpatterns = [
     ),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("metrics", metrics, name="metrics"),
     path("api/v1/", include("broker.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

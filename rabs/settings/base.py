@@ -264,6 +264,8 @@ RABS_SANDBOX_PYTHON = env.str("RABS_SANDBOX_PYTHON", default="")
 RABS_CONTROL_GATE_HOSTS = env.list("RABS_CONTROL_GATE_HOSTS", default=[])
 # The model gateway (/llm/v1): how long an upstream may take to answer (streams: between chunks).
 RABS_LLM_UPSTREAM_TIMEOUT_SECONDS = env.float("RABS_LLM_UPSTREAM_TIMEOUT_SECONDS", default=120.0)
+# /metrics (Prometheus text): staff sessions, or this bearer token for a scraper ("" = staff only).
+RABS_METRICS_TOKEN = env.str("RABS_METRICS_TOKEN", default="")
 RABS_SQL_HANDLER_DATABASE_URL = env.str("RABS_SQL_HANDLER_DATABASE_URL", default="")
 # Graduation needs at least this many rated calls in the 30-day window (no promotion on a
 # handful of lucky calls).

@@ -1,0 +1,120 @@
+"""``/metrics``: reviewers' service levels and the broker's decision counters in Prometheus's text
+format, for operators' existing monitoring. Staff (a signed-in staff user) or a bearer token
+(``RABS_METRICS_TOKEN``) only.
+
+Gauges per reviewer group: open approvals and the age of the oldest; time to decision (created
+→ decided, approvals a reviewer decided) at p50 and p95 over 24 h, 7 d and 30 d (PostgreSQL's
+``percentile_cont``: linear between the two nearest); decided, expired and escalated counts and
+the share modified or rejected over the same windows. Counters: tool calls by decision, approvals
+by status (since the start).
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+WINDOWS = {"24h": "24 hours", "7d": "7 days", "30d": "30 days"}
+DECIDED_BY_A_REVIEWER = ("approved", "rejected", "modified")
+_WAITED = "extract(epoch FROM decided_at - created_at)"
+
+
+def _authorised(request: HttpRequest) -> bool:
+    if request.user.is_authenticated and request.user.is_staff:
+        return True
+    token = settings.RABS_METRICS_TOKEN
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(given, token)
+
+
+def _label(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+
+
+def _rows(sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params or [])
+        return list(cursor.fetchall())
+
+
+def metrics_text() -> str:
+    out: list[str] = []
+
+    def family(name: str, kind: str, about: str) -> None:
+        out.append(f"# HELP {name} {about}")
+        out.append(f"# TYPE {name} {kind}")
+
+    family("rabs_approvals_open", "gauge", "Approvals waiting for a reviewer, by reviewer group.")
+    family(
+        "rabs_approvals_oldest_open_seconds", "gauge", "Age of the oldest open approval, by group."
+    )
+    open_rows = _rows(
+        "SELECT reviewer_group, count(*), "
+        "coalesce(extract(epoch FROM now() - min(created_at)), 0) "
+        "FROM approval_queue WHERE status IN ('pending', 'escalated') GROUP BY 1 ORDER BY 1"
+    )
+    for group, count, _ in open_rows:
+        out.append(f'rabs_approvals_open{{group="{_label(group)}"}} {count}')
+    for group, _, age in open_rows:
+        out.append(
+            f'rabs_approvals_oldest_open_seconds{{group="{_label(group)}"}} {float(age):.3f}'
+        )
+    family(
+        "rabs_approval_decision_seconds",
+        "gauge",
+        "Time from an approval's creation to a reviewer's decision, by group, window, quantile.",
+    )
+    family("rabs_approvals_decided", "gauge", "Approvals decided by a reviewer, by group, window.")
+    family(
+        "rabs_approvals_changed_ratio",
+        "gauge",
+        "Share of decided approvals a reviewer modified or rejected, by group and window.",
+    )
+    family("rabs_approvals_expired", "gauge", "Approvals that expired undecided, by window.")
+    family("rabs_approvals_escalated", "gauge", "Approvals escalated at least once, by window.")
+    for window, interval in WINDOWS.items():
+        for group, decided, p50, p95, changed in _rows(
+            "SELECT reviewer_group, count(*), "
+            f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {_WAITED}), "
+            f"percentile_cont(0.95) WITHIN GROUP (ORDER BY {_WAITED}), "
+            "avg(CASE WHEN status IN ('modified', 'rejected') THEN 1.0 ELSE 0.0 END) "
+            "FROM approval_queue WHERE status = ANY(%s) AND decided_at >= now() - %s::interval "
+            "GROUP BY 1 ORDER BY 1",
+            [list(DECIDED_BY_A_REVIEWER), interval],
+        ):
+            labels = f'group="{_label(group)}",window="{window}"'
+            out.append(f'rabs_approval_decision_seconds{{{labels},quantile="0.5"}} {p50:.3f}')
+            out.append(f'rabs_approval_decision_seconds{{{labels},quantile="0.95"}} {p95:.3f}')
+            out.append(f"rabs_approvals_decided{{{labels}}} {decided}")
+            out.append(f"rabs_approvals_changed_ratio{{{labels}}} {float(changed):.4f}")
+        ((expired, escalated),) = _rows(
+            "SELECT count(*) FILTER (WHERE status = 'expired'), "
+            "count(*) FILTER (WHERE escalation_count > 0) "
+            "FROM approval_queue WHERE created_at >= now() - %s::interval",
+            [interval],
+        )
+        out.append(f'rabs_approvals_expired{{window="{window}"}} {expired}')
+        out.append(f'rabs_approvals_escalated{{window="{window}"}} {escalated}')
+    family("rabs_tool_calls_total", "counter", "Tool calls the broker decided, by decision.")
+    for decision, count in _rows("SELECT decision, count(*) FROM tool_calls GROUP BY 1 ORDER BY 1"):
+        out.append(f'rabs_tool_calls_total{{decision="{_label(decision)}"}} {count}')
+    family("rabs_approvals_total", "counter", "Approvals by their status now.")
+    for status, count in _rows("SELECT status, count(*) FROM approval_queue GROUP BY 1 ORDER BY 1"):
+        out.append(f'rabs_approvals_total{{status="{_label(status)}"}} {count}')
+    return "\n".join(out) + "\n"
+
+
+def metrics(request: HttpRequest) -> HttpResponse:
+    if not _authorised(request):
+        return JsonResponse(
+            {
+                "code": "unauthorized",
+                "detail": "staff, or Authorization: Bearer <RABS_METRICS_TOKEN>",
+            },
+            status=401,
+        )
+    return HttpResponse(metrics_text(), content_type="text/plain; version=0.0.4; charset=utf-8")

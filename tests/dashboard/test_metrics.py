@@ -1,0 +1,100 @@
+"""``/metrics``: who may read it, and service levels that match a hand computation on a seeded
+history of approvals."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from brainframe.models import ApprovalRequest
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+def _percentile(values: list[float], q: float) -> float:
+    """Linear between the two nearest ranks (PostgreSQL's percentile_cont)."""
+    ordered = sorted(values)
+    rank = q * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    wanted = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {name}{{{wanted}}} in:\n{text}")
+
+
+def _approval(
+    status: str, *, created_ago: timedelta, waited: timedelta | None, **extra: Any
+) -> None:
+    if status == "rejected":
+        extra.setdefault("decision_reason", "not this week")
+    approval = f.ApprovalRequestFactory(status=status, **extra)
+    created = timezone.now() - created_ago
+    decided = created + waited if waited is not None else None
+    ApprovalRequest.objects.filter(pk=approval.pk).update(created_at=created, decided_at=decided)
+
+
+def test_service_levels_match_a_hand_computation(admin_client: Client) -> None:
+    # Reviewers' decisions in the last day (minutes waited), and older ones.
+    recent = {"approved": [2, 4, 10], "rejected": [30], "modified": [6]}
+    for status, waits in recent.items():
+        for minutes in waits:
+            _approval(
+                status,
+                created_ago=timedelta(hours=2),
+                waited=timedelta(minutes=minutes),
+                reviewer_group="reviewers",
+            )
+    _approval(
+        "approved",
+        created_ago=timedelta(days=3),
+        waited=timedelta(minutes=120),
+        reviewer_group="reviewers",
+    )
+    _approval("expired", created_ago=timedelta(days=2), waited=None, escalation_count=1)
+    _approval("pending", created_ago=timedelta(minutes=45), waited=None, reviewer_group="reviewers")
+    _approval("pending", created_ago=timedelta(minutes=5), waited=None, reviewer_group="reviewers")
+    text = admin_client.get("/metrics").content.decode()
+    day = [m * 60.0 for m in (2, 4, 10, 30, 6)]
+    week = [*day, 120 * 60.0]
+    for window, waits in (("24h", day), ("7d", week)):
+        labels = {"group": "reviewers", "window": window}
+        assert _metric(text, "rabs_approvals_decided", **labels) == len(waits)
+        for q in (0.5, 0.95):
+            got = _metric(text, "rabs_approval_decision_seconds", **labels, quantile=str(q))
+            assert got == pytest.approx(_percentile(waits, q), abs=0.01)
+        changed = 2 / len(waits)  # one rejected, one modified
+        assert _metric(text, "rabs_approvals_changed_ratio", **labels) == pytest.approx(
+            changed, abs=1e-4
+        )
+    assert _metric(text, "rabs_approvals_open", group="reviewers") == 2
+    oldest = _metric(text, "rabs_approvals_oldest_open_seconds", group="reviewers")
+    assert 45 * 60 - 5 < oldest < 45 * 60 + 60
+    assert _metric(text, "rabs_approvals_expired", window="7d") == 1
+    assert _metric(text, "rabs_approvals_expired", window="24h") == 0
+    assert _metric(text, "rabs_approvals_escalated", window="7d") == 1
+    assert _metric(text, "rabs_approvals_total", status="approved") == 4
+
+
+def test_only_staff_or_the_token_read_it(client: Client, settings: Any) -> None:
+    settings.RABS_METRICS_TOKEN = "scrape-token-1234"
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer guess").status_code == 401
+    scraped = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-1234")
+    assert scraped.status_code == 200 and scraped["Content-Type"].startswith("text/plain")
+    assert "# TYPE rabs_tool_calls_total counter" in scraped.content.decode()
+    member = f.UserFactory(username="not-staff")
+    client.force_login(member)
+    assert client.get("/metrics").status_code == 401
+    settings.RABS_METRICS_TOKEN = ""
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
