@@ -41,12 +41,30 @@ def _rows(sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
         return list(cursor.fetchall())
 
 
-def metrics_text() -> str:
-    out: list[str] = []
+class _Families:
+    """Samples grouped under their family's HELP and TYPE lines (the text format wants each
+    family's samples together), in the order the families were declared."""
 
-    def family(name: str, kind: str, about: str) -> None:
-        out.append(f"# HELP {name} {about}")
-        out.append(f"# TYPE {name} {kind}")
+    def __init__(self) -> None:
+        self.heads: dict[str, list[str]] = {}
+        self.samples: dict[str, list[str]] = {}
+
+    def __call__(self, name: str, kind: str, about: str) -> None:
+        self.heads[name] = [f"# HELP {name} {about}", f"# TYPE {name} {kind}"]
+        self.samples[name] = []
+
+    def append(self, line: str) -> None:
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        self.samples[name].append(line)
+
+    def text(self) -> str:
+        return "".join(
+            "\n".join([*self.heads[name], *self.samples[name]]) + "\n" for name in self.heads
+        )
+
+
+def metrics_text() -> str:
+    out = family = _Families()
 
     family("rabs_approvals_open", "gauge", "Approvals waiting for a reviewer, by reviewer group.")
     family(
@@ -74,6 +92,12 @@ def metrics_text() -> str:
         "gauge",
         "Share of decided approvals a reviewer modified or rejected, by group and window.",
     )
+    family(
+        "rabs_reviewer_decision_seconds",
+        "gauge",
+        "Time from creation to decision of the approvals each reviewer decided, by window.",
+    )
+    family("rabs_reviewer_decided", "gauge", "Approvals each reviewer decided, by window.")
     family("rabs_approvals_expired", "gauge", "Approvals that expired undecided, by window.")
     family("rabs_approvals_escalated", "gauge", "Approvals escalated at least once, by window.")
     for window, interval in WINDOWS.items():
@@ -91,6 +115,19 @@ def metrics_text() -> str:
             out.append(f'rabs_approval_decision_seconds{{{labels},quantile="0.95"}} {p95:.3f}')
             out.append(f"rabs_approvals_decided{{{labels}}} {decided}")
             out.append(f"rabs_approvals_changed_ratio{{{labels}}} {float(changed):.4f}")
+        for reviewer, decided, p50, p95 in _rows(
+            "SELECT u.username, count(*), "
+            f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {_WAITED}), "
+            f"percentile_cont(0.95) WITHIN GROUP (ORDER BY {_WAITED}) "
+            "FROM approval_queue q JOIN auth_user u ON u.id = q.decided_by_id "
+            "WHERE q.status = ANY(%s) AND q.decided_at >= now() - %s::interval "
+            "GROUP BY 1 ORDER BY 1",
+            [list(DECIDED_BY_A_REVIEWER), interval],
+        ):
+            labels = f'reviewer="{_label(reviewer)}",window="{window}"'
+            out.append(f'rabs_reviewer_decision_seconds{{{labels},quantile="0.5"}} {p50:.3f}')
+            out.append(f'rabs_reviewer_decision_seconds{{{labels},quantile="0.95"}} {p95:.3f}')
+            out.append(f"rabs_reviewer_decided{{{labels}}} {decided}")
         ((expired, escalated),) = _rows(
             "SELECT count(*) FILTER (WHERE status = 'expired'), "
             "count(*) FILTER (WHERE escalation_count > 0) "
@@ -105,7 +142,7 @@ def metrics_text() -> str:
     family("rabs_approvals_total", "counter", "Approvals by their status now.")
     for status, count in _rows("SELECT status, count(*) FROM approval_queue GROUP BY 1 ORDER BY 1"):
         out.append(f'rabs_approvals_total{{status="{_label(status)}"}} {count}')
-    return "\n".join(out) + "\n"
+    return out.text()
 
 
 def metrics(request: HttpRequest) -> HttpResponse:

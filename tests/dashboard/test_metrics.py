@@ -46,7 +46,9 @@ def _approval(
 
 def test_service_levels_match_a_hand_computation(admin_client: Client) -> None:
     # Reviewers' decisions in the last day (minutes waited), and older ones.
+    alice, bob = f.UserFactory(username="alice"), f.UserFactory(username="bob")
     recent = {"approved": [2, 4, 10], "rejected": [30], "modified": [6]}
+    deciders = {2: alice, 10: alice, 30: bob}
     for status, waits in recent.items():
         for minutes in waits:
             _approval(
@@ -54,6 +56,7 @@ def test_service_levels_match_a_hand_computation(admin_client: Client) -> None:
                 created_ago=timedelta(hours=2),
                 waited=timedelta(minutes=minutes),
                 reviewer_group="reviewers",
+                decided_by=deciders.get(minutes),
             )
     _approval(
         "approved",
@@ -84,6 +87,20 @@ def test_service_levels_match_a_hand_computation(admin_client: Client) -> None:
     assert _metric(text, "rabs_approvals_expired", window="24h") == 0
     assert _metric(text, "rabs_approvals_escalated", window="7d") == 1
     assert _metric(text, "rabs_approvals_total", status="approved") == 4
+    # Per reviewer: alice decided the 2- and 10-minute ones, bob the 30-minute one.
+    assert _metric(text, "rabs_reviewer_decided", reviewer="alice", window="24h") == 2
+    alice_p95 = _metric(
+        text, "rabs_reviewer_decision_seconds", reviewer="alice", window="24h", quantile="0.95"
+    )
+    assert alice_p95 == pytest.approx(_percentile([120.0, 600.0], 0.95), abs=0.01)
+    assert _metric(
+        text, "rabs_reviewer_decision_seconds", reviewer="bob", window="24h", quantile="0.5"
+    ) == pytest.approx(1800.0, abs=0.01)
+    # The text format: each family's samples together, under its HELP and TYPE.
+    names = [line.split("{", 1)[0] for line in text.splitlines() if not line.startswith("#")]
+    assert all(
+        names[i] == names[i - 1] or names[i] not in names[:i] for i in range(1, len(names))
+    ), "a family's samples are split"
 
 
 def test_only_staff_or_the_token_read_it(client: Client, settings: Any) -> None:
