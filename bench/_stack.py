@@ -38,6 +38,20 @@ def signed(agent_id: str, secret: str) -> dict[str, str]:
     }
 
 
+def wait_for_answer(url: str, timeout: float = 120) -> None:
+    """Until ``url`` answers at all (a server started beside the benchmark)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    raise RuntimeError(f"{url} did not answer within {timeout:g}s")
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]

@@ -58,19 +58,9 @@ def _ensure_litellm() -> Path:
     return binary
 
 
-def _wait(url: str, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=2)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    raise RuntimeError(f"{url} did not answer within {timeout:g}s")
-
-
 @contextmanager
 def litellm_proxy(binary: Path, upstream: str) -> Iterator[str]:
+    from bench._stack import wait_for_answer  # bench/ is not on the path at import
     from rabs.devstack import free_port
 
     work = ROOT / "var" / "bench" / "litellm"
@@ -100,7 +90,7 @@ def litellm_proxy(binary: Path, upstream: str) -> Iterator[str]:
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work,
     )  # fmt: skip
     try:
-        _wait(f"http://127.0.0.1:{port}/health/liveliness")
+        wait_for_answer(f"http://127.0.0.1:{port}/health/liveliness", timeout=180)
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()

@@ -61,17 +61,6 @@ def _free_port() -> int:
     return free_port()
 
 
-def _wait(url: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=2)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    raise RuntimeError(f"{url} did not answer within {timeout:g}s")
-
-
 def _ensure_contextforge() -> Path:
     python = CF_VENV / "bin" / "python"
     if not python.exists():
@@ -101,6 +90,8 @@ def _process(args: list[str], log: Path, env: dict[str, str] | None = None) -> I
 @contextmanager
 def upstream(python: Path, name: str) -> Iterator[str]:
     """``mcp-server-time`` over stdio, exposed at ``/mcp`` by ContextForge's bridge."""
+    from bench._stack import wait_for_answer  # bench/ is not on the path at import
+
     port = _free_port()
     command = f"{python} -m mcp_server_time"
     args = [str(python), "-m", "mcpgateway.translate", "--stdio", command,
@@ -108,7 +99,7 @@ def upstream(python: Path, name: str) -> Iterator[str]:
     env = {**os.environ, **_cf_env()}
     with _process(args, WORK / f"upstream-{name}.log", env):
         url = f"http://127.0.0.1:{port}/mcp"
-        _wait(url, timeout=60)
+        wait_for_answer(url, timeout=60)
         yield url
 
 
@@ -145,6 +136,8 @@ def _cf_env() -> dict[str, str]:
 @contextmanager
 def contextforge(python: Path, upstream_url: str) -> Iterator[tuple[str, str, str]]:
     """ContextForge forwarding to ``upstream_url``: (its MCP URL, a JWT, the tool's name)."""
+    from bench._stack import wait_for_answer  # bench/ is not on the path at import
+
     for stale in WORK.glob("cf.db*"):
         stale.unlink()
     env = {**os.environ, **_cf_env()}
@@ -155,7 +148,7 @@ def contextforge(python: Path, upstream_url: str) -> Iterator[tuple[str, str, st
         env,
     ):
         base = f"http://127.0.0.1:{port}"
-        _wait(f"{base}/health")
+        wait_for_answer(f"{base}/health")
         jwt = subprocess.run(
             [str(python), "-m", "mcpgateway.utils.create_jwt_token", "-u", "admin@example.com",
              "--admin", "-e", "240", "-s", env["JWT_SECRET_KEY"]],

@@ -33,6 +33,7 @@ class OpenAICompatibleServer:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.fail_next = 0
         self.stream_gap = 0.0
+        self.peak = 0  # with hold_each_chat: the most chat requests answered at once
         self.api_key = ""  # when set, requests without this bearer key get a 401
         self.dimensions_override: int | None = None
         self.chat_script: Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
@@ -117,6 +118,23 @@ class OpenAICompatibleServer:
         if path.endswith("/chat/completions"):
             return 200, self._chat(body)
         return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
+
+    def hold_each_chat(self, seconds: float, content: str = "done") -> None:
+        """Answer every chat after ``seconds``, keeping in ``peak`` the most answered at once."""
+        inside = 0
+        self.peak = 0
+
+        def slow(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+            nonlocal inside
+            with self._lock:
+                inside += 1
+                self.peak = max(self.peak, inside)
+            time.sleep(seconds)
+            with self._lock:
+                inside -= 1
+            return {"content": content}
+
+        self.chat_script = slow
 
     def chunks(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """The answer to ``body`` as stream chunks."""

@@ -73,13 +73,9 @@ class LLMKey(models.Model):
         return f"{self.agent_id} {self.prefix}…"
 
 
-class LLMBudget(models.Model):
-    """An agent's model access: limits with LiteLLM's names, its models and role aliases, and
-    whether it is suspended. No row: no access (a key alone is not enough)."""
+class LLMLimits(models.Model):
+    """The limits an agent's model access and a team share (LiteLLM's names)."""
 
-    agent = models.OneToOneField(
-        Agent, on_delete=models.CASCADE, primary_key=True, related_name="llm_budget"
-    )
     rpm_limit = models.PositiveIntegerField(null=True, blank=True, help_text="requests/minute")
     tpm_limit = models.PositiveIntegerField(null=True, blank=True, help_text="tokens/minute")
     max_parallel_requests = models.PositiveIntegerField(null=True, blank=True)
@@ -95,6 +91,18 @@ class LLMBudget(models.Model):
         null=True,
         blank=True,
         help_text="USD: staff are told once per period when spend crosses it.",
+    )
+
+    class Meta:
+        abstract = True
+
+
+class LLMBudget(LLMLimits):
+    """An agent's model access: limits with LiteLLM's names, its models and role aliases, and
+    whether it is suspended. No row: no access (a key alone is not enough)."""
+
+    agent = models.OneToOneField(
+        Agent, on_delete=models.CASCADE, primary_key=True, related_name="llm_budget"
     )
     allowed_models = models.JSONField(
         default=list, blank=True, help_text="Models it may use (empty: every upstream's)."
@@ -137,28 +145,12 @@ class LLMBudget(models.Model):
         return f"{self.agent_id} model access"
 
 
-class LLMTeam(models.Model):
+class LLMTeam(LLMLimits):
     """A group of agents sharing limits and a budget (LiteLLM's teams): every member's requests
     count against both its own model access and each of its teams'."""
 
     name = models.SlugField(max_length=64, primary_key=True)
     agents = models.ManyToManyField(Agent, related_name="llm_teams", blank=True)
-    rpm_limit = models.PositiveIntegerField(null=True, blank=True, help_text="requests/minute")
-    tpm_limit = models.PositiveIntegerField(null=True, blank=True, help_text="tokens/minute")
-    max_parallel_requests = models.PositiveIntegerField(null=True, blank=True)
-    max_budget = models.DecimalField(
-        max_digits=12, decimal_places=4, null=True, blank=True, help_text="USD per period"
-    )
-    budget_duration = models.CharField(
-        max_length=8, default="30d", help_text="The period: Nh or Nd, e.g. 1d, 30d."
-    )
-    soft_budget = models.DecimalField(
-        max_digits=12,
-        decimal_places=4,
-        null=True,
-        blank=True,
-        help_text="USD: staff are told once per period when spend crosses it.",
-    )
     allowed_models = models.JSONField(
         default=list, blank=True, help_text="Models its agents may use (empty: no restriction)."
     )

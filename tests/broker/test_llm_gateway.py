@@ -4,7 +4,6 @@ the model list, every refusal with its exception class, budgets, suspension, the
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -232,18 +231,7 @@ def test_parallel_and_token_limits_hold_under_concurrency(
     rest are refused with 429, none lost. Then a tokens-per-minute limit, crossed by at most one
     request's tokens."""
     LLMBudget.objects.filter(agent_id="henry").update(max_parallel_requests=5)
-    inside, most, lock = [0], [0], threading.Lock()
-
-    def slow(messages: Any, tools: Any) -> dict[str, Any]:
-        with lock:
-            inside[0] += 1
-            most[0] = max(most[0], inside[0])
-        time.sleep(0.5)
-        with lock:
-            inside[0] -= 1
-        return {"content": "done"}
-
-    upstream.chat_script = slow
+    upstream.hold_each_chat(0.5)  # counts how many are inside at once: upstream.peak
     hello = [{"role": "user", "content": "hi"}]
 
     def one(_: int) -> str:
@@ -255,7 +243,7 @@ def test_parallel_and_token_limits_hold_under_concurrency(
 
     with ThreadPoolExecutor(max_workers=50) as pool:
         outcomes = list(pool.map(one, range(50)))
-    assert most[0] <= 5, f"{most[0]} requests at the upstream at once"
+    assert upstream.peak <= 5, f"{upstream.peak} requests at the upstream at once"
     assert outcomes.count("ok") >= 5 and outcomes.count("ok") + outcomes.count("429") == 50
     upstream.chat_script = lambda messages, tools: {"content": "done"}
     LLMBudget.objects.filter(agent_id="henry").update(max_parallel_requests=None, tpm_limit=300)

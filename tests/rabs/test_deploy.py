@@ -130,7 +130,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     ports = {AGENT_PORT: free_port(), STAFF_PORT: free_port()}
-    root = tmp_path_factory.mktemp("nginx")
+    sites = {}
     for port, name in SITES.items():
         site = (DOCKER / name).read_text()
         replacements = {
@@ -140,36 +140,27 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
         for old, new in replacements.items():
             assert site.count(old) == 1, f"docker/{name} no longer has {old!r} once"
             site = site.replace(old, new)
-        (root / name).write_text(site)
-    temp_paths = "\n".join(
-        f"{kind}_temp_path {root / kind};"
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    )
-    (root / "nginx.conf").write_text(
-        f"daemon off;\nworker_processes 1;\npid {root / 'nginx.pid'};\n"
-        f"error_log {root / 'error.log'};\nevents {{}}\n"
-        f"http {{\naccess_log off;\n{temp_paths}\n"
-        + "".join(f"include {root / name};\n" for name in SITES.values())
-        + "}\n"
-    )
-    server = subprocess.Popen(
-        [NGINX, "-c", str(root / "nginx.conf"), "-p", str(root)], stderr=subprocess.PIPE
-    )
+        sites[name] = site
+    server = _nginx(tmp_path_factory.mktemp("nginx"), sites)
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{ports[STAFF_PORT]}/", timeout=1)
-                break
-            except httpx.TransportError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"nginx did not start: {server.stderr.read()!r}") from None
-                time.sleep(0.05)
+        _answering(server, f"http://127.0.0.1:{ports[STAFF_PORT]}/")
         yield ports
     finally:
         server.terminate()
         server.wait(timeout=10)
         upstream.shutdown()
+
+
+def _answering(server: subprocess.Popen[bytes], url: str) -> httpx.Response:
+    """The first answer from ``url`` once the nginx ``server`` listens (10 s at most)."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return httpx.get(url, timeout=1)
+        except httpx.TransportError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"nginx did not start: {server.stderr.read()!r}") from None
+            time.sleep(0.05)
 
 
 def _route(ports: dict[int, int], port: int, path: str) -> str:
@@ -398,15 +389,7 @@ def test_an_agent_reaches_the_gate_on_its_loopback_and_staff_reach_its_superviso
     root.mkdir()
     nginx = _nginx(root, {"sidecar.conf": open_sidecar, "control.conf": control})
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{lane}/", timeout=1)
-                break
-            except httpx.TransportError:
-                if nginx.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"nginx did not start: {nginx.stderr.read()!r}") from None
-                time.sleep(0.05)
+        _answering(nginx, f"http://127.0.0.1:{lane}/")
         to_gate = httpx.get(f"http://127.0.0.1:{agent_port}/api/v1/tasks/", timeout=5)
         assert to_gate.text == "gate /api/v1/tasks/"
         health = httpx.get(f"http://127.0.0.1:{lane}/agents/henry/healthz", timeout=5)
@@ -421,15 +404,7 @@ def test_an_agent_reaches_the_gate_on_its_loopback_and_staff_reach_its_superviso
     root.mkdir()
     nginx = _nginx(root, {"sidecar.conf": sidecar})
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                refused = httpx.get(f"http://127.0.0.1:{sidecar_control}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                if nginx.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"nginx did not start: {nginx.stderr.read()!r}") from None
-                time.sleep(0.05)
+        refused = _answering(nginx, f"http://127.0.0.1:{sidecar_control}/healthz")
         assert refused.status_code == 403
     finally:
         nginx.terminate()

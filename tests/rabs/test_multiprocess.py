@@ -266,18 +266,7 @@ def test_model_limits_hold_across_processes(stack: str) -> None:
     from tests.llm_server import OpenAICompatibleServer
 
     upstream = OpenAICompatibleServer()
-    inside, most, lock = [0], [0], threading.Lock()
-
-    def slow(messages: Any, tools: Any) -> dict[str, Any]:
-        with lock:
-            inside[0] += 1
-            most[0] = max(most[0], inside[0])
-        time.sleep(0.5)
-        with lock:
-            inside[0] -= 1
-        return {"content": "done"}
-
-    upstream.chat_script = slow
+    upstream.hold_each_chat(0.5)  # counts how many are inside at once: upstream.peak
     with upstream.running():
         llm_upstream_set(
             name="local",
@@ -307,7 +296,7 @@ def test_model_limits_hold_across_processes(stack: str) -> None:
         with ThreadPoolExecutor(max_workers=50) as pool:
             outcomes = list(pool.map(one, range(50)))
         assert len(processes) == 2, "one process answered all"
-        assert most[0] <= 5, f"{most[0]} requests at the upstream at once"
+        assert upstream.peak <= 5, f"{upstream.peak} requests at the upstream at once"
         assert outcomes.count("ok") >= 5 and outcomes.count("ok") + outcomes.count("429") == 50
         # Tokens per minute, the same 50 at once: the limit holds within one request's tokens.
         upstream.chat_script = lambda messages, tools: {"content": "done"}
