@@ -17,6 +17,7 @@ class BrainframeConfig(AppConfig):
         # Services import models, which cannot be imported before the app registry is ready.
         from .jobs import job_register
         from .services.alignment import alignment_nightly
+        from .services.council import proposals_close_due
         from .services.grants import grants_expire
         from .services.indexing import index_sweep
         from .services.relevance import decay_run
@@ -31,3 +32,4 @@ class BrainframeConfig(AppConfig):
         job_register("alignment", lambda day: alignment_nightly(day=day))
         job_register("expire_grants", lambda day: {"withdrawn": grants_expire()})
         job_register("check_supervisors", lambda day: supervisors_check())
+        job_register("close_council_votes", lambda day: {"closed": proposals_close_due()})

@@ -43,6 +43,7 @@ AGENT_CHANGED = "agent_changed"
 GUARDIAN_ASSESSMENT_COMPLETE = "guardian:assessment_complete"
 SECURITY_THREAT_DETECTED = "security:threat_detected"
 MODEL_TOOL_CALL_FLAGGED = "guardian:model_tool_call_flagged"
+COUNCIL_CHANGED = "governance:council_changed"
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,34 @@ class ModelToolCallFlagged(Event):
     at: str
 
 
+@dataclass(frozen=True)
+class CouncilChanged(Event):
+    """A council proposal opened, got a vote or closed: its live tally."""
+
+    NAME: ClassVar[str] = COUNCIL_CHANGED
+    proposal_id: str
+    status: str
+    yes: int
+    no: int
+    abstain: int
+    members: int
+    yes_needed: int
+    quorum: int
+
+    @classmethod
+    def of(cls, proposal: Any, tally: Any) -> CouncilChanged:
+        return cls(
+            proposal_id=str(proposal.pk),
+            status=proposal.status,
+            yes=tally.yes,
+            no=tally.no,
+            abstain=tally.abstain,
+            members=tally.members,
+            yes_needed=tally.yes_needed,
+            quorum=tally.quorum,
+        )
+
+
 #: Every event type by name: the one list of what the product emits.
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.NAME: cls
@@ -253,6 +282,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         GuardianAssessmentComplete,
         SecurityThreatDetected,
         ModelToolCallFlagged,
+        CouncilChanged,
     )
 }
 

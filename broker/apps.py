@@ -35,6 +35,7 @@ class BrokerConfig(AppConfig):
         )
         from .services.approvals import approvals_expire, approvals_recover
         from .services.execution import calls_interrupted_seal
+        from .services.notifications import digests_send
 
         runner_register(Tool.HandlerType.FUNCTION, function.run)
         runner_register(Tool.HandlerType.SQL, sql.run)
@@ -53,3 +54,4 @@ class BrokerConfig(AppConfig):
             }
 
         job_register("expire_approvals", expire_approvals)
+        job_register("send_digests", lambda day: {"sent": digests_send()})

@@ -63,23 +63,97 @@ class _Families:
         )
 
 
+def service_levels() -> dict[str, Any]:
+    """The reviewers' service levels, computed in the database: what ``/metrics`` and the
+    board's service-levels page show. Times in seconds."""
+    levels: dict[str, Any] = {
+        "open": [
+            {"group": group, "count": count, "oldest": float(age)}
+            for group, count, age in _rows(
+                "SELECT reviewer_group, count(*), "
+                "coalesce(extract(epoch FROM now() - min(created_at)), 0) "
+                "FROM approval_queue WHERE status IN ('pending', 'escalated') "
+                "GROUP BY 1 ORDER BY 1"
+            )
+        ],
+        "windows": {},
+    }
+    for window, interval in WINDOWS.items():
+        groups = [
+            {"group": g, "decided": n, "p50": p50, "p95": p95, "changed": float(changed)}
+            for g, n, p50, p95, changed in _rows(
+                "SELECT reviewer_group, count(*), "
+                f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {_WAITED}), "
+                f"percentile_cont(0.95) WITHIN GROUP (ORDER BY {_WAITED}), "
+                "avg(CASE WHEN status IN ('modified', 'rejected') THEN 1.0 ELSE 0.0 END) "
+                "FROM approval_queue WHERE status = ANY(%s) "
+                "AND decided_at >= now() - %s::interval GROUP BY 1 ORDER BY 1",
+                [list(DECIDED_BY_A_REVIEWER), interval],
+            )
+        ]
+        reviewers = [
+            {"reviewer": r, "decided": n, "p50": p50, "p95": p95}
+            for r, n, p50, p95 in _rows(
+                "SELECT u.username, count(*), "
+                f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {_WAITED}), "
+                f"percentile_cont(0.95) WITHIN GROUP (ORDER BY {_WAITED}) "
+                "FROM approval_queue q JOIN auth_user u ON u.id = q.decided_by_id "
+                "WHERE q.status = ANY(%s) AND q.decided_at >= now() - %s::interval "
+                "GROUP BY 1 ORDER BY 1",
+                [list(DECIDED_BY_A_REVIEWER), interval],
+            )
+        ]
+        ((expired, escalated, created),) = _rows(
+            "SELECT count(*) FILTER (WHERE status = 'expired'), "
+            "count(*) FILTER (WHERE escalation_count > 0), count(*) "
+            "FROM approval_queue WHERE created_at >= now() - %s::interval",
+            [interval],
+        )
+        levels["windows"][window] = {
+            "groups": groups,
+            "reviewers": reviewers,
+            "expired": expired,
+            "escalated": escalated,
+            "created": created,
+        }
+    return levels
+
+
+def daily_levels(days: int = 30) -> list[dict[str, Any]]:
+    """Per day (local dates, oldest first, every day present): approvals decided by a reviewer
+    with their p50/p95 time to decision, and approvals that expired; for the page's charts."""
+    rows = _rows(
+        "WITH days AS (SELECT generate_series(date_trunc('day', now() - %s::interval), "
+        "date_trunc('day', now()), '1 day') AS day) "
+        "SELECT d.day, count(q.id) FILTER (WHERE q.status = ANY(%s)), "
+        f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {_WAITED}) "
+        "FILTER (WHERE q.status = ANY(%s)), "
+        f"percentile_cont(0.95) WITHIN GROUP (ORDER BY {_WAITED}) "
+        "FILTER (WHERE q.status = ANY(%s)), "
+        "count(q.id) FILTER (WHERE q.status = 'expired') "
+        "FROM days d LEFT JOIN approval_queue q ON q.decided_at >= d.day "
+        "AND q.decided_at < d.day + interval '1 day' GROUP BY d.day ORDER BY d.day",
+        [f"{days - 1} days", *([list(DECIDED_BY_A_REVIEWER)] * 3)],
+    )
+    return [
+        {"day": day, "decided": n, "p50": p50, "p95": p95, "expired": expired}
+        for day, n, p50, p95, expired in rows
+    ]
+
+
 def metrics_text() -> str:
     out = family = _Families()
-
+    levels = service_levels()
     family("rabs_approvals_open", "gauge", "Approvals waiting for a reviewer, by reviewer group.")
     family(
         "rabs_approvals_oldest_open_seconds", "gauge", "Age of the oldest open approval, by group."
     )
-    open_rows = _rows(
-        "SELECT reviewer_group, count(*), "
-        "coalesce(extract(epoch FROM now() - min(created_at)), 0) "
-        "FROM approval_queue WHERE status IN ('pending', 'escalated') GROUP BY 1 ORDER BY 1"
-    )
-    for group, count, _ in open_rows:
-        out.append(f'rabs_approvals_open{{group="{_label(group)}"}} {count}')
-    for group, _, age in open_rows:
+    for row in levels["open"]:
+        out.append(f'rabs_approvals_open{{group="{_label(row["group"])}"}} {row["count"]}')
+    for row in levels["open"]:
         out.append(
-            f'rabs_approvals_oldest_open_seconds{{group="{_label(group)}"}} {float(age):.3f}'
+            f'rabs_approvals_oldest_open_seconds{{group="{_label(row["group"])}"}} '
+            f"{row['oldest']:.3f}"
         )
     family(
         "rabs_approval_decision_seconds",
@@ -100,42 +174,28 @@ def metrics_text() -> str:
     family("rabs_reviewer_decided", "gauge", "Approvals each reviewer decided, by window.")
     family("rabs_approvals_expired", "gauge", "Approvals that expired undecided, by window.")
     family("rabs_approvals_escalated", "gauge", "Approvals escalated at least once, by window.")
-    for window, interval in WINDOWS.items():
-        for group, decided, p50, p95, changed in _rows(
-            "SELECT reviewer_group, count(*), "
-            f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {_WAITED}), "
-            f"percentile_cont(0.95) WITHIN GROUP (ORDER BY {_WAITED}), "
-            "avg(CASE WHEN status IN ('modified', 'rejected') THEN 1.0 ELSE 0.0 END) "
-            "FROM approval_queue WHERE status = ANY(%s) AND decided_at >= now() - %s::interval "
-            "GROUP BY 1 ORDER BY 1",
-            [list(DECIDED_BY_A_REVIEWER), interval],
-        ):
-            labels = f'group="{_label(group)}",window="{window}"'
-            out.append(f'rabs_approval_decision_seconds{{{labels},quantile="0.5"}} {p50:.3f}')
-            out.append(f'rabs_approval_decision_seconds{{{labels},quantile="0.95"}} {p95:.3f}')
-            out.append(f"rabs_approvals_decided{{{labels}}} {decided}")
-            out.append(f"rabs_approvals_changed_ratio{{{labels}}} {float(changed):.4f}")
-        for reviewer, decided, p50, p95 in _rows(
-            "SELECT u.username, count(*), "
-            f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {_WAITED}), "
-            f"percentile_cont(0.95) WITHIN GROUP (ORDER BY {_WAITED}) "
-            "FROM approval_queue q JOIN auth_user u ON u.id = q.decided_by_id "
-            "WHERE q.status = ANY(%s) AND q.decided_at >= now() - %s::interval "
-            "GROUP BY 1 ORDER BY 1",
-            [list(DECIDED_BY_A_REVIEWER), interval],
-        ):
-            labels = f'reviewer="{_label(reviewer)}",window="{window}"'
-            out.append(f'rabs_reviewer_decision_seconds{{{labels},quantile="0.5"}} {p50:.3f}')
-            out.append(f'rabs_reviewer_decision_seconds{{{labels},quantile="0.95"}} {p95:.3f}')
-            out.append(f"rabs_reviewer_decided{{{labels}}} {decided}")
-        ((expired, escalated),) = _rows(
-            "SELECT count(*) FILTER (WHERE status = 'expired'), "
-            "count(*) FILTER (WHERE escalation_count > 0) "
-            "FROM approval_queue WHERE created_at >= now() - %s::interval",
-            [interval],
-        )
-        out.append(f'rabs_approvals_expired{{window="{window}"}} {expired}')
-        out.append(f'rabs_approvals_escalated{{window="{window}"}} {escalated}')
+    for window, level in levels["windows"].items():
+        for row in level["groups"]:
+            labels = f'group="{_label(row["group"])}",window="{window}"'
+            out.append(
+                f'rabs_approval_decision_seconds{{{labels},quantile="0.5"}} {row["p50"]:.3f}'
+            )
+            out.append(
+                f'rabs_approval_decision_seconds{{{labels},quantile="0.95"}} {row["p95"]:.3f}'
+            )
+            out.append(f"rabs_approvals_decided{{{labels}}} {row['decided']}")
+            out.append(f"rabs_approvals_changed_ratio{{{labels}}} {row['changed']:.4f}")
+        for row in level["reviewers"]:
+            labels = f'reviewer="{_label(row["reviewer"])}",window="{window}"'
+            out.append(
+                f'rabs_reviewer_decision_seconds{{{labels},quantile="0.5"}} {row["p50"]:.3f}'
+            )
+            out.append(
+                f'rabs_reviewer_decision_seconds{{{labels},quantile="0.95"}} {row["p95"]:.3f}'
+            )
+            out.append(f"rabs_reviewer_decided{{{labels}}} {row['decided']}")
+        out.append(f'rabs_approvals_expired{{window="{window}"}} {level["expired"]}')
+        out.append(f'rabs_approvals_escalated{{window="{window}"}} {level["escalated"]}')
     family("rabs_tool_calls_total", "counter", "Tool calls the broker decided, by decision.")
     for decision, count in _rows("SELECT decision, count(*) FROM tool_calls GROUP BY 1 ORDER BY 1"):
         out.append(f'rabs_tool_calls_total{{decision="{_label(decision)}"}} {count}')

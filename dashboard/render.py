@@ -21,6 +21,7 @@ from brainframe.events import (
     ApprovalEscalated,
     ApprovalEvent,
     ApprovalExpired,
+    CouncilChanged,
     Event,
     Heartbeat,
     LevelChanged,
@@ -88,6 +89,7 @@ def _approval(event: Event, user: Any) -> list[str]:
                 "approval": approval,
                 "chain": selectors.chain_for(approval),
                 "can_decide": can_decide(user, approval),
+                "can_stand": selectors.can_stand(approval),
                 "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
                 "oob": True,
             },
@@ -151,6 +153,11 @@ def _model_flag(event: Event, user: Any) -> list[str]:
     return [_log_row(selectors.log_entry_for_model_flag(event))]
 
 
+def _council(event: Event, user: Any) -> list[str]:
+    assert isinstance(event, CouncilChanged)
+    return [render_to_string("dashboard/partials/tally.html", {"t": event, "oob": True})]
+
+
 def _agent(event: Event, user: Any) -> list[str]:
     assert isinstance(event, AgentChanged | Heartbeat)
     return _status_card(event.agent_id)
@@ -168,6 +175,7 @@ RENDERERS: dict[type[Event], Callable[[Event, Any], list[str]]] = {
     AgentChanged: _agent,
     Heartbeat: _agent,
     ModelToolCallFlagged: _model_flag,
+    CouncilChanged: _council,
 }
 
 

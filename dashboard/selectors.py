@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -28,6 +30,7 @@ from brainframe.models import (
     ToolCall,
 )
 from brainframe.services.llm import spend as llm_spend
+from brainframe.services.standing import ROUTINE_REVIEW
 
 COLUMNS = [
     (AgentTask.Status.TODO, "To Do"),
@@ -346,3 +349,55 @@ def chains_for(approvals: list[ApprovalRequest]) -> dict[Any, list[ReasonLog]]:
         if len(shown) < CHAIN_SHOWN:
             shown.append(reason)
     return {pk: by_origin.get(o_tag, []) for pk, o_tag in o_tags.items()}
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def batches(items: list[ApprovalRequest]) -> list[dict[str, Any]]:
+    """Open approvals that share agent, tool, kind, reviewer group and argument keys, in groups
+    of two or more: the values that are the same across the group once, the ones that differ
+    side by side (one row per member, most urgent first)."""
+    groups: dict[tuple[Any, ...], list[ApprovalRequest]] = {}
+    for approval in items:
+        if not isinstance(approval.arguments, dict):
+            continue
+        key = (
+            approval.agent_id,
+            approval.tool_id,
+            approval.kind,
+            approval.reviewer_group,
+            tuple(sorted(approval.arguments)),
+        )
+        groups.setdefault(key, []).append(approval)
+    found = []
+    for key, members in groups.items():
+        if len(members) < 2:
+            continue
+        names = list(key[4])
+        varying = [n for n in names if len({_shown(m.arguments[n]) for m in members}) > 1]
+        found.append(
+            {
+                "id": hashlib.sha256(repr(key).encode()).hexdigest()[:12],
+                "agent": members[0].agent,
+                "tool_id": key[1],
+                "kind": members[0].get_kind_display(),
+                "reviewer_group": members[0].reviewer_group,
+                "fixed": [(n, _shown(members[0].arguments[n])) for n in names if n not in varying],
+                "varying": varying,
+                "rows": [(m, [_shown(m.arguments[n]) for n in varying]) for m in members],
+            }
+        )
+    return sorted(found, key=lambda b: b["rows"][0][0].timeout_at)
+
+
+def can_stand(approval: ApprovalRequest) -> bool:
+    """Whether a standing approval can be left from this card (routine review of a call that
+    has not run; ``brainframe.services.standing`` checks again when asked)."""
+    return (
+        approval.kind == ApprovalRequest.Kind.PRE_EXECUTION
+        and approval.reviewer_group == ApprovalRequest.ReviewerGroup.REVIEWERS
+        and isinstance(approval.arguments, dict)
+        and any(f"decision:{code}" in approval.tags for code in ROUTINE_REVIEW)
+    )

@@ -9,9 +9,19 @@ app_name = "dashboard"
 urlpatterns = [
     path("", views.board, name="board"),
     path("approvals/", views.approvals, name="approvals"),
+    path("approvals/batch/<str:action>/", views.approvals_batch, name="approvals-batch"),
+    path(
+        "approvals/<uuid:approval_id>/standing/",
+        views.approval_standing,
+        name="approval-standing",
+    ),
     path(
         "approvals/<uuid:approval_id>/<str:action>/", views.approval_action, name="approval-action"
     ),
+    path("standing/<uuid:standing_id>/revoke/", views.standing_revoke_view, name="standing-revoke"),
+    path("service-levels/", views.service_levels_page, name="service-levels"),
+    path("council/", views.council, name="council"),
+    path("council/<uuid:proposal_id>/vote/", views.council_vote, name="council-vote"),
     path("notes/<uuid:note_id>/", views.note_update, name="note-update"),
     path("notes/<uuid:note_id>/edit/", views.note_edit, name="note-edit"),
     path(

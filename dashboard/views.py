@@ -24,20 +24,28 @@ from brainframe.models import (
     AgentNote,
     AgentTask,
     ApprovalRequest,
+    CouncilProposal,
     Deliverable,
     LLMBudget,
+    StandingApproval,
     ToolCall,
 )
 from brainframe.selectors import flatten, origin_chain
+from brainframe.services.council import CouncilError, is_member, proposal_vote, tally
+from brainframe.services.standing import standing_live, standing_revoke
 from brainframe.services.supervisors import SupervisorError, supervisor_command
 from broker.services.approvals import (
     ApprovalError,
+    approval_approve_standing,
     approval_decide,
+    approvals_decide_batch,
     can_decide,
     reviewer_groups,
 )
 
 from . import selectors
+from .charts import bar_chart
+from .metrics import daily_levels, service_levels
 
 
 def _selected_agent(request: HttpRequest) -> Agent | None:
@@ -110,6 +118,7 @@ def _card_context(
         "approval": approval,
         "chain": selectors.chain_for(approval) if chain is None else chain,
         "can_decide": can_decide(request.user, approval, groups=groups),
+        "can_stand": selectors.can_stand(approval),
         "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
         **extra,
     }
@@ -120,7 +129,189 @@ def approvals(request: HttpRequest) -> HttpResponse:
     items = selectors.open_approvals()
     chains, groups = selectors.chains_for(items), reviewer_groups(request.user)
     cards = [_card_context(request, a, chain=chains.get(a.pk, []), groups=groups) for a in items]
-    return render(request, "dashboard/approvals.html", {"cards": cards})
+    return render(
+        request,
+        "dashboard/approvals.html",
+        {
+            "cards": cards,
+            "batches": selectors.batches(items),
+            "can_review": bool(groups),
+            "standing": standing_live(),
+        },
+    )
+
+
+@login_required
+@require_POST
+def approvals_batch(request: HttpRequest, action: str) -> HttpResponse:
+    """Approve or reject the members of a batch the reviewer saw: each is its own decision
+    (``approvals_decide_batch``); the answer reports each, and the cards update."""
+    ids = request.POST.getlist("approval")
+    try:
+        results = approvals_decide_batch(
+            approval_ids=ids,
+            reviewer=request.user,  # type: ignore[arg-type]
+            action=action,
+            reason=request.POST.get("reason", ""),
+        )
+    except ApprovalError as exc:
+        return render(
+            request,
+            "dashboard/partials/batch_result.html",
+            {"error": exc.detail, "code": exc.code, "batch_id": request.POST.get("batch", "")},
+            status=422,
+        )
+    decided = [r for r in results if r.decided]
+    cards = [
+        _card_context(request, a, oob=True)
+        for a in ApprovalRequest.objects.select_related(
+            "agent", "tool", "r_tag", "decided_by"
+        ).filter(pk__in=[r.approval_id for r in decided])
+    ]
+    return render(
+        request,
+        "dashboard/partials/batch_result.html",
+        {
+            "action": action,
+            "decided": decided,
+            "left": [r for r in results if not r.decided],
+            "cards": cards,
+            "batch_id": request.POST.get("batch", ""),
+        },
+    )
+
+
+@login_required
+@require_POST
+def approval_standing(request: HttpRequest, approval_id: str) -> HttpResponse:
+    """Approve this call and calls exactly like it for the next N hours."""
+    approval = get_object_or_404(
+        ApprovalRequest.objects.select_related("agent", "tool", "r_tag", "decided_by"),
+        pk=approval_id,
+    )
+    try:
+        hours = float(request.POST.get("hours", ""))
+    except ValueError:
+        hours = 0.0
+    try:
+        approval_approve_standing(
+            approval_id=approval.pk,
+            reviewer=request.user,  # type: ignore[arg-type]
+            hours=hours,
+            any_keys=request.POST.getlist("any"),
+            reason=request.POST.get("reason", ""),
+        )
+    except ApprovalError as exc:
+        approval.refresh_from_db()
+        return render(
+            request,
+            "dashboard/partials/approval_card.html",
+            _card_context(request, approval, error=exc.detail),
+            status=409 if exc.status == 409 else 422,
+        )
+    approval.refresh_from_db()
+    return render(
+        request, "dashboard/partials/approval_card.html", _card_context(request, approval)
+    )
+
+
+@login_required
+@require_POST
+def standing_revoke_view(request: HttpRequest, standing_id: str) -> HttpResponse:
+    standing = get_object_or_404(StandingApproval, pk=standing_id)
+    if not reviewer_groups(request.user):
+        return JsonResponse(
+            {"code": "not_a_reviewer", "detail": "only reviewers revoke standing approvals"},
+            status=403,
+        )
+    standing_revoke(standing=standing, by=request.user, reason="revoked on the board")
+    return redirect(reverse("dashboard:approvals") + "#standing")
+
+
+@login_required
+def service_levels_page(request: HttpRequest) -> HttpResponse:
+    """Reviewers' service levels with small charts (the same figures as /metrics)."""
+    levels = service_levels()
+    days = daily_levels()
+    labels = [f"{d['day']:%d %b}" for d in days]
+    charts = {
+        "time": bar_chart(
+            [
+                ("p50", [d["p50"] and d["p50"] / 60 for d in days], "bar-a"),
+                ("p95", [d["p95"] and d["p95"] / 60 for d in days], "bar-b"),
+            ],
+            labels,
+            title="Time to decision per day, minutes (p50, p95)",
+            unit=" min",
+        ),
+        "volume": bar_chart(
+            [
+                ("decided", [d["decided"] for d in days], "bar-a"),
+                ("expired", [d["expired"] for d in days], "bar-c"),
+            ],
+            labels,
+            title="Approvals decided and expired per day",
+        ),
+    }
+    return render(
+        request,
+        "dashboard/service_levels.html",
+        {"levels": levels, "days": days, "charts": charts},
+    )
+
+
+def _proposal_context(request: HttpRequest, proposal: CouncilProposal, **extra: Any) -> Any:
+    votes = list(proposal.votes.select_related("member").order_by("seq"))
+    return {
+        "proposal": proposal,
+        "tally": tally(proposal),
+        "votes": votes,
+        "may_vote": proposal.status == CouncilProposal.Status.OPEN
+        and request.user.pk in proposal.electorate
+        and all(v.member_id != request.user.pk for v in votes),
+        "change_json": json.dumps(proposal.change, indent=2, ensure_ascii=False),
+        **extra,
+    }
+
+
+@login_required
+def council(request: HttpRequest) -> HttpResponse:
+    open_ = CouncilProposal.objects.filter(status=CouncilProposal.Status.OPEN).order_by("deadline")
+    closed = CouncilProposal.objects.exclude(status=CouncilProposal.Status.OPEN).order_by(
+        "-closed_at"
+    )[:10]
+    return render(
+        request,
+        "dashboard/council.html",
+        {
+            "open": [_proposal_context(request, p) for p in open_.select_related("proposed_by")],
+            "closed": [_proposal_context(request, p) for p in closed.select_related("proposed_by")],
+            "member": is_member(request.user),
+        },
+    )
+
+
+@login_required
+@require_POST
+def council_vote(request: HttpRequest, proposal_id: str) -> HttpResponse:
+    proposal = get_object_or_404(CouncilProposal, pk=proposal_id)
+    try:
+        proposal = proposal_vote(
+            proposal_id=proposal.pk,
+            member=request.user,  # type: ignore[arg-type]
+            choice=request.POST.get("choice", ""),
+            comment=request.POST.get("comment", "").strip(),
+        )
+    except CouncilError as exc:
+        proposal.refresh_from_db()
+        return render(
+            request,
+            "dashboard/partials/proposal.html",
+            _proposal_context(request, proposal, error=exc.detail, code=exc.code),
+            status=409 if exc.status in (403, 409) else 422,
+        )
+    proposal.refresh_from_db()
+    return render(request, "dashboard/partials/proposal.html", _proposal_context(request, proposal))
 
 
 @login_required

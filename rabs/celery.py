@@ -29,6 +29,20 @@ app.conf.beat_schedule = {
         "args": ("expire_grants",),
         "options": {"expires": 55},
     },
+    # Council proposals whose vote deadline passed: rejected or expired.
+    "close-council-votes": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 60.0,
+        "args": ("close_council_votes",),
+        "options": {"expires": 55},
+    },
+    # Reviewers' digest e-mails that are due.
+    "send-digests": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 60.0,
+        "args": ("send_digests",),
+        "options": {"expires": 55},
+    },
     # Each agent supervisor's health, for the board.
     "check-supervisors": {
         "task": "brainframe.tasks.run_scheduled_job",

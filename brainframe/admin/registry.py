@@ -20,6 +20,7 @@ from brainframe.models import (
 )
 from brainframe.safety.conditions import vpol_rules_errors
 from brainframe.schemas import handler_config_errors, json_schema_errors
+from brainframe.services.council import DIRECTIVE_FIELDS, VPOL_FIELDS, needs_council
 from brainframe.services.policies import validation_policy_save
 from brainframe.services.tools import tool_set_enabled, tool_set_execution_mode
 
@@ -29,6 +30,7 @@ from .common import (
     LevelChangeForm,
     LevelChangeInline,
 )
+from .council import CouncilGatedAdmin
 
 
 class ToolAdminForm(LevelChangeForm):
@@ -163,17 +165,50 @@ class ValidationPolicyForm(forms.ModelForm):
 
 
 @admin.register(ValidationPolicy)
-class ValidationPolicyAdmin(JSONEditingMixin, SimpleHistoryAdmin):
+class ValidationPolicyAdmin(CouncilGatedAdmin, JSONEditingMixin, SimpleHistoryAdmin):
+    """A policy marked ``council_required`` changes what it decides with only by a council
+    vote; its name and description are saved at once."""
+
     form = ValidationPolicyForm
-    list_display = ("name", "enforcement_mode", "context_bucket", "priority", "version", "active")
-    list_filter = ("enforcement_mode", "context_bucket", "active")
+    list_display = (
+        "name",
+        "enforcement_mode",
+        "context_bucket",
+        "priority",
+        "version",
+        "active",
+        "council_required",
+    )
+    list_filter = ("enforcement_mode", "context_bucket", "active", "council_required")
     search_fields = ("name", "description", "tool_patterns")
     readonly_fields = ("id", "version", "created_at", "updated_at")
 
-    def save_model(
+    def proposal_for(
+        self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool
+    ) -> tuple[str, str, dict[str, Any], str] | None:
+        if not change:
+            return None
+        stored = ValidationPolicy.objects.get(pk=obj.pk)
+        if not stored.council_required:
+            return None
+        governed = [f for f in VPOL_FIELDS if getattr(obj, f) != getattr(stored, f)]
+        if not governed:
+            return None
+        proposed = {f: getattr(obj, f) for f in governed}
+        for name in governed:  # what else was edited (name, description) is saved now
+            setattr(obj, name, getattr(stored, name))
+        validation_policy_save(policy=obj, is_new=False)
+        return ("vpol", stored.name, proposed, f"Change V-Pol {stored.name}: {', '.join(governed)}")
+
+    def save_directly(
         self, request: HttpRequest, obj: ValidationPolicy, form: forms.ModelForm, change: bool
     ) -> None:
         validation_policy_save(policy=obj, is_new=not change)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and obj.council_required and needs_council(request.user):
+            return False
+        return super().has_delete_permission(request, obj)
 
 
 class PrimeDirectiveForm(forms.ModelForm):
@@ -190,7 +225,9 @@ class PrimeDirectiveForm(forms.ModelForm):
 
 
 @admin.register(PrimeDirective)
-class PrimeDirectiveAdmin(JSONEditingMixin, SimpleHistoryAdmin):
+class PrimeDirectiveAdmin(CouncilGatedAdmin, JSONEditingMixin, SimpleHistoryAdmin):
+    """Adding or changing a directive opens a council proposal (once the council is seated)."""
+
     form = PrimeDirectiveForm
     list_display = ("code", "priority", "active", "short_scope")
     list_filter = ("active",)
@@ -200,6 +237,19 @@ class PrimeDirectiveAdmin(JSONEditingMixin, SimpleHistoryAdmin):
     @admin.display(description="scope")
     def short_scope(self, obj: PrimeDirective) -> str:
         return obj.scope[:100]
+
+    def proposal_for(
+        self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool
+    ) -> tuple[str, str, dict[str, Any], str] | None:
+        names = [f for f in DIRECTIVE_FIELDS if not change or f in form.changed_data]
+        if not names:
+            return None
+        proposed = {f: getattr(obj, f) for f in names}
+        verb = "Change" if change else "Add"
+        return ("directive", obj.code, proposed, f"{verb} prime directive {obj.code}")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not needs_council(request.user) and super().has_delete_permission(request, obj)
 
 
 class ConstitutionRuleForm(forms.ModelForm):
@@ -227,8 +277,9 @@ class ConstitutionRuleForm(forms.ModelForm):
 
 
 @admin.register(ConstitutionRule)
-class ConstitutionRuleAdmin(JSONEditingMixin, SimpleHistoryAdmin):
-    """Rules are added, and may be strengthened; never removed, reworded or weakened."""
+class ConstitutionRuleAdmin(CouncilGatedAdmin, JSONEditingMixin, SimpleHistoryAdmin):
+    """Rules are added, and may be strengthened; never removed, reworded or weakened. Either
+    opens a council proposal once the council is seated."""
 
     form = ConstitutionRuleForm
     list_display = ("number", "code", "title", "enforcement", "created_at")
@@ -240,6 +291,27 @@ class ConstitutionRuleAdmin(JSONEditingMixin, SimpleHistoryAdmin):
         if obj is None:
             return ("created_at",)
         return ("code", "number", "title", "text", "predicates", "created_at")
+
+    def proposal_for(
+        self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool
+    ) -> tuple[str, str, dict[str, Any], str] | None:
+        if change:
+            if "enforcement" not in form.changed_data:
+                return None
+            return (
+                "constitution_strengthen",
+                obj.code,
+                {"enforcement": obj.enforcement},
+                f"Strengthen {obj.code} to {obj.enforcement}",
+            )
+        proposed = {
+            "title": obj.title,
+            "text": obj.text,
+            "enforcement": obj.enforcement,
+            "predicates": obj.predicates,
+            "number": obj.number,
+        }
+        return ("constitution_add", obj.code, proposed, f"Add constitution rule {obj.code}")
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

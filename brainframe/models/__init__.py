@@ -12,6 +12,13 @@ from .agents import (
 )
 from .append_only import AppendOnlyError, AppendOnlyModel
 from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
+from .council import (
+    CouncilMember,
+    CouncilProposal,
+    CouncilVote,
+    ReviewerPreference,
+    StandingApproval,
+)
 from .llm import LLMBudget, LLMCacheEntry, LLMKey, LLMRequest, LLMTeam, LLMUpstream
 from .memory import ContextBucketEntry, DecayRun
 from .registry import (
@@ -43,6 +50,9 @@ __all__ = [
     "ConstitutionRule",
     "ContextBucketDefinition",
     "ContextBucketEntry",
+    "CouncilMember",
+    "CouncilProposal",
+    "CouncilVote",
     "DecayRun",
     "Deliverable",
     "LLMBudget",
@@ -60,6 +70,8 @@ __all__ = [
     "PrimeDirective",
     "ReasonEdge",
     "ReasonLog",
+    "ReviewerPreference",
+    "StandingApproval",
     "SupervisorCommand",
     "Tool",
     "ToolCall",

@@ -182,6 +182,11 @@ class ValidationPolicy(models.Model):
     )
     version = models.PositiveIntegerField(default=1, editable=False)
     active = models.BooleanField(default=True)
+    council_required = models.BooleanField(
+        default=False,
+        help_text="Changes to what this policy decides with need a council vote (setting this "
+        "is immediate; clearing it is itself a change for the council).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

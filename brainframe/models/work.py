@@ -201,6 +201,9 @@ class NotificationDelivery(models.Model):
     recipient = models.CharField(max_length=500, help_text="An e-mail address or the webhook URL.")
     attempts = models.PositiveSmallIntegerField(default=0)
     last_error = models.TextField(blank=True)
+    digest = models.BooleanField(
+        default=False, help_text="Held for the recipient's next digest e-mail."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 

@@ -12,6 +12,7 @@ from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, Permiss
 from brainframe.models import PrimeDirective, Tool
 from brainframe.safety.conditions import first_match
 from brainframe.selectors import tool_allows
+from brainframe.services.standing import ROUTINE_REVIEW, standing_match
 
 from . import threat
 from .context import CallContext, Finding, Outcome, Verdict
@@ -196,12 +197,41 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
+def standing_approval(ctx: CallContext, verdict: Verdict) -> Verdict:
+    """A call the gate sends to routine review (its trust level, nothing flagged) runs when a
+    reviewer's live standing approval covers it; its audit row names that approval."""
+    if (
+        verdict.outcome != Outcome.PENDING
+        or verdict.code not in ROUTINE_REVIEW
+        or verdict.reviewer_group != "reviewers"
+        or ctx.findings
+        or ctx.tool is None
+        or ctx.tags is None
+    ):
+        return verdict
+    standing = standing_match(
+        agent_id=ctx.agent.agent_id,
+        tool_id=ctx.tool.tool_id,
+        arguments=ctx.request.arguments,
+        vpol_id=ctx.tags.vpol_id,
+        vpol_version=ctx.tags.vpol_version,
+    )
+    if standing is None:
+        return verdict
+    return Verdict(
+        Outcome.EXECUTE,
+        "standing_approval",
+        f"standing approval {standing.pk} (until {standing.until:%Y-%m-%d %H:%M %Z})",
+    )
+
+
 def decide(ctx: CallContext) -> Verdict:
-    """Run the stages in order; the first verdict wins, otherwise the gate decides."""
+    """Run the stages in order; the first verdict wins, otherwise the gate decides (and a
+    standing approval may stand in for the routine review it asks for)."""
     for stage in STAGES:
         verdict = stage(ctx)
         if verdict is not None:
             ctx.verdict = verdict
             return verdict
-    ctx.verdict = gate(ctx)
+    ctx.verdict = standing_approval(ctx, gate(ctx))
     return ctx.verdict

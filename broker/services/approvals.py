@@ -27,8 +27,15 @@ from brainframe.events import (
     ApprovalExpired,
     publish,
 )
-from brainframe.models import ApprovalRequest, OriginRegistry, ToolCall, ValidationPolicy
+from brainframe.models import (
+    ApprovalRequest,
+    OriginRegistry,
+    StandingApproval,
+    ToolCall,
+    ValidationPolicy,
+)
 from brainframe.services.alignment import alignment_signal
+from brainframe.services.standing import StandingRefused, standing_check, standing_grant
 
 from ..audit.hashing import arguments_hash
 from ..audit.record import record_cancelled
@@ -302,3 +309,74 @@ def approvals_recover(*, now: Any = None, grace: timedelta = timedelta(minutes=1
     for approval_id in ids:
         _enqueue_execution(approval_id)
     return ids
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One member of a batch decision: decided, or left open with the reason."""
+
+    approval_id: str
+    decided: bool
+    code: str = ""
+    detail: str = ""
+
+
+def approvals_decide_batch(
+    *, approval_ids: list[Any], reviewer: AbstractBaseUser, action: str, reason: str = ""
+) -> list[BatchItem]:
+    """Approve or reject the approvals the reviewer saw together, each as its own decision:
+    bound to its own arguments and policy version, in its own transaction, executed exactly once
+    (the same ``approval_decide`` as one card). A member that cannot be decided (its policy
+    changed, someone decided it meanwhile) is left as it is and reported with the reason."""
+    if action not in ("approve", "reject"):
+        raise ApprovalError("unknown_action", "a batch is approved or rejected", status=400)
+    if action == "reject" and not reason.strip():
+        raise ApprovalError(
+            "reason_required", "a rejection needs a reason the agent will see", status=400
+        )
+    if not approval_ids:
+        raise ApprovalError("empty_batch", "no approvals were selected", status=400)
+    results = []
+    for approval_id in dict.fromkeys(str(i) for i in approval_ids):
+        try:
+            approval_decide(
+                approval_id=approval_id, reviewer=reviewer, action=action, reason=reason
+            )
+        except ApprovalError as exc:
+            results.append(BatchItem(approval_id, False, exc.code, exc.detail))
+        except ApprovalRequest.DoesNotExist:
+            results.append(BatchItem(approval_id, False, "not_found", "no such approval"))
+        else:
+            results.append(BatchItem(approval_id, True))
+    return results
+
+
+def approval_approve_standing(
+    *,
+    approval_id: Any,
+    reviewer: AbstractBaseUser,
+    hours: float,
+    any_keys: list[str],
+    reason: str = "",
+) -> tuple[Decided, StandingApproval]:
+    """Approve this call and leave a standing approval for calls exactly like it (the same
+    agent, tool and argument keys; each value the approved one unless listed in ``any_keys``)
+    for ``hours``. Both or neither: one transaction."""
+    with transaction.atomic():
+        approval = ApprovalRequest.objects.select_related("tool_call").get(pk=approval_id)
+        try:
+            standing_check(approval, hours=hours, any_keys=any_keys)
+        except StandingRefused as exc:
+            raise ApprovalError(
+                exc.code,
+                exc.detail,
+                status=400,
+                errors=[{"path": exc.field, "message": exc.detail}],
+            ) from None
+        decided = approval_decide(
+            approval_id=approval_id, reviewer=reviewer, action="approve", reason=reason
+        )
+        standing = standing_grant(
+            approval=decided.approval, by=reviewer, hours=hours, any_keys=any_keys
+        )
+    return decided, standing

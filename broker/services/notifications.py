@@ -15,16 +15,18 @@ import hmac
 import json
 import logging
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from brainframe.models import ApprovalRequest, NotificationDelivery
+from brainframe.models import ApprovalRequest, NotificationDelivery, ReviewerPreference
 
 from ..queue import NOTIFY_APPROVAL, enqueue
 
@@ -123,7 +125,26 @@ def approval_notify(*, approval: ApprovalRequest, event: str, channel: str) -> d
     raise ValueError(f"unknown notification channel {channel!r}")
 
 
+def _digest_recipients(emails: list[str]) -> set[str]:
+    """Those of ``emails`` whose reviewers asked for a digest instead of each e-mail at once."""
+    return set(
+        ReviewerPreference.objects.filter(user__email__in=emails)
+        .exclude(digest=ReviewerPreference.Digest.IMMEDIATE)
+        .values_list("user__email", flat=True)
+    )
+
+
 def _email(approval: ApprovalRequest, event: str) -> list[str]:
+    recipients = _recipients(approval)
+    held = _digest_recipients(recipients)
+    for recipient in sorted(held):  # sent with the reviewer's next digest
+        NotificationDelivery.objects.get_or_create(
+            approval=approval,
+            event=event,
+            channel=Channel.EMAIL,
+            recipient=recipient,
+            defaults={"digest": True},
+        )
     subject = SUBJECTS[event].format(tool=approval.tool_id, agent=approval.agent_id)
     text = (
         f"{approval.summary}\n\nReason given: {approval.reason}\nRisk: {approval.risk_level}\n"
@@ -133,9 +154,67 @@ def _email(approval: ApprovalRequest, event: str) -> list[str]:
         approval=approval,
         event=event,
         channel=Channel.EMAIL,
-        recipients=_recipients(approval),
+        recipients=[r for r in recipients if r not in held],
         send=lambda to: send_mail(subject, text, settings.RABS_NOTIFY_FROM_EMAIL, to),
     )
+
+
+def digests_send(*, now: datetime | None = None) -> dict[str, int]:
+    """Send each reviewer on a digest whose period is up one e-mail listing every approval held
+    for them since their last digest: one line per approval, however many of its events
+    (created, escalated, expired) were held, with its state now. Returns {email: items}.
+    A reviewer's preference row is locked while their digest goes out, so two runs of the job
+    never send the same rows twice; a failed send leaves the rows for the next run."""
+    now = now or timezone.now()
+    sent: dict[str, int] = {}
+    for pref_id in ReviewerPreference.objects.exclude(
+        digest=ReviewerPreference.Digest.IMMEDIATE
+    ).values_list("pk", flat=True):
+        with transaction.atomic():
+            pref = (
+                ReviewerPreference.objects.select_for_update(of=("self",))
+                .select_related("user")
+                .get(pk=pref_id)
+            )
+            period = timedelta(minutes=ReviewerPreference.MINUTES[pref.digest])
+            email = pref.user.email
+            if not email or (pref.last_digest_at and pref.last_digest_at > now - period):
+                continue
+            rows = NotificationDelivery.objects.filter(
+                channel=Channel.EMAIL, recipient=email, digest=True, delivered_at__isnull=True
+            ).select_related("approval", "approval__decided_by")
+            items: dict[Any, list[NotificationDelivery]] = {}
+            for row in rows.order_by("approval__timeout_at", "created_at"):
+                items.setdefault(row.approval_id, []).append(row)
+            if not items:
+                continue
+            lines = []
+            for held in items.values():
+                approval = held[0].approval
+                events = ", ".join(dict.fromkeys(r.event for r in held))
+                state = approval.get_status_display().lower()
+                lines.append(
+                    f"- {approval.tool_id} for {approval.agent_id} — {state} ({events}): "
+                    f"{approval.summary}\n  {_link(approval)}"
+                )
+            subject = f"Approvals digest: {len(items)} item(s)"
+            try:
+                send_mail(
+                    subject, "\n".join(lines) + "\n", settings.RABS_NOTIFY_FROM_EMAIL, [email]
+                )
+            except Exception as exc:
+                NotificationDelivery.objects.filter(
+                    pk__in=[r.pk for held in items.values() for r in held]
+                ).update(attempts=F("attempts") + 1, last_error=f"{type(exc).__name__}: {exc}")
+                log.warning("could not send the digest to %s", email, exc_info=True)
+                continue
+            NotificationDelivery.objects.filter(
+                pk__in=[r.pk for held in items.values() for r in held]
+            ).update(attempts=F("attempts") + 1, last_error="", delivered_at=now)
+            pref.last_digest_at = now
+            pref.save(update_fields=["last_digest_at"])
+            sent[email] = len(items)
+    return sent
 
 
 def _webhook(approval: ApprovalRequest, event: str) -> list[str]:

@@ -205,6 +205,18 @@ SPECTACULAR_SETTINGS = {
 RABS_SECRET_ENCRYPTION_KEY = env.str("RABS_SECRET_ENCRYPTION_KEY", default="")
 # Minutes before a pending approval expires, unless the tool sets its own.
 RABS_APPROVAL_TIMEOUT_MINUTES = env.int("RABS_APPROVAL_TIMEOUT_MINUTES", default=30)
+
+# The council (docs/council.md): seats, how long a vote lasts, how many must vote (quorum) and
+# vote yes (threshold), as shares of the members seated when the proposal opened.
+RABS_COUNCIL_MAX_MEMBERS = env.int("RABS_COUNCIL_MAX_MEMBERS", default=15)
+RABS_COUNCIL_VOTE_HOURS = env.float("RABS_COUNCIL_VOTE_HOURS", default=72.0)
+RABS_COUNCIL_QUORUM = env.float("RABS_COUNCIL_QUORUM", default=0.6)
+RABS_COUNCIL_THRESHOLD = env.float("RABS_COUNCIL_THRESHOLD", default=0.6)
+# What a proposed rule would have decided: replayed on this many recent calls at most.
+RABS_COUNCIL_WHAT_IF_DAYS = env.int("RABS_COUNCIL_WHAT_IF_DAYS", default=30)
+RABS_COUNCIL_WHAT_IF_CALLS = env.int("RABS_COUNCIL_WHAT_IF_CALLS", default=5000)
+# Standing approvals ("this and calls like it for N hours"): the longest a reviewer may give.
+RABS_STANDING_APPROVAL_MAX_HOURS = env.float("RABS_STANDING_APPROVAL_MAX_HOURS", default=72.0)
 # Agent request signing: how far a request's timestamp may be from the server's clock.
 RABS_SIGNATURE_WINDOW_SECONDS = env.int("RABS_SIGNATURE_WINDOW_SECONDS", default=300)
 # Requests per agent on the agent API (DRF rate syntax); over it the agent gets 429.

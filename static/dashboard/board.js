@@ -116,24 +116,88 @@
     next.scrollIntoView({block: "nearest"});
   }
 
+  // Screen readers hear what arrives and what a key did (the page's live region).
+  function announce(text) {
+    var region = document.getElementById("approvals-announce");
+    if (!region) { return; }
+    region.textContent = "";
+    setTimeout(function () { region.textContent = text; }, 50);
+  }
+  function watchNewCards() {
+    var list = document.getElementById("approval-list");
+    if (!list || list.dataset.watched) { return; }
+    list.dataset.watched = "1";
+    new MutationObserver(function (records) {
+      records.forEach(function (record) {
+        record.addedNodes.forEach(function (node) {
+          if (node.nodeType !== 1) { return; }
+          var card = node.matches("article.approval") ? node : node.querySelector("article.approval");
+          if (card && !card.classList.contains("decided")) {
+            var heading = card.querySelector("h2");
+            announce("New approval: " + (heading ? heading.textContent.trim() : ""));
+          }
+        });
+      });
+    }).observe(list, {childList: true, subtree: true});
+  }
+  document.addEventListener("DOMContentLoaded", watchNewCards);
+
+  // After a key decided a card, focus stays in the list: on the card that took its place.
+  var refocusIndex = null;
+  document.addEventListener("htmx:afterSwap", function () {
+    if (refocusIndex === null) { return; }
+    var cards = openCards();
+    var index = refocusIndex;
+    refocusIndex = null;
+    var decided = document.querySelector("article.approval.decided .decided-note");
+    if (decided) { announce(decided.textContent.trim()); }
+    if (cards.length) { cards[Math.min(index, cards.length - 1)].focus(); }
+  });
+
+  function showKeys() {
+    var dialog = document.getElementById("keys-help");
+    if (dialog && !dialog.open) { dialog.showModal(); }
+  }
+
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) { return; }
     var target = event.target;
     if (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) {
-      if (event.key === "Escape") { target.blur(); }
+      if (event.key === "Escape") { target.blur(); return; }
+      // r asked for a reason: Enter in it rejects.
+      if (event.key === "Enter" && target.name === "reason") {
+        var rejecting = target.closest("article.approval[data-rejecting]");
+        if (rejecting && target.value.trim()) {
+          event.preventDefault();
+          refocusIndex = openCards().indexOf(rejecting);
+          rejecting.querySelector("button[data-key='r']").click();
+        }
+      }
       return;
     }
+    if (event.key === "?") { showKeys(); event.preventDefault(); return; }
     var key = event.key.toLowerCase();
+    if (key === "m") { key = "e"; }  // the older key for edit
     if (key === "j" || key === "n") { move(1); event.preventDefault(); return; }
     if (key === "k" || key === "p") { move(-1); event.preventDefault(); return; }
     var card = currentCard() || openCards()[0];
     if (!card) { return; }
     if (key === "r") {
       var reason = card.querySelector("input[name=reason]");
-      if (reason && !reason.value) { reason.focus(); event.preventDefault(); return; }
+      if (reason && !reason.value.trim()) {
+        card.dataset.rejecting = "1";
+        reason.focus();
+        announce("Reason for rejecting, then Enter");
+        event.preventDefault();
+        return;
+      }
     }
     var button = card.querySelector("button[data-key='" + key + "']");
-    if (button) { button.click(); event.preventDefault(); }
+    if (button) {
+      if (key !== "e") { refocusIndex = openCards().indexOf(card); }
+      button.click();
+      event.preventDefault();
+    }
   });
 
   function refreshCountdowns() {

@@ -97,6 +97,27 @@ def populated(seeded: None) -> None:
     SupervisorCommand.objects.create(
         agent=agent, action="restart", reason="stuck", ok=False, answer={"code": "x"}
     )
+    from django.contrib.auth import get_user_model
+
+    from brainframe.models import CouncilMember, ReviewerPreference, StandingApproval
+    from brainframe.services.council import proposal_open, proposal_vote
+
+    staff = get_user_model().objects.create_user("councillor", is_staff=True)
+    CouncilMember.objects.create(user=staff)
+    get_user_model().objects.create_user("second", is_staff=True)
+    proposal = proposal_open(
+        kind="seat", target="second", change={}, title="Seat second", by=staff, hours=1
+    )
+    proposal_vote(proposal_id=proposal.pk, member=staff, choice="yes", comment="welcome")
+    ReviewerPreference.objects.create(user=staff, digest="hourly")
+    StandingApproval.objects.create(
+        agent=agent,
+        tool=tool,
+        pattern={"date": {"any": True}},
+        from_approval=approval,
+        granted_by=staff,
+        until="2030-01-01T00:00:00Z",
+    )
     Deliverable.objects.create(
         agent=agent,
         file="outbox/henry/x.pdf",

@@ -11,6 +11,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+
+from brainframe.models import CouncilMember
 from django.core.management.base import BaseCommand
 
 
@@ -30,6 +32,10 @@ class Command(BaseCommand):
             )
             # The first admin can also decide approvals, including escalated ones.
             user.groups.add(*Group.objects.filter(name__in=["reviewers", "senior_reviewers"]))
+            # …and holds the council's first seat: constitutional changes are proposals from
+            # the start (seat more members by proposal; docs/council.md).
+            if not CouncilMember.objects.exists():
+                CouncilMember.objects.create(user=user)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"username": "admin", "password": password}))
             os.chmod(path, 0o600)
