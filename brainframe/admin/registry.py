@@ -241,7 +241,10 @@ class PrimeDirectiveAdmin(CouncilGatedAdmin, JSONEditingMixin, SimpleHistoryAdmi
     def proposal_for(
         self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool
     ) -> tuple[str, str, dict[str, Any], str] | None:
-        names = [f for f in DIRECTIVE_FIELDS if not change or f in form.changed_data]
+        stored = PrimeDirective.objects.filter(pk=obj.pk).first() if change else None
+        names = [
+            f for f in DIRECTIVE_FIELDS if stored is None or getattr(obj, f) != getattr(stored, f)
+        ]
         if not names:
             return None
         proposed = {f: getattr(obj, f) for f in names}

@@ -544,9 +544,17 @@ def proposal_vote(
             raise CouncilError(
                 "closed", f"the proposal is {proposal.get_status_display().lower()}", status=409
             )
-        if proposal.deadline <= now:
+        late = proposal.deadline <= now
+        if late:  # closed now (committed), then refused
             _close_due(proposal, now)
-            raise CouncilError("closed", "the vote's deadline has passed", status=409)
+    if late:
+        raise CouncilError("closed", "the vote's deadline has passed", status=409)
+    with transaction.atomic():
+        proposal = CouncilProposal.objects.select_for_update().get(pk=proposal_id)
+        if proposal.status != Status.OPEN:
+            raise CouncilError(
+                "closed", f"the proposal is {proposal.get_status_display().lower()}", status=409
+            )
         if member.pk not in proposal.electorate:
             raise CouncilError(
                 "not_a_member", "only members seated when it opened vote on it", status=403

@@ -11,9 +11,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand
 
 from brainframe.models import CouncilMember
-from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):

@@ -1,4 +1,5 @@
-"""Check every agent's tool_calls hash chain; exit non-zero naming the first row that breaks."""
+"""Check every agent's tool_calls hash chain (and the council's vote chains); exit non-zero
+naming the first row that breaks."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brainframe.models import ToolCall
+from brainframe.services.council import council_votes_verify
 from broker.audit.verify import verify_chain
 
 
@@ -37,6 +39,10 @@ class Command(BaseCommand):
             if problem is not None:
                 broken.append(problem)
                 self.stderr.write(str(problem))
+        if not options["agent"]:
+            for problem in council_votes_verify():
+                broken.append(problem)
+                self.stderr.write(problem)
         rows = ToolCall.objects.filter(agent_id__in=agents).count()
         elapsed = time.monotonic() - started
         if broken:
