@@ -54,4 +54,6 @@ def bar_chart(
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+    if float(value).is_integer() or value >= 10:
+        return f"{value:.0f}"
+    return f"{value:.1f}"

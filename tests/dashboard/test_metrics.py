@@ -3,7 +3,8 @@ history of approvals."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import re
+from datetime import UTC, timedelta
 from typing import Any
 
 import pytest
@@ -44,8 +45,8 @@ def _approval(
     ApprovalRequest.objects.filter(pk=approval.pk).update(created_at=created, decided_at=decided)
 
 
-def test_service_levels_match_a_hand_computation(admin_client: Client) -> None:
-    # Reviewers' decisions in the last day (minutes waited), and older ones.
+def _seed_history() -> None:
+    """Reviewers' decisions in the last day (minutes waited), older ones, an expiry, backlog."""
     alice, bob = f.UserFactory(username="alice"), f.UserFactory(username="bob")
     recent = {"approved": [2, 4, 10], "rejected": [30], "modified": [6]}
     deciders = {2: alice, 10: alice, 30: bob}
@@ -64,9 +65,16 @@ def test_service_levels_match_a_hand_computation(admin_client: Client) -> None:
         waited=timedelta(minutes=120),
         reviewer_group="reviewers",
     )
-    _approval("expired", created_ago=timedelta(days=2), waited=None, escalation_count=1)
+    # expiry stamps decided_at (approvals_expire), with nobody as the decider
+    _approval(
+        "expired", created_ago=timedelta(days=2), waited=timedelta(minutes=30), escalation_count=1
+    )
     _approval("pending", created_ago=timedelta(minutes=45), waited=None, reviewer_group="reviewers")
     _approval("pending", created_ago=timedelta(minutes=5), waited=None, reviewer_group="reviewers")
+
+
+def test_service_levels_match_a_hand_computation(admin_client: Client) -> None:
+    _seed_history()
     text = admin_client.get("/metrics").content.decode()
     day = [m * 60.0 for m in (2, 4, 10, 30, 6)]
     week = [*day, 120 * 60.0]
@@ -115,3 +123,37 @@ def test_only_staff_or_the_token_read_it(client: Client, settings: Any) -> None:
     assert client.get("/metrics").status_code == 401
     settings.RABS_METRICS_TOKEN = ""
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
+
+
+def test_the_service_levels_page_shows_the_same_figures_with_charts(admin_client: Client) -> None:
+    _seed_history()
+    page = admin_client.get("/board/service-levels/").content.decode()
+    day = page[page.index('id="window-24h"') : page.index('id="window-7d"')]
+    week = page[page.index('id="window-7d"') : page.index('id="window-30d"')]
+    waits = [m * 60.0 for m in (2, 4, 10, 30, 6)]
+    p50 = f"{_percentile(waits, 0.5):.1f} s"
+    p95 = f"{_percentile(waits, 0.95):.1f} s"
+    assert f'data-metric="p50">{p50}<' in day and f'data-metric="p95">{p95}<' in day
+    assert 'data-metric="changed">40 %<' in day  # 2 of 5 modified or rejected
+    assert 'data-metric="expired">1<' in week and 'data-metric="escalated">1<' in week
+    assert 'data-reviewer="alice"' in day and 'data-metric="open">2<' in page
+    # two charts, one bar per day that had decisions (p50 and p95), titled for screen readers
+    assert page.count('<svg class="chart"') == 2 and 'role="img"' in page
+    decided_on: dict[str, list[float]] = {}
+    for created, decided in ApprovalRequest.objects.filter(
+        status__in=("approved", "rejected", "modified")
+    ).values_list("created_at", "decided_at"):
+        key = decided.astimezone(UTC).strftime("%d %b")
+        decided_on.setdefault(key, []).append((decided - created).total_seconds() / 60)
+    bars = dict(re.findall(r"<title>(\d\d \w\w\w · p50): ([\d.]+) min</title>", page))
+    assert bars == {
+        f"{day} · p50": _shown(_percentile(waits, 0.5)) for day, waits in decided_on.items()
+    }
+    counts = re.findall(r"<title>\d\d \w\w\w · (decided|expired): (\d+)</title>", page)
+    assert len(counts) == 60  # 30 days, two bars each
+    assert sum(int(n) for kind, n in counts if kind == "decided") == 6
+    assert sum(int(n) for kind, n in counts if kind == "expired") == 1
+
+
+def _shown(value: float) -> str:
+    return f"{value:.0f}" if value.is_integer() or value >= 10 else f"{value:.1f}"
