@@ -33,16 +33,16 @@ class Command(BaseCommand):
             else list(ToolCall.objects.values_list("agent_id", flat=True).distinct().order_by())
         )
         started = time.monotonic()
-        broken = []
+        broken: list[str] = []
         for agent_id in agents:
             problem = verify_chain(agent_id, workers=max(1, options["workers"]))
             if problem is not None:
-                broken.append(problem)
+                broken.append(str(problem))
                 self.stderr.write(str(problem))
         if not options["agent"]:
-            for problem in council_votes_verify():
-                broken.append(problem)
-                self.stderr.write(problem)
+            for vote_problem in council_votes_verify():
+                broken.append(vote_problem)
+                self.stderr.write(vote_problem)
         rows = ToolCall.objects.filter(agent_id__in=agents).count()
         elapsed = time.monotonic() - started
         if broken:
