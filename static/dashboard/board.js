@@ -142,17 +142,27 @@
   }
   document.addEventListener("DOMContentLoaded", watchNewCards);
 
-  // After a key decided a card, focus stays in the list: on the card that took its place.
-  var refocusIndex = null;
-  document.addEventListener("htmx:afterSwap", function () {
-    if (refocusIndex === null) { return; }
-    var cards = openCards();
-    var index = refocusIndex;
-    refocusIndex = null;
-    var decided = document.querySelector("article.approval.decided .decided-note");
-    if (decided) { announce(decided.textContent.trim()); }
-    if (cards.length) { cards[Math.min(index, cards.length - 1)].focus(); }
-  });
+  // After a key decided a card, focus stays in the list: once the card is replaced (by the
+  // answer or by the live event, whichever comes first), on the open card that took its place.
+  function refocusAfter(card) {
+    var id = card.id;
+    var index = openCards().indexOf(card);
+    var tries = 0;
+    var timer = setInterval(function () {
+      var now = document.getElementById(id);
+      tries += 1;
+      if (now === card && tries < 200) { return; }
+      clearInterval(timer);
+      var note = now && now !== card ? now.querySelector(".decided-note") : null;
+      if (note) { announce(note.textContent.trim()); }
+      var active = document.activeElement;
+      var moved = active && active !== document.body && !(now && now.contains(active)) &&
+        !card.contains(active);
+      if (moved) { return; }  // the reviewer went elsewhere meanwhile
+      var cards = openCards();
+      if (cards.length) { cards[Math.min(Math.max(index, 0), cards.length - 1)].focus(); }
+    }, 50);
+  }
 
   function showKeys() {
     var dialog = document.getElementById("keys-help");
@@ -169,7 +179,7 @@
         var rejecting = target.closest("article.approval[data-rejecting]");
         if (rejecting && target.value.trim()) {
           event.preventDefault();
-          refocusIndex = openCards().indexOf(rejecting);
+          refocusAfter(rejecting);
           rejecting.querySelector("button[data-key='r']").click();
         }
       }
@@ -194,7 +204,7 @@
     }
     var button = card.querySelector("button[data-key='" + key + "']");
     if (button) {
-      if (key !== "e") { refocusIndex = openCards().indexOf(card); }
+      if (key !== "e") { refocusAfter(card); }
       button.click();
       event.preventDefault();
     }

@@ -303,3 +303,46 @@ def test_staff_restart_an_agent_from_its_status_card(
     shown = page.locator("#status-henry").inner_text()
     assert "by sam" in shown and f"pid {after}" in shown and "1 restart" in shown
     screenshot(page, "board-supervisor-restart")
+
+
+def test_a_reviewer_decides_by_keyboard_and_hears_new_items(
+    world: dict[str, Any], open_page: Any
+) -> None:
+    from brainframe.events import ApprovalCreated, publish
+
+    first, second, third = (_pending(f"test.keys.{name}") for name in ("one", "two", "three"))
+    page = open_page(world["alice"], "/board/approvals/")
+    focused = "document.activeElement && document.activeElement.id"
+    page.keyboard.press("?")
+    assert page.locator("#keys-help").is_visible()
+    assert "escalate" in page.locator("#keys-help").inner_text()
+    page.keyboard.press("Escape")
+    assert not page.locator("#keys-help").is_visible()
+    page.keyboard.press("j")
+    assert page.evaluate(focused) == f"approval-{first.id}"
+    page.keyboard.press("j")
+    page.keyboard.press("k")
+    assert page.evaluate(focused) == f"approval-{first.id}"
+    page.keyboard.press("a")  # approve; focus moves on to the next open card
+    page.wait_for_function(f"document.activeElement.id === 'approval-{second.id}'", timeout=3000)
+    page.keyboard.press("r")  # asks for the reason; Enter rejects
+    reason = page.locator(f"#approval-{second.id} input[name=reason]")
+    assert page.evaluate("document.activeElement.name") == "reason"
+    reason.type("the van is booked")
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"document.activeElement.id === 'approval-{third.id}'", timeout=3000)
+    page.keyboard.press("x")  # escalate
+    page.locator(f"#approval-{third.id} .pill.escalated").wait_for(timeout=3000)
+    for approval, status in ((first, "approved"), (second, "rejected"), (third, "escalated")):
+        approval.refresh_from_db()
+        assert approval.status == status
+    second.refresh_from_db()
+    assert second.decision_reason == "the van is booked"
+    # a new approval arriving is announced to screen readers
+    fourth = _pending("test.keys.four")
+    publish(ApprovalCreated.of(fourth))
+    page.wait_for_function(
+        "document.getElementById('approvals-announce').textContent.includes('test.keys.four')",
+        timeout=3000,
+    )
+    assert page.locator("#approvals-announce").get_attribute("aria-live") == "polite"
