@@ -153,15 +153,18 @@
       tries += 1;
       if (now === card && tries < 200) { return; }
       clearInterval(timer);
-      var note = now && now !== card ? now.querySelector(".decided-note") : null;
-      if (note) { announce(note.textContent.trim()); }
-      var active = document.activeElement;
-      var moved = active && active !== document.body && !(now && now.contains(active)) &&
-        !card.contains(active);
-      if (moved) { return; }  // the reviewer went elsewhere meanwhile
-      var cards = openCards();
-      if (cards.length) { cards[Math.min(Math.max(index, 0), cards.length - 1)].focus(); }
+      setTimeout(function () { settleFocus(card, now, index); }, 80);  // after htmx settles
     }, 50);
+  }
+  function settleFocus(card, now, index) {
+    var note = now && now !== card ? now.querySelector(".decided-note") : null;
+    if (note) { announce(note.textContent.trim()); }
+    var active = document.activeElement;
+    var moved = active && active !== document.body && !(now && now.contains(active)) &&
+      !card.contains(active);
+    if (moved) { return; }  // the reviewer went elsewhere meanwhile
+    var cards = openCards();
+    if (cards.length) { cards[Math.min(Math.max(index, 0), cards.length - 1)].focus(); }
   }
 
   function showKeys() {
@@ -180,7 +183,9 @@
         if (rejecting && target.value.trim()) {
           event.preventDefault();
           refocusAfter(rejecting);
-          rejecting.querySelector("button[data-key='r']").click();
+          var reject = rejecting.querySelector("button[data-key='r']");
+          reject.focus();  // no id: htmx does not put focus back on the swapped card
+          reject.click();
         }
       }
       return;
@@ -204,7 +209,7 @@
     }
     var button = card.querySelector("button[data-key='" + key + "']");
     if (button) {
-      if (key !== "e") { refocusAfter(card); }
+      if (key !== "e") { refocusAfter(card); button.focus(); }
       button.click();
       event.preventDefault();
     }
