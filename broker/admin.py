@@ -25,7 +25,7 @@ from brainframe.models import (
     UpstreamToolChange,
 )
 
-from .services.approvals import ApprovalError, approval_decide
+from .services.approvals import approvals_decide_batch
 from .services.upstreams import upstream_change_accept, upstream_change_dismiss, upstream_import
 from .upstream_client import UpstreamTimeout, UpstreamUnavailable
 
@@ -100,18 +100,15 @@ class ApprovalRequestAdmin(JSONEditingMixin, admin.ModelAdmin):
         action: str,
         reason: str = "",
     ) -> None:
-        done, refused = 0, []
-        for approval_id in queryset.values_list("pk", flat=True):
-            try:
-                approval_decide(
-                    approval_id=approval_id,
-                    reviewer=request.user,  # type: ignore[arg-type]
-                    action=action,
-                    reason=reason,
-                )
-                done += 1
-            except ApprovalError as exc:
-                refused.append(f"{str(approval_id)[:8]}: {exc.detail}")
+        """Each selected approval decided on its own (``approvals_decide_batch``)."""
+        results = approvals_decide_batch(
+            approval_ids=list(queryset.values_list("pk", flat=True)),
+            reviewer=request.user,  # type: ignore[arg-type]
+            action=action,
+            reason=reason,
+        )
+        done = sum(1 for r in results if r.decided)
+        refused = [f"{r.approval_id[:8]}: {r.detail}" for r in results if not r.decided]
         if done:
             self.message_user(request, f"{action.title()}d {done} approval(s).", messages.SUCCESS)
         for problem in refused:

@@ -324,12 +324,15 @@ class BatchItem:
 def approvals_decide_batch(
     *, approval_ids: list[Any], reviewer: AbstractBaseUser, action: str, reason: str = ""
 ) -> list[BatchItem]:
-    """Approve or reject the approvals the reviewer saw together, each as its own decision:
+    """Approve, reject or escalate the approvals the reviewer saw together (the board's batches,
+    the admin's bulk actions), each as its own decision:
     bound to its own arguments and policy version, in its own transaction, executed exactly once
     (the same ``approval_decide`` as one card). A member that cannot be decided (its policy
     changed, someone decided it meanwhile) is left as it is and reported with the reason."""
-    if action not in ("approve", "reject"):
-        raise ApprovalError("unknown_action", "a batch is approved or rejected", status=400)
+    if action not in ("approve", "reject", "escalate"):
+        raise ApprovalError(
+            "unknown_action", "a batch is approved, rejected or escalated", status=400
+        )
     if action == "reject" and not reason.strip():
         raise ApprovalError(
             "reason_required", "a rejection needs a reason the agent will see", status=400

@@ -283,3 +283,38 @@ def test_digests_gather_each_item_once_per_reviewer(
     assert digests_send(now=now + timedelta(minutes=16)) == {"bob@rabs.test": 1}
     assert digests_send(now=now + timedelta(minutes=61)) == {"dana@rabs.test": 1}
     assert len([m for m in mail.outbox if m.subject.startswith("Approvals digest")]) == 4
+
+
+@pytest.mark.django_db
+def test_the_admin_bulk_actions_decide_each_selected_item_once(
+    world: dict[str, Any], executed: list[dict[str, Any]], django_capture_on_commit_callbacks: Any
+) -> None:
+    world["alice"].is_staff = True
+    world["alice"].is_superuser = True
+    world["alice"].save()
+    client = Client()
+    client.force_login(world["alice"])
+    approvals = [_pending_fast(world, f"2026-12-1{d}") for d in range(3)]
+    url = "/admin/brainframe/approvalrequest/"
+    chosen = [str(a.pk) for a in approvals[:2]]
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(url, {"action": "approve_selected", "_selected_action": chosen})
+    with django_capture_on_commit_callbacks(execute=True):  # again: nothing runs twice
+        again = client.post(
+            url, {"action": "approve_selected", "_selected_action": chosen}, follow=True
+        )
+    assert "already approved by alice" in again.content.decode()
+    assert sorted(e["date"] for e in executed) == ["2026-12-10", "2026-12-11"]
+    asked = client.post(url, {"action": "reject_selected", "_selected_action": [approvals[2].pk]})
+    assert b"rejection_reason" in asked.content  # asks for the reason first
+    client.post(
+        url,
+        {
+            "action": "reject_selected",
+            "_selected_action": [approvals[2].pk],
+            "confirm": "1",
+            "rejection_reason": "van unavailable",
+        },
+    )
+    rejected = ApprovalRequest.objects.get(pk=approvals[2].pk)
+    assert rejected.status == "rejected" and rejected.decision_reason == "van unavailable"
