@@ -28,6 +28,7 @@ from brainframe.models import (
     StandingApproval,
 )
 from brainframe.services.council import CouncilError, needs_council, proposal_open
+from brainframe.services.standing import standing_revoke
 
 from .common import JSONEditingMixin, ReadOnlyAdmin, ReadOnlyInline, pretty_json
 
@@ -268,8 +269,6 @@ class StandingApprovalAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Revoke now")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
-        from brainframe.services.standing import standing_revoke
-
         count = sum(
             standing_revoke(standing=s, by=request.user, reason="revoked in the admin")
             for s in queryset

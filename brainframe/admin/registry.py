@@ -20,7 +20,8 @@ from brainframe.models import (
 )
 from brainframe.safety.conditions import vpol_rules_errors
 from brainframe.schemas import handler_config_errors, json_schema_errors
-from brainframe.services.council import DIRECTIVE_FIELDS, VPOL_FIELDS, needs_council
+from brainframe.services.council import needs_council
+from brainframe.services.council_changes import DIRECTIVE_FIELDS, VPOL_FIELDS
 from brainframe.services.policies import validation_policy_save
 from brainframe.services.tools import tool_set_enabled, tool_set_execution_mode
 

@@ -23,6 +23,18 @@ urlpatterns = [
     path("usage/", views.UsageView.as_view(), name="usage"),
     # Reviewers (session auth)
     path("review/approvals/", review.ApprovalListView.as_view(), name="review-approvals"),
+    path("review/approvals/batch/", review.ApprovalBatchView.as_view(), name="review-batch"),
+    path(
+        "review/approvals/<uuid:approval_id>/standing/",
+        review.ApprovalStandingView.as_view(),
+        name="review-standing-approve",
+    ),
+    path("review/standing/", review.StandingListView.as_view(), name="review-standing"),
+    path(
+        "review/standing/<uuid:standing_id>/revoke/",
+        review.StandingRevokeView.as_view(),
+        name="review-standing-revoke",
+    ),
     path(
         "review/approvals/<uuid:approval_id>/",
         review.ApprovalDetailView.as_view(),

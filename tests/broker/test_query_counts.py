@@ -63,9 +63,10 @@ def test_task_list(busy: SignedClient, django_assert_num_queries: Any) -> None:
         # auto (a read without side effects): nothing more, the outcome is written with the
         # decision (and a routine success is rated nightly, not here);
         ("roster.shift.read", READ, 200, 3),
-        # review: the e-mail notification, which tests run in-process (in production a worker
-        # does): its approval and its recipients;
-        ("transport.vehicle.book", BOOK, 202, 5),
+        # review: whether a reviewer's standing approval covers it (one indexed read, only for
+        # calls on their way to routine review); the e-mail notification, which tests run
+        # in-process (in production a worker does): its approval and its recipients;
+        ("transport.vehicle.book", BOOK, 202, 6),
         # deny: the alignment signal that rates the denial at once.
         ("test.not_henrys", {}, 403, 4),
     ],

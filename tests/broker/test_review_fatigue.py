@@ -318,3 +318,47 @@ def test_the_admin_bulk_actions_decide_each_selected_item_once(
     )
     rejected = ApprovalRequest.objects.get(pk=approvals[2].pk)
     assert rejected.status == "rejected" and rejected.decision_reason == "van unavailable"
+
+
+@pytest.mark.django_db
+def test_the_reviewer_api_decides_batches_and_keeps_standing_approvals(
+    world: dict[str, Any], executed: list[dict[str, Any]]
+) -> None:
+    client = Client()
+    client.force_login(world["bob"])
+    batch = [_pending_fast(world, f"2026-12-2{d}") for d in range(3)]
+    answer = client.post(
+        "/api/v1/review/approvals/batch/",
+        {"action": "approve", "approval_ids": [str(a.pk) for a in batch]},
+        content_type="application/json",
+    )
+    assert answer.status_code == 200
+    assert [r["decided"] for r in answer.json()["results"]] == [True, True, True]
+    bad = client.post(
+        "/api/v1/review/approvals/batch/",
+        {"action": "approve", "approval_ids": []},
+        content_type="application/json",
+    )
+    assert bad.status_code == 400 and bad.json()["field"] == "approval_ids"
+    pending = _pending(world, "VAN-7", "2026-12-30")
+    stood = client.post(
+        f"/api/v1/review/approvals/{pending.pk}/standing/",
+        {"hours": 2, "any": ["date"]},
+        content_type="application/json",
+    )
+    assert stood.status_code == 200, stood.json()
+    standing_id = stood.json()["standing"]["id"]
+    assert stood.json()["approval"]["status"] == "approved"
+    assert [s["id"] for s in client.get("/api/v1/review/standing/").json()] == [standing_id]
+    too_broad = client.post(
+        f"/api/v1/review/approvals/{_pending(world, 'VAN-8').pk}/standing/",
+        {"hours": 2, "any": ["date", "vehicle_id"]},
+        content_type="application/json",
+    )
+    assert too_broad.status_code == 400 and too_broad.json()["code"] == "too_broad"
+    revoked = client.post(f"/api/v1/review/standing/{standing_id}/revoke/")
+    assert revoked.status_code == 200 and revoked.json()["revoked_at"]
+    assert client.get("/api/v1/review/standing/").json() == []
+    outsider = Client()
+    outsider.force_login(f.UserFactory(username="nobody"))
+    assert outsider.get("/api/v1/review/standing/").status_code == 403
