@@ -357,3 +357,17 @@ def test_verify_audit_finds_a_rewritten_vote(council: list[Any]) -> None:
     assert any("row hash" in p for p in council_votes_verify())
     with pytest.raises(Exception, match="FAILED"):
         call_command("verify_audit", stdout=None, stderr=None)
+
+
+@pytest.mark.django_db
+def test_each_vote_updates_the_tally_on_open_boards(council: list[Any]) -> None:
+    from brainframe.events import CouncilChanged, event_from_wire
+    from brainframe.services.council import tally
+    from dashboard.render import render_event
+
+    proposal = _vote(_open(council[0]), council[1], "yes")
+    event = CouncilChanged.of(proposal, tally(proposal))
+    assert event_from_wire(event.wire()) == event  # travels over the channel layer
+    html = render_event(event, council[2])
+    assert f'id="tally-{proposal.pk}"' in html and 'hx-swap-oob="true"' in html
+    assert "<strong>1 yes</strong>" in html and "3 yes of 5 pass it" in html
