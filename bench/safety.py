@@ -1,4 +1,5 @@
-"""Benchmark: Guardian and the PII filter on 1 KB and 16 KB texts, p50/p99.
+"""Benchmark: Guardian (patterns alone, and both stages) and the PII filter on 1 KB and 16 KB
+texts, p50/p99, in one run.
 
 .venv/bin/python bench/safety.py [--runs 300]
 """
@@ -48,10 +49,12 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(7)
     pii_find("warm up the model once")
+    assess("warm up the learned stage once", "untrusted", learned=True)
     for size in (1024, 16 * 1024):
         texts = [text_of(size, rng) for _ in range(20)]
         for name, fn, runs in (
-            ("guardian", lambda t: assess(t, "untrusted"), args.runs),
+            ("patterns", lambda t: assess(t, "untrusted", learned=False), args.runs),
+            ("both", lambda t: assess(t, "untrusted", learned=True), args.runs),
             ("pii", pii_find, max(20, args.runs // 10)),
         ):
             samples = []

@@ -1,10 +1,15 @@
-"""Measure the Guardian on the AGT prompt-injection corpus (vendored in eval/corpora).
+"""Measure the Guardian on the AGT prompt-injection corpus (vendored in eval/corpora), its learned
+stage by cross-validation on its training data, and benign business text.
 
     .venv/bin/python eval/guardian_eval.py [--corpus PATH] [--split test] [--show-misses]
+                                           [--no-cv]
 
 Attack recall = attacks assessed flag or block; benign FPR = benign texts not allowed.
 Trust mapping per the corpus README: untrusted and tool_output → untrusted,
-authenticated_user → standard.
+authenticated_user → standard. Each split is measured with the patterns alone and with both
+stages (the learned stage where ``assess`` runs it). The learned stage is never trained on the
+``test`` split. Benign business text: the report part of presidio-synth-v2 (the 1,000 texts after
+the first 500 it trains on), assessed as untrusted.
 """
 
 from __future__ import annotations
@@ -22,6 +27,33 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.typecheck")
 TRUST = {"untrusted": "untrusted", "tool_output": "untrusted", "authenticated_user": "standard"}
 
 
+def cross_validate(folds: int = 5) -> None:
+    """The learned stage alone, 5-fold stratified (seeded) on its training data."""
+    import numpy as np
+    from sklearn.model_selection import StratifiedKFold
+
+    from brainframe.safety.learned import Detector, fit, model_read, training_rows
+
+    rows = training_rows()
+    texts, labels = [r[0] for r in rows], np.array([r[1] for r in rows])
+    sources = np.array([r[2] for r in rows])
+    scores = np.zeros(len(rows))
+    for train, test in StratifiedKFold(folds, shuffle=True, random_state=0).split(texts, labels):
+        model = Detector(fit([texts[i] for i in train], [int(labels[i]) for i in train]))
+        scores[test] = model.scores([texts[i] for i in test])
+    threshold = Detector(model_read()).threshold
+    print(f"learned stage, {folds}-fold cross-validation at threshold {threshold}:")
+    for name in ("all", *sorted(set(sources))):
+        chosen = np.ones(len(rows), bool) if name == "all" else sources == name
+        attack, benign = scores[chosen & (labels == 1)], scores[chosen & (labels == 0)]
+        parts = []
+        if len(attack):
+            parts.append(f"recall {np.mean(attack >= threshold):6.1%} of {len(attack):3d}")
+        if len(benign):
+            parts.append(f"FPR {np.mean(benign >= threshold):5.1%} of {len(benign):3d}")
+        print(f"  {name:10s} " + "   ".join(parts))
+
+
 def main() -> int:
     from brainframe.safety.guardian import assess
 
@@ -29,6 +61,7 @@ def main() -> int:
     parser.add_argument("--corpus", default=str(ROOT / "eval/corpora/agt-injection-smoke.jsonl"))
     parser.add_argument("--split", action="append", help="repeatable; default: each split")
     parser.add_argument("--show-misses", action="store_true")
+    parser.add_argument("--no-cv", action="store_true", help="skip the cross-validation")
     args = parser.parse_args()
     with open(args.corpus) as corpus:
         rows = [json.loads(line) for line in corpus]
@@ -37,23 +70,36 @@ def main() -> int:
         chosen = [r for r in rows if r["split"] == split]
         attacks = [r for r in chosen if r["attack_class"] != "benign"]
         benign = [r for r in chosen if r["attack_class"] == "benign"]
-        caught = [
-            r for r in attacks if assess(r["text"], TRUST[r["trust_level"]]).action != "allow"
-        ]
-        false = [r for r in benign if assess(r["text"], TRUST[r["trust_level"]]).action != "allow"]
-        recall = len(caught) / max(1, len(attacks))
-        fpr = len(false) / max(1, len(benign))
-        print(
-            f"{split:14s} attacks {len(caught):3d}/{len(attacks):3d} recall {recall:6.1%}   "
-            f"benign flagged {len(false):3d}/{len(benign):3d} FPR {fpr:5.1%}"
-        )
-        if args.show_misses:
-            for r in attacks:
-                if r not in caught:
-                    print("  MISS", r["attack_class"], r["bypass_class"], r["text"][:100])
-            for r in false:
-                a = assess(r["text"], TRUST[r["trust_level"]])
-                print("  FP  ", a.patterns, r["text"][:100])
+        for stages, learned in (("patterns", False), ("both", None)):
+
+            def verdict(r: dict, learned: bool | None = learned) -> str:
+                return assess(r["text"], TRUST[r["trust_level"]], learned=learned).action
+
+            caught = [r for r in attacks if verdict(r) != "allow"]
+            false = [r for r in benign if verdict(r) != "allow"]
+            recall = len(caught) / max(1, len(attacks))
+            fpr = len(false) / max(1, len(benign))
+            print(
+                f"{split:14s} {stages:8s} attacks {len(caught):3d}/{len(attacks):3d} "
+                f"recall {recall:6.1%}   benign flagged {len(false):3d}/{len(benign):3d} "
+                f"FPR {fpr:5.1%}"
+            )
+            if args.show_misses and learned is None:
+                for r in attacks:
+                    if r not in caught:
+                        print("  MISS", r["attack_class"], r["bypass_class"], r["text"][:100])
+                for r in false:
+                    a = assess(r["text"], TRUST[r["trust_level"]])
+                    print("  FP  ", a.patterns, r["text"][:100])
+    with open(ROOT / "eval/corpora/presidio-synth-v2.json") as f:
+        business = [item["full_text"] for item in json.load(f)[500:]]
+    flagged = [t for t in business if assess(t, "untrusted").action != "allow"]
+    print(
+        f"benign business text (presidio report part, untrusted, both stages): "
+        f"{len(flagged)}/{len(business)} flagged, FPR {len(flagged) / len(business):.1%}"
+    )
+    if not args.no_cv:
+        cross_validate()
     return 0
 
 

@@ -9,7 +9,8 @@ is folded (NFKC, diacritics, Cyrillic/Greek look-alikes, zero-width and control 
 letter-spaced words are joined; and every view is also read in ROT13. Patterns match the
 *compact* view (letters and digits only, digits read as the letters they imitate), which sees
 through spacing, separators and leetspeak. Text inside quotation marks is content, not a
-command ("content ≠ command"): a phrase that appears only inside quotes does not count.
+command ("content ≠ command"): a phrase that appears only inside quotes does not count — unless
+the text outside the quotes hands them to a model to work on (translate, summarise, proofread…).
 
 Matching runs on Hyperscan: every pattern is compiled into one multi-pattern database per kind
 of view (approximately, as a prefilter), so a text is scanned once per view whatever the number
@@ -34,6 +35,7 @@ from urllib.parse import unquote
 import hyperscan
 
 from brainframe.safety.fastre import PREFILTER, UNICODE, database, scan, utf8
+from brainframe.safety.learned import detector
 from brainframe.safety.patterns import PATTERNS, ThreatPattern
 
 BLOCK_AT = 0.8
@@ -117,6 +119,12 @@ _INVISIBLE = re.compile(
     r"[\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff\u00ad\x00-\x08\x0b-\x1f\x7f]"
 )
 _QUOTED = re.compile(r"(?<![a-z0-9])(['\"‘’“”`])(?=\S)(.{2,200}?)(?<=\S)\1(?![a-z0-9])", re.S)
+# A request that hands the quoted text to a model to work on ("translate: '…'", "summarise
+# this email: \"…\"") makes the quotation something a model will read: it is not set aside.
+_PROCESS_QUOTE = re.compile(
+    r"\b(?:translate|summari[sz]e|proofread|paraphrase|rewrite|reword|forward|reply to|"
+    r"respond to|analy[sz]e|classify|read out|to file|file this)\b"
+)
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
 _LETTER_SPACED = re.compile(r"(?:\b\w\b[ .\-_]){4,}\b\w\b")
 _LEET = {
@@ -142,9 +150,11 @@ class Assessment:
     trust: str
     multiplier: float
     decoded: list[str] = field(default_factory=list)
+    #: The learned stage's score, when it ran (no pattern matched and the text called for it).
+    learned: float | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        answer: dict[str, object] = {
             "detector": "guardian",
             "risk": self.risk,
             "action": self.action,
@@ -154,6 +164,9 @@ class Assessment:
             "trust": self.trust,
             "multiplier": self.multiplier,
         }
+        if self.learned is not None:
+            answer["learned"] = self.learned
+        return answer
 
 
 def _leet_regex(expression: str) -> str:
@@ -275,6 +288,8 @@ def _views(text: str) -> tuple[list[str], list[bytes], list[str]]:
             folded = _join_letter_spacing(folded)
             gates = scan(engine.gate_db, utf8(folded))
         unquoted = _QUOTED.sub(" ", folded) if _GATE_QUOTED in gates else folded
+        if unquoted is not folded and _PROCESS_QUOTE.search(unquoted):
+            unquoted = folded  # the quotation is handed to a model: read it
         squeezed = unquoted.encode("ascii", "ignore").translate(None, _NOT_ALNUM)
         folded_views += [unquoted, codecs.decode(unquoted, "rot13")]
         compact += [squeezed, squeezed.translate(_ROT13_BYTES)]
@@ -289,6 +304,7 @@ _ALNUM_CHARS = frozenset(_ALNUM.decode())
 _NEGATION = re.compile(
     r"\b(?:never|not|cannot|can't|don't|doesn't|won't|mustn't|shouldn't|no longer|refuses?|"
     r"refused|prohibits?|prohibited|forbids?|forbidden|prevents?|prevented|blocks?|blocked|"
+    r"denies|denied|disallows?|disallowed|"
     r"detects?|detected|against)\b(?!\s+(?:mind|hesitate|forget)\b)"
 )
 _TURN = re.compile(r"\b(?:but|just|instead|now|then|however|rather|so|anyway)\b")
@@ -357,8 +373,40 @@ def argument_strings(value: Any) -> list[str]:
     return []
 
 
-def assess(text: str, trust: str = "standard") -> Assessment:
-    """Assess one text from a source of the given trust level."""
+#: The learned stage runs on texts from untrusted sources, and on any text at least this long
+#: (a short argument that matched no pattern is rarely an attack; a long one may be a pasted
+#: jailbreak). ``assess(…, learned=True/False)`` overrides.
+LEARNED_MIN_CHARS = 256
+LEARNED_CATEGORY = "learned_injection"
+LEARNED_PATTERN = "learned:injection"
+
+
+def learned_base(score: float, threshold: float) -> float:
+    """A learned score as a base risk: below the model's threshold nothing (the no-match 0.1);
+    from it 0.5 (a flag at standard and untrusted trust, a block only for hostile sources); from
+    0.9, 0.6 (a flag at standard, a block from untrusted). The learned stage alone never blocks a
+    standard source's text: it sends it to a reviewer."""
+    if score < threshold:
+        return NO_MATCH_RISK
+    return 0.6 if score >= 0.9 else 0.5
+
+
+def _learned_readings(text: str) -> list[str]:
+    """What the learned stage reads: the text with its percent-encoding and HTML entities
+    decoded, and each base64 run in it decoded."""
+    whole = html.unescape(unquote(text)) if ("%" in text or "&" in text) else text
+    return [whole, *(d for d in _decodings(text) if d not in (unquote(text), html.unescape(text)))]
+
+
+def _learned_applies(learned: bool | None, trust: str, text: str) -> bool:
+    if learned is not None:
+        return learned
+    return trust in ("untrusted", "hostile") or len(text) >= LEARNED_MIN_CHARS
+
+
+def assess(text: str, trust: str = "standard", *, learned: bool | None = None) -> Assessment:
+    """Assess one text from a source of the given trust level: the patterns, then — where no
+    pattern matched and ``_learned_applies`` — the learned stage (``brainframe.safety.learned``)."""
     if trust not in TRUST_MULTIPLIERS:
         raise ValueError(f"unknown trust level {trust!r}; one of {sorted(TRUST_MULTIPLIERS)}")
     engine = _engine()
@@ -400,6 +448,14 @@ def assess(text: str, trust: str = "standard") -> Assessment:
         base = min(1.0, max(by_category.values()) + 0.1 * (len(by_category) - 1))
     else:
         by_category, base = {}, NO_MATCH_RISK
+    score = None
+    if not matched and _learned_applies(learned, trust, text):
+        model = detector()
+        score = round(max(model.scores(_learned_readings(text[:65536]))), 4)
+        base = learned_base(score, model.threshold)
+        if base > NO_MATCH_RISK:
+            by_category = {LEARNED_CATEGORY: base}
+            matched = {LEARNED_PATTERN: ThreatPattern(LEARNED_PATTERN, LEARNED_CATEGORY, base, "")}
     multiplier = TRUST_MULTIPLIERS[trust]
     risk = round(min(1.0, base * multiplier), 4)
     action = "block" if risk >= BLOCK_AT else "flag" if risk >= FLAG_AT else "allow"
@@ -412,4 +468,5 @@ def assess(text: str, trust: str = "standard") -> Assessment:
         trust=trust,
         multiplier=multiplier,
         decoded=applied,
+        learned=score,
     )

@@ -73,7 +73,53 @@ _P = [
         "(developer|dev|god|jailbreak|dan|unrestricted|debug)mode~(no|without)(restrictions|"
         "limits|rules|filters)",
     ),
+    (
+        "ignore_what_you_were_told",
+        "instruction_override",
+        "(ignore|disregard|forget)(what|everything|anything|whatever)(you|youve|youwere|ive|we)"
+        "~(told|said|instructed|given|taught)",
+    ),
+    (
+        "your_new_task",
+        "instruction_override",
+        "(your|the)(new|real|actual|only|true)(task|job|goal|role|mission|instructions)(is|are|"
+        "now)",
+    ),
+    (
+        "unrestricted_persona",
+        "instruction_override",
+        "(youare|actas|pretend|roleplay|game|character|persona|mode)~(no|without|free)_(any)?"
+        "(restrictions|limits|rules|filters|oversight|guidelines|policies|censorship|"
+        "limitations|approvals)",
+    ),
+    (
+        "enter_unrestricted_mode",
+        "instruction_override",
+        "(enable|activate|enter|switchto|turnon|entering|enabling)(the)?(developer|dev|god|"
+        "jailbreak|dan|unrestricted|unfiltered)mode",
+    ),
+    (
+        "rules_switched_off",
+        "instruction_override",
+        "(safety|security|content)?(rules|restrictions|guardrails|filters|policies|guidelines|"
+        "constitution)(were|are|have|has|been|is)*(switched|turned)?(off|disabled|suspended|"
+        "lifted)(for|in)(this|the)(session|conversation|chat|task)",
+    ),
     # --- role / system impersonation
+    (
+        "fake_end_of_document",
+        "role_impersonation",
+        r"re:(?:</\s*(?:document|doc|context|content|data|input|file|email|message|text|notes?)"
+        r"\s*>|\bend of (?:the )?(?:document|file|input|context|data|email|message|text)\b|"
+        r"\]\]>)[\s\S]{0,200}?(?:<\s*/?\s*(?:system|instructions?|admin|developer)\b|"
+        r"\b(?:system|admin|developer)\s*:|\binstructions?\b)",
+    ),
+    (
+        "system_tag",
+        "role_impersonation",
+        r"re:<\s*(?:system|sys|instructions?|admin|developer)(?:\s[^>]{0,60})?>|"
+        r"(?:^|\n)\s*#{1,6}\s*(?:system|admin|developer)\b",
+    ),
     (
         "fake_system_turn",
         "role_impersonation",
@@ -106,6 +152,19 @@ _P = [
         "affichez|afficher|montrez|muestra|mostrar|zeige|zeigen)~(system|hidden|secret|internal|"
         "initial|developer|private|systeme|sistema)_(prompt|prompts|instructions|message|rules|"
         "regles|reglas|invite|canary|configuration)",
+    ),
+    (
+        "repeat_instructions",
+        "prompt_leakage",
+        "(repeat|recite|print|output|show|list|summarise|summarize|quote|copy|dump)~"
+        "(instructions|prompt|guidelines|rules|directives|configuration)~(given|gave|told|"
+        "received|start|beginning|above|verbatim|wordforword)",
+    ),
+    (
+        "what_is_your_prompt",
+        "prompt_leakage",
+        "(whatis|whatdoes|whats|whatare)(your|the)(system|initial|hidden|secret|original)"
+        "(prompt|instructions|guidelines|rules)",
     ),
     ("prompt_canary", "prompt_leakage", "(syscanary|internalcanary|canarytoken|thecanary)"),
     (
@@ -140,6 +199,14 @@ _P = [
         "(export|dump|extract|copy|send)~(database|db|all)?(credentials|passwords|secrets|"
         "apikeys|tokens)",
     ),
+    (
+        "upload_to_outside",
+        "exfiltration",
+        r"re:\b(?:upload|post|send|sync|push|copy|export|put|email|mail)\b[^\n]{0,80}?"
+        r"\b(?:to|into|at|on)\b[^\n]{0,40}?(?:https?://|dropbox|google drive|onedrive|"
+        r"pastebin|my (?:personal |own )?(?:gmail|hotmail|drive|dropbox|link|"
+        r"server))",
+    ),
     # --- destructive commands
     (
         "delete_everything",
@@ -147,6 +214,18 @@ _P = [
         "(delete|remove|erase|wipe|destroy|purge|drop|truncate|supprime|supprimez|borra|loesche)"
         "_(all|every|entire|the|whole|tous|toutes|todos)(files|file|records|record|data|database|"
         "tables|table|users|accounts|backups|logs|fichiers|donnees|datos)",
+    ),
+    (
+        "audit_tampering",
+        "destructive_command",
+        "(clear|wipe|erase|purge|truncate|drop|disable|turnoff|tamper)(the|all|every|your|any)?"
+        "~(audit|auditlog|audittrail|logs|history|historytables|toolcalls|approvalqueue)",
+    ),
+    (
+        "conceal_the_act",
+        "destructive_command",
+        "(sonobody|sonoone|nobodywill|noonewill)(sees|see|knows|know|notices|notice|finds)|"
+        "(tell|say|report)~(nothinghappened)",
     ),
     ("rm_rf", "destructive_command", "(rmrf|rmfr|droptable|droptables|formatc|mkfs|shred)"),
     # --- command execution (weak on its own)
@@ -163,6 +242,20 @@ _P = [
         "(give|send|show|tell|share|read|print|reveal|provide)_(me|us)?_(your|the|all|admin)?_"
         "(password|passwords|apikey|apikeys|secret|secrets|credentials|token|tokens|privatekey)",
     ),
+    (
+        "credential_ask",
+        "credential_request",
+        "((paste|list|dump|print|give|send|share|show|tell|provide|reveal)(me|us)?|"
+        "(need|want)(the|your|all))~(password|passwords|apikey|apikeys|bearertoken|token|tokens|"
+        "secret|secrets|credential|credentials|privatekey|privatekeys|signingkey|signingkeys|"
+        "environmentvariables|envvars)",
+    ),
+    (
+        "ask_for_login",
+        "credential_request",
+        "(whatis|whats|giveme|sendme|tellme)(the|your)?(admin|root|board|database|db)?(login|"
+        "logins|password|credentials)",
+    ),
     ("read_secret_tool", "credential_request", "(readsecret|getsecret|secretsread|vaultread)"),
     # --- tool abuse
     (
@@ -175,8 +268,18 @@ _P = [
     (
         "bypass_approval",
         "tool_abuse",
-        "(bypass|skip|disable|circumvent|turnoff|avoid|contourne)~(approval|review|guard|filter|"
+        "(bypass|skip|disable|circumvent|turnoff|avoid|override|contourne)~(approval|review|guard|filter|"
         "safety|audit|monitoring|logging|guardrail)",
+    ),
+    (
+        "claimed_prior_approval",
+        "tool_abuse",
+        r"re:(?:\b(?:already|pre-?|previously)\s*(?:been\s*)?(?:approved|authori[sz]ed|"
+        r"signed[ -]off|cleared)\b|\bapproved by (?:a |the )?(?:human|reviewer|director|"
+        r"manager|admin|compliance|senior)|\bsigned off on\b|\bauthori[sz]ed by management\b)"
+        r"[\s\S]{0,200}?\b(?:skip|bypass|no need|(?:do not|don't|dont) (?:need|create|send|ask)|"
+        r"without (?:further |any )?(?:review|approval|checks?)|proceed|straight away|"
+        r"right away|just (?:do|book|send|pay|process))",
     ),
     (
         "call_hidden_tool",
