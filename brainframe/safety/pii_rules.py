@@ -1,0 +1,191 @@
+"""The outbound PII filter's own rules: Australian details found by their shape or their cue
+words (street addresses, dates of birth, bank details, driver licence and passport numbers),
+e-mail addresses on any domain, and what is not a person's name although a model or a cue took it
+for one (labels, titles, pronouns, job titles, firms, parts of addresses). ``pii`` builds the
+recognizers from them."""
+
+from __future__ import annotations
+
+import re
+
+_STREET_TYPES = (
+    r"Street|St|Road|Rd|Avenue|Ave|Drive|Dr|Court|Ct|Place|Pl|Crescent|Cres|Lane|Ln|Parade|Pde|"
+    r"Terrace|Tce|Way|Close|Cl|Highway|Hwy|Boulevard|Blvd|Circuit|Cct|Grove|Gr|Square|Sq|"
+    r"Esplanade|Esp|Rise|Mews|Track|Trail|Loop|Walk|Row|Gardens|Gdns"
+)
+_STATES = r"NSW|VIC|Vic|QLD|Qld|SA|WA|TAS|Tas|NT|ACT"
+#: "Unit 4/27 Smith Street, Paddington NSW 2021", "12A Ocean Pde", "PO Box 88, Hobart TAS 7001".
+AU_ADDRESS = (
+    r"(?<![\w/])(?:(?:Unit|Apt|Apartment|Flat|Suite|Level|Lvl)\s*\d+[A-Za-z]?\s*[,/]?\s*)?"
+    r"\d{1,5}[A-Za-z]?(?:\s*[/-]\s*\d{1,5}[A-Za-z]?)?\s+"
+    r"(?:[A-Z][a-z'’-]+\s+){1,3}(?:" + _STREET_TYPES + r")\b\.?"
+    r"(?:,?\s+(?:[A-Z][a-z'’-]+\s+){0,2}[A-Z][a-z'’-]+(?:,?\s+(?:" + _STATES + r"))?"
+    r"(?:,?\s+\d{4})?)?"
+    r"|\b(?:PO|P\.O\.|Post Office)\s+Box\s+\d{1,6}(?:,?\s+[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+)?"
+    r"(?:,?\s+(?:" + _STATES + r"))?(?:,?\s+\d{4})?)?"
+)
+_MONTHS = (
+    r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?"
+)
+_DATE = (
+    r"(?:\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})|\d{4}-\d{2}-\d{2}|"
+    r"\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:" + _MONTHS + r")\.?,?\s+\d{4}|"
+    r"(?:" + _MONTHS + r")\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4})"
+)
+#: A date with a birth cue before it: "DOB 03/04/1987", "date of birth: 3 April 1987", "born on…".
+DATE_OF_BIRTH = (
+    r"(?i:\b(?:d\.?o\.?b\.?|date\s+of\s+birth|birth\s*date|birthday|born(?:\s+on)?)"
+    r"\s*(?:is|was|:|-)?\s*)(" + _DATE + r")"
+)
+BSB = r"(?i:\bBSB\s*(?:no\.?|number|#)?\s*[:#-]?\s*)(\d{3}[- ]?\d{3})(?!\d)"
+BANK_ACCOUNT = (
+    r"(?i:\b(?:account|acc|acct|a/c)\s*(?:no\.?|number|num|#)?\s*[:#-]?\s*)"
+    r"(\d{2,4}(?:[- ]?\d{3,4}){1,2})(?!\d)"
+)
+DRIVER_LICENCE = (
+    r"(?i:\b(?:driver'?s?\s+)?licen[cs]e\s*(?:no\.?|number|num|#)?\s*(?:is|:|#|-)?\s*)"
+    r"((?=[A-Z0-9]*\d)[A-Z0-9]{5,10})(?![\w])"
+)
+PASSPORT = r"(?i:\bpassport\s*(?:no\.?|number|num|#)?\s*(?:is|:|#|-)?\s*)([A-Z]{1,2}\d{6,8})(?!\w)"
+#: Any address@domain (presidio's own recognizer insists on a known top-level domain).
+ANY_EMAIL = r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+(?![\w@-])"
+
+
+#: Words that are never a name on their own: titles, pronouns, form labels, job titles.
+_NOT_NAMES = frozenset(
+    (
+        "name",
+        "names",
+        "zip",
+        "zipcode",
+        "postcode",
+        "e-mail",
+        "email",
+        "mail",
+        "personal",
+        "info",
+        "details",
+        "directed",
+        "by",
+        "mr",
+        "mrs",
+        "ms",
+        "miss",
+        "dr",
+        "prof",
+        "sir",
+        "madam",
+        "she",
+        "he",
+        "they",
+        "her",
+        "his",
+        "him",
+        "them",
+        "it",
+        "we",
+        "you",
+        "i",
+        "musicians",
+        "musician",
+        "salesperson",
+        "packager",
+        "manager",
+        "director",
+        "engineer",
+        "nurse",
+        "teacher",
+        "driver",
+        "coordinator",
+        "officer",
+        "assistant",
+        "clerk",
+        "consultant",
+        "specialist",
+        "technician",
+        "administrator",
+        "analyst",
+        "designer",
+        "developer",
+        "supervisor",
+        "suite",
+        "apt",
+        "unit",
+        "street",
+        "road",
+        "avenue",
+        "website",
+        "phone",
+        "mobile",
+        "address",
+        "user",
+        "mission",
+        "statement",
+    )
+)
+_NOT_NAME_PHRASES = frozenset(
+    ("personal info", "directed by", "e-mail", "zip code", "mission statement")
+)
+#: A list of surnames with a firm's ending, or named as where someone works: a firm.
+_FIRM_AFTER = re.compile(
+    r"^[\w ,&'’-]{0,60}?\b(?:Orchestra|Technologies|Technology|Inc|LLC|Ltd|Pty|Group|"
+    r"Corporation|Corp|Company|Partners|Associates|Foundation|Bank|Hospital|Club|Band|Law|"
+    r"Solutions|Services|Systems|Industries|Holdings)\b"
+)
+_FIRM_LIST = re.compile(r"[A-Z][\w'’-]+(?:,\s+[A-Z][\w'’-]+)+,?\s+(?:and|&)\s+[A-Z][\w'’-]+")
+_FIRM_BEFORE = re.compile(r"\b(?:from|at|of|by|for|with|joined|The)\s+$")
+#: Where an address starts: a cue, or a house number on a line that reads like an address.
+_ADDRESS_CUE = re.compile(
+    r"(?i:\b(?:address(?:\s+is)?\s*:?|lives at|live at|living at|moved to|located at|"
+    r"corner of|ship(?:ped)? to|deliver(?:ed)? to|post(?:ed)? to)\s+)"
+)
+_HOUSE_NUMBER = re.compile(r"(?<![\w.:/-])\d{1,6}[A-Za-z]?\s+(?=[^\W\d_])")
+_ADDRESS_WORD = re.compile(
+    r"(?i:\b(?:apt|apartment|suite|unit|box|street|str|st|road|rd|avenue|ave|lane|drive|"
+    r"floor|\w+(?:vej|gade|katu|strasse|straße|straat|gatan|veien|weg|ulica|utca))\b\.?)"
+)
+
+
+def address_regions(text: str) -> list[tuple[int, int]]:
+    """Stretches of text that are addresses (to the end of the line or sentence): after an
+    address cue, or from a house number when an address word or another number follows."""
+    regions = []
+    for match in _ADDRESS_CUE.finditer(text):
+        end = _region_end(text, match.end())
+        regions.append((match.end(), end))
+    for match in _HOUSE_NUMBER.finditer(text):
+        end = _region_end(text, match.end())
+        rest = text[match.end() : end]
+        if _ADDRESS_WORD.search(rest) or re.search(r"\d", rest):
+            regions.append((match.start(), end))
+    return regions
+
+
+_REGION_STOP = re.compile(r"\n|;|[.!?](?:$|\s+(?=[A-Z][a-z]*\s+[a-z]))")
+
+
+def _region_end(text: str, start: int) -> int:
+    """The end of the line, or of the sentence (a period followed by a new sentence, not the one
+    after "Apt." or "u. 97." inside an address), at most 120 characters on."""
+    stop = _REGION_STOP.search(text, start, start + 120)
+    return stop.start() if stop else min(len(text), start + 120)
+
+
+def not_a_name(text: str, start: int, end: int, regions: list[tuple[int, int]]) -> bool:
+    """A PERSON span that is a label, title, pronoun or job title; part of a firm's name
+    ("Hawkins, Richardson and Santana", "the Davis, Reynolds and Williamson Orchestra"); or
+    inside an address."""
+    span = text[start:end].strip(" .,:")
+    if span.lower() in _NOT_NAMES or span.lower() in _NOT_NAME_PHRASES:
+        return True
+    if _FIRM_AFTER.match(span.split()[-1] if span.split() else ""):
+        return True  # "Rand Corporation", "Williamson Orchestra"
+    for firm in _FIRM_LIST.finditer(text, max(0, start - 80), min(len(text), end + 80)):
+        inside = firm.start() <= start and end <= firm.end()
+        if inside and (
+            _FIRM_AFTER.match(text[firm.end() : firm.end() + 60])
+            or _FIRM_BEFORE.search(text[max(0, firm.start() - 12) : firm.start()])
+        ):
+            return True
+    return any(a <= start < b for a, b in regions)
