@@ -77,7 +77,8 @@ def inbound_event_record(
             return InboundResult(existing, task, created=False, blocked=blocked)
 
         text = event.get("text", "")
-        assessment = assess(text, trust=trust or agent.trust_level) if text else None
+        # inbound text is what the outside wrote: both Guardian stages read it, however short
+        assessment = assess(text, trust=trust or agent.trust_level, learned=True) if text else None
         blocked = bool(assessment and assessment.action == "block")
         metadata = {
             **event.get("metadata", {}),
