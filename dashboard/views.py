@@ -27,6 +27,7 @@ from brainframe.models import (
     CouncilProposal,
     Deliverable,
     LLMBudget,
+    ReviewerPreference,
     StandingApproval,
     ToolCall,
 )
@@ -137,6 +138,11 @@ def approvals(request: HttpRequest) -> HttpResponse:
             "batches": selectors.batches(items),
             "can_review": bool(groups),
             "standing": standing_live(),
+            "digest": ReviewerPreference.objects.filter(user=request.user)
+            .values_list("digest", flat=True)
+            .first()
+            or ReviewerPreference.Digest.IMMEDIATE,
+            "digest_choices": ReviewerPreference.Digest.choices,
         },
     )
 
@@ -213,6 +219,24 @@ def approval_standing(request: HttpRequest, approval_id: str) -> HttpResponse:
     return render(
         request, "dashboard/partials/approval_card.html", _card_context(request, approval)
     )
+
+
+@login_required
+@require_POST
+def digest_preference(request: HttpRequest) -> HttpResponse:
+    """A reviewer chooses how approval e-mails reach them: each at once, or a digest."""
+    choice = request.POST.get("digest", "")
+    if choice not in ReviewerPreference.Digest.values:
+        return JsonResponse(
+            {
+                "code": "invalid",
+                "detail": f"digest: one of {', '.join(ReviewerPreference.Digest.values)}",
+                "field": "digest",
+            },
+            status=400,
+        )
+    ReviewerPreference.objects.update_or_create(user=request.user, defaults={"digest": choice})
+    return redirect(reverse("dashboard:approvals") + "#notifications")
 
 
 @login_required

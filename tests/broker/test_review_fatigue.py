@@ -362,3 +362,16 @@ def test_the_reviewer_api_decides_batches_and_keeps_standing_approvals(
     outsider = Client()
     outsider.force_login(f.UserFactory(username="nobody"))
     assert outsider.get("/api/v1/review/standing/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_a_reviewer_chooses_a_digest_on_the_board(world: dict[str, Any]) -> None:
+    client = Client()
+    client.force_login(world["bob"])
+    page = client.get("/board/approvals/").content.decode()
+    assert 'id="digest"' in page and '<option value="immediate" selected>' in page
+    saved = client.post("/board/preferences/digest/", {"digest": "hourly"})
+    assert saved.status_code == 302
+    assert ReviewerPreference.objects.get(user=world["bob"]).digest == "hourly"
+    bad = client.post("/board/preferences/digest/", {"digest": "weekly"})
+    assert bad.status_code == 400 and bad.json()["field"] == "digest"

@@ -55,8 +55,9 @@ def test_board_page(crowded: dict[str, Any], django_assert_num_queries: Any) -> 
 def test_approvals_page(crowded: dict[str, Any], django_assert_num_queries: Any) -> None:
     client = crowded["client"]
     # session, user; the open approvals; every card's chain at once; the reviewer's groups once;
-    # the live standing approvals (batches are grouped from the approvals already read)
-    with django_assert_num_queries(7):
+    # the live standing approvals (batches are grouped from the approvals already read); the
+    # reviewer's e-mail preference
+    with django_assert_num_queries(8):
         response = client.get("/board/approvals/")
     assert response.status_code == 200
     assert response.content.count(b'<article id="approval-') >= 20
