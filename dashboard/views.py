@@ -138,7 +138,7 @@ def approvals(request: HttpRequest) -> HttpResponse:
             "batches": selectors.batches(items),
             "can_review": bool(groups),
             "standing": standing_live(),
-            "digest": ReviewerPreference.objects.filter(user=request.user)
+            "digest": ReviewerPreference.objects.filter(user_id=request.user.pk)
             .values_list("digest", flat=True)
             .first()
             or ReviewerPreference.Digest.IMMEDIATE,
@@ -235,7 +235,9 @@ def digest_preference(request: HttpRequest) -> HttpResponse:
             },
             status=400,
         )
-    ReviewerPreference.objects.update_or_create(user=request.user, defaults={"digest": choice})
+    ReviewerPreference.objects.update_or_create(
+        user_id=request.user.pk, defaults={"digest": choice}
+    )
     return redirect(reverse("dashboard:approvals") + "#notifications")
 
 
