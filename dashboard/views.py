@@ -138,10 +138,7 @@ def approvals(request: HttpRequest) -> HttpResponse:
             "batches": selectors.batches(items),
             "can_review": bool(groups),
             "standing": standing_live(),
-            "digest": ReviewerPreference.objects.filter(user_id=request.user.pk)
-            .values_list("digest", flat=True)
-            .first()
-            or ReviewerPreference.Digest.IMMEDIATE,
+            "digest": _digest_of(request.user.pk),
             "digest_choices": ReviewerPreference.Digest.choices,
         },
     )
@@ -219,6 +216,11 @@ def approval_standing(request: HttpRequest, approval_id: str) -> HttpResponse:
     return render(
         request, "dashboard/partials/approval_card.html", _card_context(request, approval)
     )
+
+
+def _digest_of(user_id: Any) -> str:
+    chosen = ReviewerPreference.objects.filter(user_id=user_id).values_list("digest", flat=True)
+    return chosen.first() or ReviewerPreference.Digest.IMMEDIATE
 
 
 @login_required
