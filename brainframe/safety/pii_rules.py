@@ -158,8 +158,26 @@ def address_regions(text: str) -> list[tuple[int, int]]:
         end = _region_end(text, match.end())
         rest = text[match.end() : end]
         if _ADDRESS_WORD.search(rest) or re.search(r"\d", rest):
-            regions.append((match.start(), end))
+            regions.append((match.start(), _block_end(text, end)))
     return regions
+
+
+def _block_end(text: str, end: int) -> int:
+    """An address written over several short lines ("…Apt. 864\nArtilleros\n, CO\n Uruguay
+    64677") runs on to the last of the next three lines that holds a number (the postcode);
+    a line after that (a name under the address) is not part of it."""
+    if not text.startswith("\n", end):
+        return end
+    lines = text[end + 1 :].split("\n", 3)[:3]
+    reach, position = end, end + 1
+    for line in lines:
+        if len(line) > 40:
+            break
+        position += len(line)
+        if re.search(r"\d", line):
+            reach = position
+        position += 1
+    return reach
 
 
 _REGION_STOP = re.compile(r"\n|;|[.!?](?:$|\s+(?=[A-Z][a-z]*\s+[a-z]))")

@@ -204,3 +204,7 @@ def test_words_that_are_not_names_in_addresses_labels_and_firms() -> None:
     )
     names = [text[x.start : x.end] for x in pii_find(text) if x.type == "PERSON"]
     assert names == ["Tomomi"], names
+    # an address over several short lines, down to its postcode; a name under it is a name
+    block = "Ship to 6750 Koskikatu 25 Apt. 864\nArtilleros\n, CO\n Uruguay 64677\nMaria Lopez"
+    names = [block[x.start : x.end] for x in pii_find(block) if x.type == "PERSON"]
+    assert "Artilleros" not in names and "Uruguay" not in names, names
