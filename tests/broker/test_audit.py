@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -116,3 +120,56 @@ def test_a_chain_verified_in_parallel_names_the_same_rows(history: None) -> None
     found = verify_chain("henry", **parallel)
     assert found is not None and found.seq == boundary.seq + 1 and "missing" in found.problem
     assert found == verify_chain("henry")
+
+
+def _verify_file(path: Any) -> tuple[int, str]:
+    """The standalone verifier, in its own interpreter with no Django settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO")}
+    done = subprocess.run(
+        [sys.executable, "-m", "broker.verify_export", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        timeout=60,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("fmt", ["ndjson", "csv"])
+def test_an_exported_audit_is_verified_without_the_database(
+    history: None, tmp_path: Any, fmt: str
+) -> None:
+    path = tmp_path / f"audit.{fmt}"
+    call_command("export_audit", "--format", fmt, "--output", str(path), stderr=StringIO())
+    lines = path.read_text().splitlines()
+    assert len(lines) == ToolCall.objects.count() + (1 if fmt == "csv" else 0)
+    code, said = _verify_file(path)
+    assert code == 0 and f"intact ({ToolCall.objects.count()} rows)" in said, said
+    # one row edited outside the product: the verifier names it
+    target = next(i for i, line in enumerate(lines) if "Bus is late" in line)
+    lines[target] = lines[target].replace("Bus is late", "Bus is early")
+    path.write_text("\n".join(lines) + "\n")
+    code, said = _verify_file(path)
+    line_number = target if fmt == "csv" else target + 1
+    assert code == 1 and f"line {line_number}: " in said and "row edited" in said, said
+    # a row dropped from the file breaks its agent's sequence
+    del lines[target]
+    path.write_text("\n".join(lines) + "\n")
+    code, said = _verify_file(path)
+    assert code == 1 and "a row is missing" in said, said
+
+
+def test_an_export_from_a_date_on_is_verified_from_its_first_row(
+    history: None, tmp_path: Any
+) -> None:
+    rows = ToolCall.objects.order_by("timestamp")
+    middle = rows[len(rows) // 2].timestamp
+    path = tmp_path / "since.ndjson"
+    call_command(
+        "export_audit", "--since", middle.isoformat(), "--output", str(path), stderr=StringIO()
+    )
+    assert 0 < len(path.read_text().splitlines()) < ToolCall.objects.count()
+    assert _verify_file(path)[0] == 0
+    with pytest.raises(CommandError, match="--since"):
+        call_command("export_audit", "--since", "yesterday", stderr=StringIO())
