@@ -213,3 +213,46 @@ def first_match(
         if holds(rule["when"], facts):
             return rule
     return None
+
+
+def decision_facts(
+    *,
+    arguments: Any,
+    agent: Any,
+    tool: Any,
+    hour: int,
+    knock_on: bool,
+    task_id: str | None,
+    reason: str,
+    text: str,
+    confidence: float | None,
+) -> dict[str, Any]:
+    """What V-Pol rules, directive and constitution predicates can refer to: the broker builds
+    it for each decision, the council's what-if for each recorded call it replays."""
+    return {
+        "arguments": arguments,
+        "agent": {
+            "agent_id": agent.agent_id,
+            "type": agent.type,
+            "monitoring_level": agent.monitoring_level,
+        },
+        "tool": {}
+        if tool is None
+        else {
+            "tool_id": tool.tool_id,
+            "category": tool.category,
+            "risk_level": tool.risk_level,
+            "data_class": tool.data_class,
+            "context_bucket": tool.context_bucket,
+            "external_channel": tool.external_channel,
+        },
+        "context": {
+            "hour": hour,
+            "knock_on": knock_on,
+            "task_id": task_id,
+            "reason": reason,
+            # Every string in the arguments, for predicates that look at all of it.
+            "text": text,
+            "confidence": confidence,
+        },
+    }

@@ -21,7 +21,7 @@ from brainframe.models import (
     ToolCall,
     ValidationPolicy,
 )
-from brainframe.safety.conditions import first_match, vpol_rules_errors
+from brainframe.safety.conditions import decision_facts, first_match, vpol_rules_errors
 from brainframe.safety.guardian import argument_strings
 from brainframe.services.policies import GOVERNING_FIELDS, validation_policy_save
 
@@ -255,34 +255,19 @@ def _check_seat(kind: str, target: str, change: dict[str, Any]) -> dict[str, Any
 
 
 def _call_facts(call: ToolCall) -> dict[str, Any]:
-    tool = call.tool
+    """A recorded call's facts (its agent's level as it is now; no reason or confidence)."""
     arguments = call.input if isinstance(call.input, dict) else {}
-    return {
-        "arguments": arguments,
-        "agent": {
-            "agent_id": call.agent_id,
-            "type": call.agent.type,
-            "monitoring_level": call.agent.monitoring_level,
-        },
-        "tool": {}
-        if tool is None
-        else {
-            "tool_id": tool.tool_id,
-            "category": tool.category,
-            "risk_level": tool.risk_level,
-            "data_class": tool.data_class,
-            "context_bucket": tool.context_bucket,
-            "external_channel": tool.external_channel,
-        },
-        "context": {
-            "hour": timezone.localtime(call.timestamp).hour,
-            "knock_on": False,
-            "task_id": str(call.task_id) if call.task_id else None,
-            "reason": "",
-            "text": "\n".join(argument_strings(arguments)),
-            "confidence": None,
-        },
-    }
+    return decision_facts(
+        arguments=arguments,
+        agent=call.agent,
+        tool=call.tool,
+        hour=timezone.localtime(call.timestamp).hour,
+        knock_on=False,
+        task_id=str(call.task_id) if call.task_id else None,
+        reason="",
+        text="\n".join(argument_strings(arguments)),
+        confidence=None,
+    )
 
 
 def _verdict(rules: list[Any], facts: dict[str, Any], *, default: str) -> str:

@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from brainframe.models import Agent, AgentTask, OriginRegistry, ReasonLog, Tool, ValidationPolicy
+from brainframe.safety.conditions import decision_facts
 from brainframe.safety.guardian import argument_strings
 
 
@@ -139,31 +140,14 @@ class CallContext:
         return self._facts
 
     def _build_facts(self) -> dict[str, Any]:
-        tool = self.tool
-        return {
-            "arguments": self.request.arguments,
-            "agent": {
-                "agent_id": self.agent.agent_id,
-                "type": self.agent.type,
-                "monitoring_level": self.agent.monitoring_level,
-            },
-            "tool": {}
-            if tool is None
-            else {
-                "tool_id": tool.tool_id,
-                "category": tool.category,
-                "risk_level": tool.risk_level,
-                "data_class": tool.data_class,
-                "context_bucket": tool.context_bucket,
-                "external_channel": tool.external_channel,
-            },
-            "context": {
-                "hour": self.local_hour,
-                "knock_on": self.parent is not None,
-                "task_id": str(self.task.task_id) if self.task else None,
-                "reason": self.request.reason,
-                # Every string in the arguments, for predicates that look at all of it.
-                "text": self.free_text,
-                "confidence": self.request.confidence,
-            },
-        }
+        return decision_facts(
+            arguments=self.request.arguments,
+            agent=self.agent,
+            tool=self.tool,
+            hour=self.local_hour,
+            knock_on=self.parent is not None,
+            task_id=str(self.task.task_id) if self.task else None,
+            reason=self.request.reason,
+            text=self.free_text,
+            confidence=self.request.confidence,
+        )
