@@ -48,40 +48,52 @@ def main() -> int:
     with open(args.corpus) as handle:
         rows = json.load(handle)
     rows = rows[:500] if args.part == "tune" else rows[500:1500]
-    gold_n: Counter[str] = Counter()
-    pred_n: Counter[str] = Counter()
-    hit_gold: Counter[str] = Counter()
-    hit_pred: Counter[str] = Counter()
     started = time.monotonic()
+    cases = []
     for row in rows:
         gold = [
             (LABELS[s["entity_type"]], s["start_position"], s["end_position"])
             for s in row["spans"]
             if s["entity_type"] in LABELS
         ]
-        predicted = [
-            (f.type, f.start, f.end)
-            for f in pii_find(row["full_text"])
-            if f.type in LABELS.values()
-        ]
-        for kind, start, end in gold:
-            gold_n[kind] += 1
-            if any(k == kind and s < end and start < e for k, s, e in predicted):
-                hit_gold[kind] += 1
-        for kind, start, end in predicted:
-            pred_n[kind] += 1
-            if any(k == kind and s < end and start < e for k, s, e in gold):
-                hit_pred[kind] += 1
+        cases.append((gold, _predicted(pii_find, row["full_text"], LABELS.values())))
     print(f"{args.part}: {len(rows)} texts in {time.monotonic() - started:.1f}s")
-    print(f"{'entity':15s} {'recall':>16s} {'precision':>18s}")
-    for kind in LABELS.values():
+    _report(cases, list(LABELS.values()))
+    return 0
+
+
+Span = tuple[str, int, int]
+
+
+def _predicted(pii_find: Any, text: str, kinds: Any) -> list[Span]:
+    return [(f.type, f.start, f.end) for f in pii_find(text) if f.type in kinds]
+
+
+def _report(cases: list[tuple[list[Span], list[Span]]], kinds: list[str]) -> None:
+    """Recall and precision per type over (gold, predicted) pairs: a span counts when it
+    overlaps one of the same type on the other side."""
+    gold_n: Counter[str] = Counter()
+    pred_n: Counter[str] = Counter()
+    hit_gold: Counter[str] = Counter()
+    hit_pred: Counter[str] = Counter()
+    for gold, predicted in cases:
+        for side, other, total, hit in (
+            (gold, predicted, gold_n, hit_gold),
+            (predicted, gold, pred_n, hit_pred),
+        ):
+            for kind, start, end in side:
+                total[kind] += 1
+                if any(k == kind and s < end and start < e for k, s, e in other):
+                    hit[kind] += 1
+    width = max(len(k) for k in kinds) + 3
+    print(f"{'entity':{width}s} {'recall':>16s} {'precision':>18s}")
+    for kind in kinds:
         recall = hit_gold[kind] / gold_n[kind] if gold_n[kind] else float("nan")
         precision = hit_pred[kind] / pred_n[kind] if pred_n[kind] else float("nan")
         print(
-            f"{kind:15s} {recall:7.1%} ({hit_gold[kind]:4d}/{gold_n[kind]:4d})"
+            f"{kind:{width}s} {recall:7.1%} ({hit_gold[kind]:4d}/{gold_n[kind]:4d})"
             f" {precision:8.1%} ({hit_pred[kind]:4d}/{pred_n[kind]:4d})"
         )
-    return 0
 
 
 RABS_TYPES = (
@@ -95,36 +107,18 @@ RABS_TYPES = (
 
 
 def rabs_examples(pii_find: Any) -> int:
-    gold_n: Counter[str] = Counter()
-    pred_n: Counter[str] = Counter()
-    hit_gold: Counter[str] = Counter()
-    hit_pred: Counter[str] = Counter()
     with open(ROOT / "eval/pii-rabs-examples.jsonl") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
+    cases = []
     for row in rows:
         text = row["text"]
         gold = []
         for kind, value in row["spans"]:
             start = text.index(value)
             gold.append((kind, start, start + len(value)))
-        predicted = [(f.type, f.start, f.end) for f in pii_find(text) if f.type in RABS_TYPES]
-        for kind, start, end in gold:
-            gold_n[kind] += 1
-            if any(k == kind and s < end and start < e for k, s, e in predicted):
-                hit_gold[kind] += 1
-        for kind, start, end in predicted:
-            pred_n[kind] += 1
-            if any(k == kind and s < end and start < e for k, s, e in gold):
-                hit_pred[kind] += 1
+        cases.append((gold, _predicted(pii_find, text, RABS_TYPES)))
     print(f"rabs: {len(rows)} hand-written texts")
-    print(f"{'entity':18s} {'recall':>16s} {'precision':>18s}")
-    for kind in RABS_TYPES:
-        recall = hit_gold[kind] / gold_n[kind] if gold_n[kind] else float("nan")
-        precision = hit_pred[kind] / pred_n[kind] if pred_n[kind] else float("nan")
-        print(
-            f"{kind:18s} {recall:7.1%} ({hit_gold[kind]:4d}/{gold_n[kind]:4d})"
-            f" {precision:8.1%} ({hit_pred[kind]:4d}/{pred_n[kind]:4d})"
-        )
+    _report(cases, list(RABS_TYPES))
     return 0
 
 
