@@ -33,3 +33,26 @@ class BrainframeConfig(AppConfig):
         job_register("expire_grants", lambda day: {"withdrawn": grants_expire()})
         job_register("check_supervisors", lambda day: supervisors_check())
         job_register("close_council_votes", lambda day: {"closed": proposals_close_due()})
+        _policy_signals()
+
+
+def _policy_signals() -> None:
+    """Every change of a governing rule, however it is made (admin, council, a command), is
+    kept in the event log (``governance:policy_changed``)."""
+    from django.db.models.signals import post_delete, post_save
+
+    from .models import ConstitutionRule, PrimeDirective, ValidationPolicy
+    from .services.policies import policy_changed_emit
+
+    def saved(sender: Any, instance: Any, created: bool, raw: bool = False, **kw: Any) -> None:
+        if not raw:  # not while loading fixtures
+            policy_changed_emit(policy=instance, action="created" if created else "changed")
+
+    def deleted(sender: Any, instance: Any, **kw: Any) -> None:
+        policy_changed_emit(policy=instance, action="deleted")
+
+    for model in (ValidationPolicy, PrimeDirective, ConstitutionRule):
+        post_save.connect(saved, sender=model, weak=False, dispatch_uid=f"policy_saved_{model}")
+        post_delete.connect(
+            deleted, sender=model, weak=False, dispatch_uid=f"policy_deleted_{model}"
+        )

@@ -14,16 +14,20 @@ This module sits below ``broker`` and ``dashboard``: it imports only the schema.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from channels.layers import get_channel_layer
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
-from brainframe.models import ApprovalRequest, MonitoringLevelChange, ToolCall
+from brainframe.models import SYSTEM_STREAM, ApprovalRequest, MonitoringLevelChange, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -31,32 +35,101 @@ log = logging.getLogger(__name__)
 BOARD_GROUP = "board"
 
 # --- Event names (the only place they are spelled) ---------------------------------------------
-TOOL_CALL = "tool_call"
-APPROVAL_CREATED = "approval_created"
-APPROVAL_DECIDED = "approval_decided"
-APPROVAL_ESCALATED = "approval_escalated"
-APPROVAL_EXPIRED = "approval_expired"
-TASK_CHANGED = "task_changed"
-HEARTBEAT = "heartbeat"
-LEVEL_CHANGED = "level_changed"
-AGENT_CHANGED = "agent_changed"
+# ``family:name``; the family (before the colon) is what the board's feed and the sinks filter on.
+TOOL_CALL = "tool_call"  # the board's row of a call (not kept: the executor/governance events are)
+APPROVAL_CREATED = "approval:created"
+APPROVAL_DECIDED = "approval:decided"
+APPROVAL_ESCALATED = "approval:escalated"
+APPROVAL_EXPIRED = "approval:expired"
+TASK_CHANGED = "task:changed"
+HEARTBEAT = "agent:heartbeat"
+LEVEL_CHANGED = "governance:level_changed"
+AGENT_CHANGED = "agent:changed"
 GUARDIAN_ASSESSMENT_COMPLETE = "guardian:assessment_complete"
 SECURITY_THREAT_DETECTED = "security:threat_detected"
 MODEL_TOOL_CALL_FLAGGED = "guardian:model_tool_call_flagged"
 COUNCIL_CHANGED = "governance:council_changed"
+TOOL_EXECUTED = "executor:tool_executed"
+TOOL_FAILED = "executor:tool_failed"
+CALL_BLOCKED = "governance:call_blocked"
+RULE_VIOLATED = "governance:rule_violated"
+ESCALATED = "governance:escalated"
+POLICY_CHANGED = "governance:policy_changed"
+PLAN_SAVED = "planner:plan_saved"
+STEP_STARTED = "planner:step_started"
+STEP_FINISHED = "planner:step_finished"
+PLAN_FAILED = "planner:plan_failed"
+MEMORY_RECORDED = "memory:recorded"
+
+#: The payload fields that name what an event is about, in order of preference.
+_SUBJECT_FIELDS = ("approval_id", "call_id", "task_id", "plan_id", "proposal_id", "entry_id")
 
 
 @dataclass(frozen=True)
 class Event:
-    """An event's payload. Subclasses name the event in ``NAME``."""
+    """An event's payload. Subclasses name the event in ``NAME``; ``LOGGED``: kept in the event
+    log (all but the board's own refresh events)."""
 
     NAME: ClassVar[str]
+    LOGGED: ClassVar[bool] = True
 
     def wire(self) -> dict[str, Any]:
         """The event as it travels on the channel layer (plain JSON; payload fields are plain
         values, so a shallow copy is the payload — ``dataclasses.asdict`` would copy deeply, and
         cost more than the rest of publishing)."""
         return {"event": self.NAME, "payload": dict(self.__dict__)}
+
+    @classmethod
+    def family(cls) -> str:
+        return cls.NAME.partition(":")[0]
+
+    def about(self) -> str:
+        for name in _SUBJECT_FIELDS:
+            value = self.__dict__.get(name)
+            if value:
+                return str(value)[:100]
+        return ""
+
+    def log_row(self, at: datetime | None = None) -> dict[str, Any]:
+        """The event as ``brainframe_append_events`` appends it, with its content hash."""
+        agent_id = self.__dict__.get("agent_id") or None
+        row = {
+            "stream": agent_id or SYSTEM_STREAM,
+            "name": self.NAME,
+            "family": self.family(),
+            "agent_id": agent_id,
+            "subject": self.about(),
+            "payload": dict(self.__dict__),
+            "at": _utc_iso(at or timezone.now()),
+        }
+        row["content_hash"] = event_content_hash(row)
+        return row
+
+
+def _utc_iso(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat()
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    ).encode()
+
+
+#: What an event's content hash covers (its chain position enters in the database).
+CONTENT_FIELDS = ("stream", "name", "agent_id", "subject", "payload", "at")
+
+
+def event_content_hash(row: dict[str, Any]) -> str:
+    """sha256 of an event row's canonical content (``at`` as UTC ISO 8601 text)."""
+    content = {k: row[k] for k in CONTENT_FIELDS}
+    if isinstance(content["at"], datetime):
+        content["at"] = _utc_iso(content["at"])
+    return hashlib.sha256(_canonical(content)).hexdigest()
+
+
+def event_row_hash(prev_hash: str, seq: int, content_hash: str) -> str:
+    return hashlib.sha256(f"{prev_hash}:{seq}:{content_hash}".encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -65,6 +138,7 @@ class ToolCallChanged(Event):
     row shows so the board renders it without a database read."""
 
     NAME: ClassVar[str] = TOOL_CALL
+    LOGGED: ClassVar[bool] = False
     call_id: str
     agent_id: str
     agent_name: str
@@ -153,6 +227,7 @@ class TaskChanged(Event):
 @dataclass(frozen=True)
 class Heartbeat(Event):
     NAME: ClassVar[str] = HEARTBEAT
+    LOGGED: ClassVar[bool] = False  # the agent's row keeps the last one
     agent_id: str
     status: str
     uptime_seconds: int
@@ -266,6 +341,182 @@ class CouncilChanged(Event):
         )
 
 
+@dataclass(frozen=True)
+class CallEvent(Event):
+    """What became of a tool call, as the event log keeps it (the audit row holds the rest)."""
+
+    call_id: str
+    agent_id: str
+    tool_id: str
+    decision: str
+    code: str
+    outcome: str
+    duration_ms: int | None = None
+    detail: str = ""
+    r_tag: str | None = None
+    o_tag: str | None = None
+    vpol: str | None = None
+    face: str = ""
+
+    @classmethod
+    def of(cls, call: ToolCall) -> CallEvent:
+        return cls(
+            call_id=str(call.id),
+            agent_id=call.agent_id,
+            tool_id=call.requested_tool_id,
+            decision=call.decision,
+            code=call.decision_code,
+            outcome=call.outcome,
+            duration_ms=call.duration_ms,
+            detail=((call.error or call.decision_detail) or "")[:300],
+            r_tag=str(call.r_tag_id) if call.r_tag_id else None,
+            o_tag=str(call.o_tag_id) if call.o_tag_id else None,
+            vpol=str(call.vpol_id) if call.vpol_id else None,
+            face=call.face,
+        )
+
+
+@dataclass(frozen=True)
+class ToolExecuted(CallEvent):
+    """Seed 001: a call's handler ran and succeeded (its outcome is written)."""
+
+    NAME: ClassVar[str] = TOOL_EXECUTED
+
+
+@dataclass(frozen=True)
+class ToolFailed(CallEvent):
+    """A call's handler ran and failed, timed out, or was interrupted (``detail``: why)."""
+
+    NAME: ClassVar[str] = TOOL_FAILED
+
+
+@dataclass(frozen=True)
+class CallBlocked(CallEvent):
+    """Seed 002, "what was blocked and why": a call refused before it ran (not allowed, invalid
+    arguments, an unknown tool, a threat, the gate) other than by a rule."""
+
+    NAME: ClassVar[str] = CALL_BLOCKED
+
+
+@dataclass(frozen=True)
+class RuleViolated(CallEvent):
+    """A call refused by a prime directive, a constitution rule or a V-Pol rule (``code``)."""
+
+    NAME: ClassVar[str] = RULE_VIOLATED
+
+
+#: Decision codes that name a rule (the rest of the refusals are ``CallBlocked``).
+RULE_CODE_PREFIXES = ("directive:", "constitution:", "vpol")
+
+
+def call_outcome_event(call: ToolCall, **outcome: Any) -> CallEvent:
+    """The event of a call whose outcome was just written (``outcome``: the outcome's values
+    when they are not yet on ``call``: ``outcome``, ``duration_ms``, ``error``)."""
+    event = CallEvent.of(call)
+    state = outcome.get("outcome", call.outcome)
+    error = outcome.get("error", call.error) or ""
+    cls = ToolExecuted if state == ToolCall.Outcome.SUCCEEDED else ToolFailed
+    return cls(
+        **{
+            **event.__dict__,
+            "outcome": state,
+            "duration_ms": outcome.get("duration_ms", call.duration_ms),
+            "detail": (error or call.decision_detail or "")[:300],
+        }
+    )
+
+
+def call_refusal_event(call: ToolCall) -> CallEvent:
+    """The event of a call refused at its decision."""
+    code = call.decision_code or ""
+    cls = RuleViolated if code.startswith(RULE_CODE_PREFIXES) else CallBlocked
+    return cls.of(call)
+
+
+@dataclass(frozen=True)
+class Escalated(Event):
+    """A human was called in at once: SAFETY_FIRST put a tool back to level 0, or a critical
+    misalignment dropped an agent (or a tool) to level 0."""
+
+    NAME: ClassVar[str] = ESCALATED
+    subject_kind: str
+    subject_id: str
+    reason: str
+    agent_id: str | None = None
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PolicyChanged(Event):
+    """A governing rule changed: a V-Pol, a prime directive or a constitution rule (``kind``),
+    by a person (``by``) or by a council decision (``proposal_id``)."""
+
+    NAME: ClassVar[str] = POLICY_CHANGED
+    kind: str
+    policy_id: str
+    action: str
+    by: str | None = None
+    version: int | None = None
+    proposal_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanEvent(Event):
+    """Seed 001's planner: an agent's plan (saved, a step started or finished, failed), as the
+    agent reported it through the broker."""
+
+    agent_id: str
+    plan_id: str
+    goal: str = ""
+    step: int | None = None
+    tool_id: str | None = None
+    status: str = ""
+    detail: str = ""
+    steps: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanSaved(PlanEvent):
+    NAME: ClassVar[str] = PLAN_SAVED
+
+
+@dataclass(frozen=True)
+class StepStarted(PlanEvent):
+    NAME: ClassVar[str] = STEP_STARTED
+
+
+@dataclass(frozen=True)
+class StepFinished(PlanEvent):
+    NAME: ClassVar[str] = STEP_FINISHED
+
+
+@dataclass(frozen=True)
+class PlanFailed(PlanEvent):
+    NAME: ClassVar[str] = PLAN_FAILED
+
+
+#: The planner's events by the short name an agent reports (``POST /api/v1/plans/events/``).
+PLAN_EVENTS: dict[str, type[PlanEvent]] = {
+    "plan_saved": PlanSaved,
+    "step_started": StepStarted,
+    "step_finished": StepFinished,
+    "plan_failed": PlanFailed,
+}
+
+
+@dataclass(frozen=True)
+class MemoryRecorded(Event):
+    """Something entered an agent's memory in the control plane: a context-bucket entry or a
+    note (``kind``), from ``source``."""
+
+    NAME: ClassVar[str] = MEMORY_RECORDED
+    kind: str
+    entry_id: str
+    agent_id: str | None = None
+    bucket: str = ""
+    source: str = ""
+
+
 #: Every event type by name: the one list of what the product emits.
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.NAME: cls
@@ -283,8 +534,24 @@ EVENT_TYPES: dict[str, type[Event]] = {
         SecurityThreatDetected,
         ModelToolCallFlagged,
         CouncilChanged,
+        ToolExecuted,
+        ToolFailed,
+        CallBlocked,
+        RuleViolated,
+        Escalated,
+        PolicyChanged,
+        PlanSaved,
+        StepStarted,
+        StepFinished,
+        PlanFailed,
+        MemoryRecorded,
     )
 }
+
+#: The families, as the board's feed and the sinks offer them.
+EVENT_FAMILIES: tuple[str, ...] = tuple(
+    sorted({cls.family() for cls in EVENT_TYPES.values() if cls.LOGGED})
+)
 
 
 def event_from_wire(item: dict[str, Any]) -> Event | None:
@@ -295,7 +562,7 @@ def event_from_wire(item: dict[str, Any]) -> Event | None:
         log.warning("unknown event %r", item.get("event"))
         return None
     payload = dict(item.get("payload") or {})
-    for name in ("patterns",):  # JSON has no tuples
+    for name in ("patterns", "steps"):  # JSON has no tuples
         if isinstance(payload.get(name), list):
             payload[name] = tuple(payload[name])
     try:
@@ -348,6 +615,34 @@ def publish_after_commit(*events: Event) -> None:
     """``publish`` once the current transaction commits (at once outside one): for events
     whose rows the board reads to show them."""
     transaction.on_commit(lambda: publish(*events))
+
+
+def emit(*events: Event) -> None:
+    """Keep ``events`` in the event log (those it keeps: ``LOGGED``) and publish them.
+
+    The log rows are written by one statement in the caller's transaction (its own outside
+    one): they exist if and only if what they describe was committed. They are published once
+    it commits. A failure to write them is the caller's failure (the log is not best effort)."""
+    append_events(events)
+    publish_after_commit(*events)
+
+
+def append_events(events: tuple[Event, ...] | list[Event], at: datetime | None = None) -> int:
+    """Append the logged ones of ``events`` to the event log, in order; returns how many."""
+    rows = event_log_rows(events, at)
+    if not rows:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT brainframe_append_events(%s::jsonb)", [json.dumps(rows, default=str)])
+    return len(rows)
+
+
+def event_log_rows(
+    events: tuple[Event, ...] | list[Event], at: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The rows ``brainframe_append_events`` appends for ``events`` (the ones it keeps)."""
+    at = at or timezone.now()
+    return [event.log_row(at) for event in events if event.LOGGED]
 
 
 def publish_tool_call(call: ToolCall, *, after: tuple[Event, ...] = ()) -> Future[Any] | None:

@@ -12,6 +12,7 @@ from .agents import (
 )
 from .append_only import AppendOnlyError, AppendOnlyModel
 from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
+from .events import SYSTEM_STREAM, EventLogEntry, EventSink
 from .council import (
     CouncilMember,
     CouncilProposal,
@@ -36,6 +37,7 @@ from .work import AgentTask, ApprovalRequest, CapabilityGrant, Deliverable, Noti
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
+    "SYSTEM_STREAM",
     "Agent",
     "AgentCredential",
     "AgentNote",
@@ -54,6 +56,8 @@ __all__ = [
     "CouncilProposal",
     "CouncilVote",
     "DecayRun",
+    "EventLogEntry",
+    "EventSink",
     "Deliverable",
     "LLMBudget",
     "LLMCacheEntry",

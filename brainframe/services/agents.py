@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from brainframe.events import AgentChanged, publish_after_commit
+from brainframe.events import AgentChanged, emit
 from brainframe.models import Agent
 
 
@@ -32,4 +32,4 @@ def agent_set_paused(*, agents: Iterable[Agent], paused: bool) -> int:
 
 
 def _announce(agent_ids: list[str]) -> None:
-    publish_after_commit(*(AgentChanged(agent_id=agent_id) for agent_id in agent_ids))
+    emit(*(AgentChanged(agent_id=agent_id) for agent_id in agent_ids))

@@ -38,7 +38,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from brainframe.choices import LEVEL_THRESHOLDS
-from brainframe.events import LevelChanged, publish_after_commit
+from brainframe.events import Escalated, LevelChanged, emit
 from brainframe.models import Agent, MonitoringLevelChange, Tool, ToolCall
 
 log = logging.getLogger(__name__)
@@ -255,7 +255,7 @@ def _set_level(
         model.objects.filter(pk=subject.pk).update(monitoring_level=to_level)
         subject.monitoring_level = to_level
     # After commit: the board reads the change's row to show it.
-    publish_after_commit(LevelChanged.of(change))
+    emit(LevelChanged.of(change))
     return change
 
 
@@ -427,6 +427,16 @@ def safety_escalation(*, tool: Tool, call_id: uuid.UUID, reason: str) -> None:
 def _notify_critical(
     subject: Tool | Agent, change: MonitoringLevelChange, *, title: str | None = None
 ) -> None:
+    evidence = change.evidence or {}
+    emit(
+        Escalated(
+            subject_kind="tool" if isinstance(subject, Tool) else "agent",
+            subject_id=str(subject.pk),
+            reason=change.reason[:500],
+            agent_id=subject.pk if isinstance(subject, Agent) else None,
+            call_id=str(evidence["call_id"]) if evidence.get("call_id") else None,
+        )
+    )
     seniors = get_user_model().objects.filter(groups__name="senior_reviewers", is_active=True)
     recipients = sorted({u.email for u in seniors if u.email})
     if recipients:

@@ -34,7 +34,7 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from brainframe.events import CouncilChanged, publish
+from brainframe.events import CouncilChanged, emit
 from brainframe.models import (
     CouncilMember,
     CouncilProposal,
@@ -333,7 +333,7 @@ def _notify_members(proposal_id: Any, what: str) -> None:
     if proposal is None:
         return
     try:
-        publish(CouncilChanged.of(proposal, tally(proposal)))
+        emit(CouncilChanged.of(proposal, tally(proposal)))
     except Exception:
         log.warning("could not publish the council event for %s", proposal_id, exc_info=True)
     if what == "vote":

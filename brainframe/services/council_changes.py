@@ -23,7 +23,11 @@ from brainframe.models import (
 )
 from brainframe.safety.conditions import decision_facts, first_match, vpol_rules_errors
 from brainframe.safety.guardian import argument_strings
-from brainframe.services.policies import GOVERNING_FIELDS, validation_policy_save
+from brainframe.services.policies import (
+    GOVERNING_FIELDS,
+    changes_by_proposal,
+    validation_policy_save,
+)
 
 Kind = CouncilProposal.Kind
 CODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -351,7 +355,8 @@ def what_if(kind: str, target: str, change: dict[str, Any]) -> dict[str, Any]:
 
 def change_apply(proposal: CouncilProposal, change: dict[str, Any]) -> str:
     """Make the (checked) change of a passed proposal; returns what was done."""
-    return str(_APPLY[proposal.kind](proposal, change))
+    with changes_by_proposal(proposal.pk):
+        return str(_APPLY[proposal.kind](proposal, change))
 
 
 def _apply_constitution_add(proposal: CouncilProposal, change: dict[str, Any]) -> str:

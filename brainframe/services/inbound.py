@@ -19,7 +19,7 @@ from brainframe.events import (
     Event,
     GuardianAssessmentComplete,
     SecurityThreatDetected,
-    publish_after_commit,
+    emit,
 )
 from brainframe.models import Agent, AgentTask, OriginRegistry
 from brainframe.safety.guardian import Assessment, assess
@@ -145,6 +145,6 @@ def _announce(
                     trust=assessment.trust,
                 )
             )
-        publish_after_commit(*events)
+        emit(*events)
     if task is not None:
         task_announce(task)

@@ -23,7 +23,7 @@ from django.db import connection
 from django.db.models import Sum
 from django.utils import timezone
 
-from brainframe.events import ModelToolCallFlagged, publish_after_commit
+from brainframe.events import ModelToolCallFlagged, emit
 from brainframe.models import (
     Agent,
     LLMBudget,
@@ -408,7 +408,7 @@ def llm_record(
     )
     if threats:
         at = row.created_at.isoformat()
-        publish_after_commit(
+        emit(
             *(
                 ModelToolCallFlagged(
                     agent_id=agent_id,

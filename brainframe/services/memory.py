@@ -7,6 +7,7 @@ from typing import Any
 from django.db import connection
 from psycopg.types.json import Jsonb
 
+from brainframe.events import MemoryRecorded, emit
 from brainframe.models import Agent, ContextBucketEntry
 from brainframe.services.bucket_checker import bucket_classify
 from brainframe.services.indexing import index_after_commit
@@ -76,6 +77,15 @@ def observation_record(
         entry_id, created, unembedded = cursor.fetchone()
     if unembedded:
         index_after_commit("observation", [entry_id])
+    emit(
+        MemoryRecorded(
+            kind="observation" if created else "observation_reinforced",
+            entry_id=str(entry_id),
+            agent_id=params["agent_id"],
+            bucket=bucket,
+            source=f"agent:{params['agent_id']}" if params["agent_id"] else "system",
+        )
+    )
     return ContextBucketEntry.objects.get(pk=entry_id), bool(created)
 
 

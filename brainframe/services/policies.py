@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from django.db import transaction
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
 
+from django.db import transaction
+from simple_history.models import HistoricalRecords
+
+from brainframe.events import PolicyChanged, emit
 from brainframe.models import ValidationPolicy
 
 #: What a policy decides with. A change to any of these is a new version; a renamed or
@@ -35,3 +42,35 @@ def validation_policy_save(*, policy: ValidationPolicy, is_new: bool) -> Validat
             policy.version = current.version + 1 if changed else current.version
         policy.save()
     return policy
+
+
+def policy_changed_emit(*, policy: Any, action: str) -> None:
+    """Keep a change of a governing rule (a V-Pol, a prime directive, a constitution rule) in the
+    event log, in the transaction that saved it: who did it when a person did (the admin's
+    request), the council proposal when the council did (``changes_by_proposal``)."""
+    request = getattr(HistoricalRecords.context, "request", None)
+    user = getattr(request, "user", None)
+    proposal = _by_proposal.get()
+    emit(
+        PolicyChanged(
+            kind=policy._meta.model_name,
+            policy_id=str(policy.pk),
+            action=action,
+            by=user.get_username() if user is not None and user.is_authenticated else None,
+            version=getattr(policy, "version", None),
+            proposal_id=str(proposal) if proposal else None,
+        )
+    )
+
+
+_by_proposal: ContextVar[Any] = ContextVar("policy_change_by_proposal", default=None)
+
+
+@contextmanager
+def changes_by_proposal(proposal_id: Any) -> Iterator[None]:
+    """Policy changes made inside are the council's decision ``proposal_id``."""
+    token = _by_proposal.set(proposal_id)
+    try:
+        yield
+    finally:
+        _by_proposal.reset(token)

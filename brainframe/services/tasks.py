@@ -11,7 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from brainframe.events import TaskChanged, publish_after_commit
+from brainframe.events import TaskChanged, emit
 from brainframe.models import Agent, AgentTask, ApprovalRequest
 
 Status = AgentTask.Status
@@ -49,7 +49,7 @@ def task_announce(task: AgentTask, *, also_agent_id: str | None = None) -> None:
     """Show the task where it stands on every open board (its log row, its agent's Kanban),
     once committed: the board reads the task. ``also_agent_id``: an agent it was moved away
     from, whose Kanban loses it."""
-    publish_after_commit(
+    emit(
         *(
             TaskChanged(agent_id=agent_id, task_id=str(task.task_id), status=task.status)
             for agent_id in dict.fromkeys([task.agent_id, also_agent_id])

@@ -18,6 +18,13 @@ from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
+from brainframe.events import (
+    ApprovalCreated,
+    Event,
+    call_outcome_event,
+    call_refusal_event,
+    event_log_rows,
+)
 from brainframe.models import ApprovalRequest, ReasonEdge, ReasonLog, ToolCall
 from brainframe.services.indexing import classify_origin_after_commit, index_after_commit
 
@@ -45,11 +52,16 @@ _DECISIONS = {
 }
 
 
+_REFUSALS = frozenset({Outcome.DENY, Outcome.INVALID, Outcome.UNKNOWN_TOOL})
+
+
 @dataclass(frozen=True)
 class Recorded:
     call: ToolCall
     reason_id: uuid.UUID  # the R-Tag
     approval: ApprovalRequest | None
+    #: What the statement appended to the event log (to publish once it commits).
+    events: tuple[Event, ...] = ()
 
 
 def _entity_edges(ctx: CallContext) -> list[tuple[str, str, str]]:
@@ -121,7 +133,13 @@ def _tables() -> tuple[_Table, _Table, _Table]:
     return _Table(ReasonLog), _Table(ReasonEdge), _Table(ToolCall)
 
 
-def record_decision(ctx: CallContext, verdict: Verdict, *, ran: Ran | None = None) -> Recorded:
+def record_decision(
+    ctx: CallContext,
+    verdict: Verdict,
+    *,
+    ran: Ran | None = None,
+    events: tuple[Event, ...] = (),
+) -> Recorded:
     """Write the decision's audit rows atomically. Raises DatabaseError if the audit is down.
 
     Only writes: the context carries the resolved tags (``ctx.tags``, from ``prepare``). Every
@@ -129,6 +147,8 @@ def record_decision(ctx: CallContext, verdict: Verdict, *, ran: Ran | None = Non
     (when the call registers one), the reason and its edges, the chained tool call and the
     approval request (when the verdict asks for one). ``ran``: the outcome of a call that ran
     before it was recorded (a read without side effects), written with the decision, sealed.
+    ``events``: the decision's own (its Guardian assessment), appended to the event log by the
+    same statement with the refusal, the approval request or the outcome it records.
     """
     req = ctx.request
     tags = ctx.tags
@@ -215,6 +235,16 @@ def record_decision(ctx: CallContext, verdict: Verdict, *, ran: Ran | None = Non
         document["origin"] = _row(origin, now)
     if approval is not None:
         document["approval"] = _row(approval, now)
+    logged = list(events)
+    if verdict.outcome in _REFUSALS:
+        logged.append(call_refusal_event(call))
+    if approval is not None:
+        logged.append(ApprovalCreated.of(approval))
+    if ran is not None:
+        logged.append(call_outcome_event(call))
+    rows = event_log_rows(logged, now)
+    if rows:
+        document["events"] = rows
     # Inside a caller's transaction, a savepoint keeps a refused write (a duplicate
     # Idempotency-Key) from spoiling it; on its own the one statement is its own transaction.
     expect = ctx.expect
@@ -243,7 +273,7 @@ def record_decision(ctx: CallContext, verdict: Verdict, *, ran: Ran | None = Non
     if origin is not None:
         classify_origin_after_commit(origin.id)
     index_after_commit("reason", [reason_id])
-    return Recorded(call=call, reason_id=reason_id, approval=approval)
+    return Recorded(call=call, reason_id=reason_id, approval=approval, events=tuple(logged))
 
 
 def _row(instance: models.Model, now: Any) -> dict[str, Any]:
@@ -329,15 +359,27 @@ def record_outcome(
         outbound_findings=outbound_findings,
     )
     values["outcome_hash"] = compute_outcome_hash(_anchor(call), values)
+    event = call_outcome_event(
+        call, outcome=outcome, duration_ms=values["duration_ms"], error=values["error"]
+    )
     # One statement without the ORM's query building (the hot path of every executed call);
-    # the database's append-only trigger still allows only these columns to change, once.
+    # the database's append-only trigger still allows only these columns to change, once. The
+    # outcome's event is appended by the same statement, only if the outcome was written.
     with connection.cursor() as cursor:
         cursor.execute(
+            "WITH written AS ("
             f"UPDATE tool_calls SET {', '.join(f'{column} = %s' for column in values)}"
-            " WHERE id = %s AND outcome = %s",
-            [*(_sql_value(c, v) for c, v in values.items()), call.pk, ToolCall.Outcome.PENDING],
+            " WHERE id = %s AND outcome = %s RETURNING 1)"
+            " SELECT CASE WHEN EXISTS (SELECT 1 FROM written)"
+            " THEN brainframe_append_events(%s::jsonb) ELSE 0 END",
+            [
+                *(_sql_value(c, v) for c, v in values.items()),
+                call.pk,
+                ToolCall.Outcome.PENDING,
+                _dumps(event_log_rows([event], values["executed_at"])),
+            ],
         )
-        written = cursor.rowcount
+        written = cursor.fetchone()[0]
     if written:
         for key, value in values.items():
             setattr(call, key, value)

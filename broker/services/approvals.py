@@ -25,7 +25,7 @@ from brainframe.events import (
     ApprovalEscalated,
     ApprovalEvent,
     ApprovalExpired,
-    publish,
+    emit,
 )
 from brainframe.models import (
     ApprovalRequest,
@@ -248,6 +248,7 @@ def approval_decide(
         runs = action in ("approve", "modify") and pre_execution
         if runs:
             transaction.on_commit(lambda: _enqueue_execution(approval.pk))
+        emit(event.of(approval))  # kept with the decision; published once it commits
         transaction.on_commit(lambda: _after_decision(approval.pk, event))
     return Decided(approval=approval, enqueued_execution=runs)
 
@@ -260,8 +261,7 @@ def _enqueue_execution(approval_id: Any) -> None:
 
 
 def _after_decision(approval_id: Any, event: type[ApprovalEvent]) -> None:
-    approval = ApprovalRequest.objects.select_related("decided_by").get(pk=approval_id)
-    publish(event.of(approval))
+    approval = ApprovalRequest.objects.get(pk=approval_id)
     alignment_signal(call_id=approval.tool_call_id)
     if event is ApprovalEscalated:
         notify_enqueue(approval_id=approval_id, event="escalated")
@@ -284,12 +284,17 @@ def approvals_expire(*, now: Any = None) -> list[str]:
         ).select_related("tool_call"):
             if approval.tool_call is not None:
                 record_cancelled(approval.tool_call, "expired without a decision")
+        emit(
+            *(
+                ApprovalExpired.of(approval)
+                for approval in ApprovalRequest.objects.filter(pk__in=expired).order_by("pk")
+            )
+        )
     ids = [str(i) for i in expired]
 
     def notify() -> None:
-        for approval in ApprovalRequest.objects.filter(pk__in=expired).select_related("decided_by"):
-            publish(ApprovalExpired.of(approval))
-            notify_enqueue(approval_id=approval.pk, event="expired")
+        for approval_id in expired:
+            notify_enqueue(approval_id=approval_id, event="expired")
 
     transaction.on_commit(notify)
     return ids

@@ -191,7 +191,7 @@ def tool_call_submit(
             recorded_input=request.arguments,
         )
     try:
-        recorded = record_decision(ctx, verdict, ran=ran)
+        recorded = record_decision(ctx, verdict, ran=ran, events=assessment)
     except IntegrityError:
         # Another request with the same Idempotency-Key won the race: answer as it did.
         replay = _idempotent_replay(agent, request) if request.idempotency_key else None
@@ -205,11 +205,14 @@ def tool_call_submit(
             503, "audit_unavailable", "the audit could not be written; nothing was executed"
         ) from exc
     call = recorded.call
+    # What the decision's statement appended to the event log; the new approval is announced
+    # on its own (``_announce_new_approval``).
+    shown = tuple(e for e in recorded.events if not isinstance(e, ApprovalCreated))
     if ran is not None:
-        call_executed(call, events=assessment)
+        call_executed(call, events=shown)
         return call_answer(call, recorded.approval)
     if not verdict.executes:  # an executing call is published once, with its outcome
-        publish_tool_call(call, after=assessment)
+        publish_tool_call(call, after=shown)
     if ctx.tool is not None and any(f.safety_level_zero for f in ctx.findings):
         safety_escalation(tool=ctx.tool, call_id=call.id, reason=verdict.detail)
     if call.decision == ToolCall.Decision.DENIED:
@@ -218,7 +221,7 @@ def tool_call_submit(
         _announce_new_approval(recorded.approval)
     if verdict.executes:
         assert ctx.tool is not None
-        call_execute(call=call, tool=ctx.tool, arguments=request.arguments, events=assessment)
+        call_execute(call=call, tool=ctx.tool, arguments=request.arguments, events=shown)
     return call_answer(call, recorded.approval)
 
 

@@ -19,7 +19,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from brainframe.choices import RiskLevel
-from brainframe.events import Event, publish_tool_call
+from brainframe.events import Event, call_outcome_event, publish_tool_call
 from brainframe.models import ApprovalRequest, Tool, ToolCall
 from brainframe.services.alignment import alignment_signal
 
@@ -99,7 +99,8 @@ def call_execute(
     ``call_executed``."""
     ran = call_run(tool=tool, arguments=arguments, call_id=call.id, recorded_input=call.input)
     try:
-        record_outcome_patiently(call, **ran.values())
+        if record_outcome_patiently(call, **ran.values()):
+            events = (*events, call_outcome_event(call))  # appended with the outcome
     except DatabaseError:
         # The handler ran; its result stays in memory for the answer, and the interrupted-call
         # seal records the loss once the database is back.
@@ -171,5 +172,5 @@ def calls_interrupted_seal(
             call, outcome=ToolCall.Outcome.FAILED, output=None, error=INTERRUPTED, duration_ms=0
         ):
             sealed.append(str(call.pk))
-            publish_tool_call(call)
+            publish_tool_call(call, after=(call_outcome_event(call),))
     return sealed

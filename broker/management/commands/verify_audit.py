@@ -1,4 +1,5 @@
-"""Check every agent's tool_calls hash chain (and the council's vote chains); exit non-zero
+"""Check every agent's tool_calls hash chain (and the council's vote chains and the event
+log's chains); exit non-zero
 naming the first row that breaks."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brainframe.models import ToolCall
 from brainframe.services.council import council_votes_verify
+from brainframe.services.event_log import event_log_verify
 from broker.audit.verify import verify_chain
 
 
@@ -40,9 +42,9 @@ class Command(BaseCommand):
                 broken.append(str(problem))
                 self.stderr.write(str(problem))
         if not options["agent"]:
-            for vote_problem in council_votes_verify():
-                broken.append(vote_problem)
-                self.stderr.write(vote_problem)
+            for other_problem in (*council_votes_verify(), *event_log_verify()):
+                broken.append(other_problem)
+                self.stderr.write(other_problem)
         rows = ToolCall.objects.filter(agent_id__in=agents).count()
         elapsed = time.monotonic() - started
         if broken:
