@@ -21,6 +21,7 @@ class BrainframeConfig(AppConfig):
         from .services.grants import grants_expire
         from .services.indexing import index_sweep
         from .services.relevance import decay_run
+        from .services.sinks import sinks_deliver
         from .services.supervisors import supervisors_check
 
         def decay(day: date) -> Any:
@@ -33,6 +34,7 @@ class BrainframeConfig(AppConfig):
         job_register("expire_grants", lambda day: {"withdrawn": grants_expire()})
         job_register("check_supervisors", lambda day: supervisors_check())
         job_register("close_council_votes", lambda day: {"closed": proposals_close_due()})
+        job_register("deliver_events", lambda day: {"sinks": sinks_deliver()})
         _policy_signals()
 
 

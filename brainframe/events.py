@@ -62,7 +62,16 @@ PLAN_FAILED = "planner:plan_failed"
 MEMORY_RECORDED = "memory:recorded"
 
 #: The payload fields that name what an event is about, in order of preference.
-_SUBJECT_FIELDS = ("approval_id", "call_id", "task_id", "plan_id", "proposal_id", "entry_id")
+_SUBJECT_FIELDS = (
+    "approval_id",
+    "call_id",
+    "task_id",
+    "plan_id",
+    "proposal_id",
+    "entry_id",
+    "policy_id",
+    "subject_id",
+)
 
 
 @dataclass(frozen=True)

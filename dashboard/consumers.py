@@ -3,23 +3,32 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from brainframe.events import BOARD_GROUP, Event, ToolCallChanged, event_from_wire
 
-from .render import render_call_event, render_event, renders
+from .render import render_call_event, render_event, render_feed_row, renders
 
 
 class BoardConsumer(AsyncWebsocketConsumer):
     """One per open board. Anonymous sockets are refused; events arrive via the channel layer."""
+
+    feed = ""
+    feed_agent = ""
 
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
+        # The event log page's socket (``?feed=all`` or ``?feed=<family>``) also gets each kept
+        # event as a feed row.
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self.feed = (query.get("feed") or [""])[0]
+        self.feed_agent = (query.get("agent") or [""])[0]
         await self.channel_layer.group_add(BOARD_GROUP, self.channel_name)
         await self.accept()
 
@@ -32,7 +41,16 @@ class BoardConsumer(AsyncWebsocketConsumer):
             if event is not None:
                 await self._show(event)
 
+    def _feed_wants(self, event: Event) -> bool:
+        if not self.feed or not event.LOGGED:
+            return False
+        if self.feed != "all" and event.family() != self.feed:
+            return False
+        return not self.feed_agent or event.__dict__.get("agent_id") == self.feed_agent
+
     async def _show(self, event: Event) -> None:
+        if self._feed_wants(event):
+            await self.send(text_data=render_feed_row(event))
         # A tool call's row needs no database read: render it here rather than queue it on the
         # consumers' one synchronous thread at high call rates; events the board does not show
         # (a Guardian assessment per call) are dropped here.

@@ -13,6 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
 
 from brainframe.events import (
     AgentChanged,
@@ -30,9 +33,39 @@ from brainframe.events import (
     ToolCallChanged,
 )
 from brainframe.models import Agent, AgentTask, ApprovalRequest, MonitoringLevelChange, ToolCall
+from brainframe.services.event_log import event_summary
 from broker.services.approvals import OPEN, can_decide
 
 from . import selectors
+
+
+def render_feed_row(event: Event, *, at: datetime | None = None, oob: bool = True) -> str:
+    """One event of the event log as the feed shows it (no database read: the payload is all)."""
+    payload = event.__dict__
+    when = timezone.localtime(at or timezone.now())
+    call_id = payload.get("call_id")
+    subject = event.about()
+    link = (
+        format_html(' <a href="{}">chain</a>', reverse("dashboard:call-chain", args=[call_id]))
+        if call_id
+        else ""
+    )
+    row = format_html(
+        '<li class="feed-row family-{}" data-family="{}" data-event="{}">'
+        '<time datetime="{}">{}</time> <span class="kind">{}</span> '
+        '<span class="actor">[{}]</span> <span class="subject">{}</span> — {}{}</li>',
+        event.family(),
+        event.family(),
+        event.NAME,
+        when.isoformat(),
+        when.strftime("%H:%M:%S"),
+        event.NAME,
+        payload.get("agent_id") or "system",
+        subject[:36],
+        event_summary(event.NAME, payload),
+        link,
+    )
+    return f'<ol hx-swap-oob="afterbegin:#event-feed">{row}</ol>' if oob else str(row)
 
 
 def _log_row(entry: dict[str, Any]) -> str:

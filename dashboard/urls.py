@@ -20,6 +20,7 @@ urlpatterns = [
     ),
     path("standing/<uuid:standing_id>/revoke/", views.standing_revoke_view, name="standing-revoke"),
     path("service-levels/", views.service_levels_page, name="service-levels"),
+    path("events/", views.events_page, name="events"),
     path("preferences/digest/", views.digest_preference, name="digest-preference"),
     path("council/", views.council, name="council"),
     path("council/<uuid:proposal_id>/vote/", views.council_vote, name="council-vote"),

@@ -3,8 +3,10 @@ services as the API and the admin; partials are the same templates the websocket
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import (
@@ -31,8 +33,10 @@ from brainframe.models import (
     StandingApproval,
     ToolCall,
 )
+from brainframe.events import EVENT_FAMILIES, EVENT_TYPES
 from brainframe.selectors import flatten, origin_chain
 from brainframe.services.council import CouncilError, is_member, proposal_vote, tally
+from brainframe.services.event_log import event_log_feed
 from brainframe.services.standing import standing_live, standing_revoke
 from brainframe.services.supervisors import SupervisorError, supervisor_command
 from broker.services.approvals import (
@@ -46,6 +50,7 @@ from broker.services.approvals import (
 
 from . import selectors
 from .charts import bar_chart
+from .render import render_feed_row
 from .metrics import daily_levels, service_levels
 
 
@@ -254,6 +259,49 @@ def standing_revoke_view(request: HttpRequest, standing_id: str) -> HttpResponse
         )
     standing_revoke(standing=standing, by=request.user, reason="revoked on the board")
     return redirect(reverse("dashboard:approvals") + "#standing")
+
+
+@login_required
+def events_page(request: HttpRequest) -> HttpResponse:
+    """The event log, newest first, live: filtered by family and agent (``?family=&agent=``)."""
+    family = request.GET.get("family", "")
+    agent_id = request.GET.get("agent", "")
+    if family and family not in EVENT_FAMILIES:
+        return render(
+            request,
+            "dashboard/events.html",
+            {"error": f"unknown event family {family!r}", "families": EVENT_FAMILIES},
+            status=400,
+        )
+    entries = event_log_feed(family=family, agent_id=agent_id, limit=200)
+    rows = [
+        render_feed_row(EVENT_TYPES[e.name](**_payload(e)), at=e.at, oob=False)
+        for e in entries
+        if e.name in EVENT_TYPES
+    ]
+    socket = "/ws/board/?" + urlencode({"feed": family or "all", "agent": agent_id})
+    return render(
+        request,
+        "dashboard/events.html",
+        {
+            "rows": rows,
+            "families": EVENT_FAMILIES,
+            "family": family,
+            "agent": agent_id,
+            "agents": Agent.objects.order_by("agent_id").values_list("agent_id", flat=True),
+            "socket": socket,
+        },
+    )
+
+
+def _payload(entry: Any) -> dict[str, Any]:
+    """A logged payload as its event's fields (lists back to tuples; fields since added keep
+    their defaults, fields since removed are dropped)."""
+    cls = EVENT_TYPES[entry.name]
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {
+        k: tuple(v) if isinstance(v, list) else v for k, v in entry.payload.items() if k in names
+    }
 
 
 @login_required

@@ -50,6 +50,13 @@ app.conf.beat_schedule = {
         "args": ("check_supervisors",),
         "options": {"expires": 55},
     },
+    # The event log out to the SIEM sinks (signed POSTs, at least once).
+    "deliver-events": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 30.0,
+        "args": ("deliver_events",),
+        "options": {"expires": 25},
+    },
     # Embeddings and bucket classification that a failed enqueue left behind.
     "index-sweep": {
         "task": "brainframe.tasks.run_scheduled_job",

@@ -20,6 +20,7 @@ from brainframe.models import (
     Tool,
     ValidationPolicy,
 )
+from brainframe.services.sinks import sink_set
 from tests import factories as f
 from tests.signing import SignedClient
 
@@ -60,6 +61,7 @@ def populated(seeded: None) -> None:
     from brainframe.models import DecayRun
 
     DecayRun.objects.create(night=date(2026, 3, 2), rows_updated=6)
+    sink_set(name="siem", url="https://siem.test/in", secret="sixteen-chars-or-more")
     from brainframe.models import AgentCredential, Deliverable, ReasonEdge
 
     ReasonEdge.objects.create(

@@ -1,0 +1,114 @@
+"""The event log (read-only) and its SIEM sinks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from brainframe.events import EVENT_FAMILIES
+from brainframe.models import EventLogEntry, EventSink
+from brainframe.services.event_log import event_summary
+from brainframe.services.sinks import SinkError, sink_deliver, sink_set
+
+from .common import ReadOnlyAdmin
+
+
+@admin.register(EventLogEntry)
+class EventLogEntryAdmin(ReadOnlyAdmin):
+    """Every named event as it was kept (``verify_audit`` checks the chains)."""
+
+    list_display = ("at", "name", "agent_id", "subject", "summary", "stream", "seq")
+    list_filter = ("family", "name")
+    search_fields = ("subject", "agent_id", "name")
+    date_hierarchy = "at"
+    show_full_result_count = False
+    readonly_fields = ("summary",)
+
+    @admin.display(description="what")
+    def summary(self, obj: EventLogEntry) -> str:
+        return event_summary(obj.name, obj.payload)
+
+
+class EventSinkForm(forms.ModelForm):
+    url = forms.URLField(
+        max_length=500, assume_scheme="https", help_text="Where the events are POSTed (JSON)."
+    )
+    secret = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="The HMAC-SHA256 signing secret the receiver checks (at least 16 characters). "
+        "Stored encrypted; leave empty to keep the stored one.",
+    )
+    families = forms.MultipleChoiceField(
+        choices=[(f, f) for f in EVENT_FAMILIES],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Only these families (none ticked: every event).",
+    )
+
+    class Meta:
+        model = EventSink
+        fields = ("name", "url", "families", "enabled", "batch_size")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        try:
+            self.instance = sink_set(
+                name=cleaned["name"],
+                url=cleaned["url"],
+                secret=cleaned.get("secret") or None,
+                families=cleaned.get("families") or [],
+                enabled=cleaned.get("enabled", True),
+                batch_size=cleaned.get("batch_size") or 100,
+                sink=self.instance if self.instance.pk else None,
+            )
+        except SinkError as exc:
+            field = exc.field if exc.field in self.fields else None
+            raise forms.ValidationError({field: exc.detail} if field else exc.detail) from None
+        return cleaned
+
+
+@admin.register(EventSink)
+class EventSinkAdmin(admin.ModelAdmin):
+    """Receivers of the event log (a SIEM): signed JSON POSTs, at least once; see
+    docs/events.md for the format and the signature."""
+
+    form = EventSinkForm
+    list_display = ("name", "url", "enabled", "delivered", "state", "last_delivery_at")
+    readonly_fields = ("delivered", "failures", "next_attempt_at", "last_delivery_at", "state")
+    actions = ["deliver_now", "send_from_start"]
+
+    @admin.display(description="state")
+    def state(self, obj: EventSink) -> str:
+        if obj.last_error:
+            return format_html(
+                '<span class="errornote">failing ({} in a row): {}</span>',
+                obj.failures,
+                obj.last_error,
+            )
+        return "ok"
+
+    def save_model(
+        self, request: HttpRequest, obj: EventSink, form: forms.ModelForm, change: bool
+    ) -> None:
+        pass  # the form's clean() saved it through sink_set (validation and encryption)
+
+    @admin.action(description="Deliver to the selected sinks now")
+    def deliver_now(self, request: HttpRequest, queryset: QuerySet[EventSink]) -> None:
+        for sink in queryset:
+            result = sink_deliver(sink.pk)
+            level = messages.ERROR if result.get("error") else messages.SUCCESS
+            self.message_user(request, f"{sink.name}: {result}", level)
+
+    @admin.action(description="Send the selected sinks everything again, from the start")
+    def send_from_start(self, request: HttpRequest, queryset: QuerySet[EventSink]) -> None:
+        count = queryset.update(cursor={}, failures=0, next_attempt_at=None, last_error="")
+        self.message_user(request, f"{count} sink(s) will get the whole log again.")
