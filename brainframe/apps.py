@@ -36,6 +36,11 @@ class BrainframeConfig(AppConfig):
         job_register("close_council_votes", lambda day: {"closed": proposals_close_due()})
         job_register("deliver_events", lambda day: {"sinks": sinks_deliver()})
         _policy_signals()
+        from django.conf import settings
+
+        from .telemetry import telemetry_from_settings
+
+        telemetry_from_settings(settings.RABS_OTEL_ENDPOINT, settings.RABS_OTEL_SERVICE_NAME)
 
 
 def _policy_signals() -> None:

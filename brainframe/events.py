@@ -27,6 +27,7 @@ from channels.layers import get_channel_layer
 from django.db import connection, transaction
 from django.utils import timezone
 
+from brainframe.telemetry import events_observed
 from brainframe.models import SYSTEM_STREAM, ApprovalRequest, MonitoringLevelChange, ToolCall
 
 log = logging.getLogger(__name__)
@@ -606,6 +607,7 @@ def publish(*events: Event) -> Future[Any] | None:
     """Queue ``events``, in order, for every open board, as one message (a tool call's Guardian
     assessment with its row: each message costs the channel layer a few Redis commands,
     whatever it carries). Returns the pending send (tests may wait on it)."""
+    events_observed(events)
     layer = get_channel_layer()
     if layer is None or not events:
         return None

@@ -31,6 +31,7 @@ from brainframe.models import (
     ToolCall,
 )
 from brainframe.services.alignment import alignment_signal, safety_escalation
+from brainframe.telemetry import decision_observed, now_ns
 
 from ..audit.record import record_decision
 from ..errors import BrokerRefusal
@@ -173,6 +174,7 @@ def tool_call_submit(
     memory, at this generation: the decision's statement checks it and raises StaleSnapshot
     (nothing written, nothing executed) if it is not current; ``expect.verified`` tells the
     caller whether the answer was given under a checked agent (else it must check it)."""
+    started = now_ns()
     if request.idempotency_key:
         replay = _idempotent_replay(agent, request)
         if replay is not None:
@@ -205,6 +207,7 @@ def tool_call_submit(
             503, "audit_unavailable", "the audit could not be written; nothing was executed"
         ) from exc
     call = recorded.call
+    decision_observed(call, started)
     # What the decision's statement appended to the event log; the new approval is announced
     # on its own (``_announce_new_approval``).
     shown = tuple(e for e in recorded.events if not isinstance(e, ApprovalCreated))

@@ -22,6 +22,7 @@ from brainframe.choices import RiskLevel
 from brainframe.events import Event, call_outcome_event, publish_tool_call
 from brainframe.models import ApprovalRequest, Tool, ToolCall
 from brainframe.services.alignment import alignment_signal
+from brainframe.telemetry import execution_observed
 
 from ..audit.record import Ran, record_outcome, record_outcome_patiently
 from ..handlers import handler_timeout, run_handler
@@ -81,6 +82,7 @@ def call_executed(
     decision's Guardian assessment) in front of it, and the alignment signal when the rating
     can matter at once — a reviewed call, or one that did not succeed (a failure can demote). A
     routine success is rated by the nightly job."""
+    execution_observed(call)
     publish_tool_call(call, after=events)
     if reviewed or call.outcome != ToolCall.Outcome.SUCCEEDED:
         alignment_signal(call_id=call.pk)

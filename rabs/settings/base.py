@@ -217,6 +217,10 @@ RABS_COUNCIL_WHAT_IF_DAYS = env.int("RABS_COUNCIL_WHAT_IF_DAYS", default=30)
 RABS_COUNCIL_WHAT_IF_CALLS = env.int("RABS_COUNCIL_WHAT_IF_CALLS", default=5000)
 # Standing approvals ("this and calls like it for N hours"): the longest a reviewer may give.
 RABS_STANDING_APPROVAL_MAX_HOURS = env.float("RABS_STANDING_APPROVAL_MAX_HOURS", default=72.0)
+# OpenTelemetry (docs/events.md): OTLP/HTTP export of decision and execution spans and counters
+# to this collector (e.g. http://127.0.0.1:4318); empty: off.
+RABS_OTEL_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")
+RABS_OTEL_SERVICE_NAME = env.str("OTEL_SERVICE_NAME", default="rabs-brainframe")
 # Agent request signing: how far a request's timestamp may be from the server's clock.
 RABS_SIGNATURE_WINDOW_SECONDS = env.int("RABS_SIGNATURE_WINDOW_SECONDS", default=300)
 # Requests per agent on the agent API (DRF rate syntax); over it the agent gets 429.
