@@ -71,6 +71,12 @@ def telemetry_configure(
     )
 
 
+def telemetry_flush() -> None:
+    """Send what is batched now (at shutdown; tests)."""
+    for provider in _providers:
+        provider.force_flush()
+
+
 def telemetry_from_settings(endpoint: str, service_name: str = "rabs") -> None:
     """OTLP/HTTP export to ``endpoint`` (the collector's base URL), batched."""
     if not endpoint:

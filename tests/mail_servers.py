@@ -73,12 +73,14 @@ class WebhookReceiver:
     def __init__(self, failures: int = 0) -> None:
         self.bodies: list[bytes] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 outer.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.headers.append(dict(self.headers))
+                outer.paths.append(self.path)
                 self.send_response(500 if len(outer.bodies) <= failures else 204)
                 self.end_headers()
 

@@ -114,3 +114,48 @@ def test_off_unless_configured(henry: SignedClient) -> None:
         },
     )
     assert answer.status_code == 200
+
+
+def test_spans_and_counters_reach_a_collector_over_otlp_http(henry: SignedClient) -> None:
+    """The OTLP/HTTP exporter against a local receiver of its POSTs (protobuf bodies)."""
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+    )
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from brainframe.telemetry import telemetry_flush, telemetry_from_settings
+    from tests.mail_servers import WebhookReceiver
+
+    collector = WebhookReceiver()
+    try:
+        telemetry_from_settings(collector.url.removesuffix("/hook"), "rabs-test")
+        answer = henry.post(
+            CALLS,
+            {
+                "tool_id": "roster.shift.read",
+                "reason": "check",
+                "arguments": {"date_from": "2026-03-02", "date_to": "2026-03-02"},
+            },
+        )
+        assert answer.status_code == 200
+        telemetry_flush()
+        assert set(collector.paths) == {"/v1/traces", "/v1/metrics"}
+        names, metric_names = set(), set()
+        for path, body in zip(collector.paths, collector.bodies, strict=True):
+            if path == "/v1/traces":
+                traces = ExportTraceServiceRequest.FromString(body)
+                for resource in traces.resource_spans:
+                    for scope in resource.scope_spans:
+                        names.update(span.name for span in scope.spans)
+            else:
+                metrics = ExportMetricsServiceRequest.FromString(body)
+                for resource in metrics.resource_metrics:
+                    for scope in resource.scope_metrics:
+                        metric_names.update(m.name for m in scope.metrics)
+        assert {"rabs.decision", "rabs.execution"} <= names
+        assert "rabs.decisions" in metric_names
+    finally:
+        telemetry_configure()
+        collector.close()
