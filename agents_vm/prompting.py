@@ -144,6 +144,12 @@ def system_prompt(agent_id: str, context: dict[str, Any]) -> str:
             "What the organisation knows that may matter:",
             *[f"- [{o['bucket']}] {o['entity']}: {o['observation']}" for o in observations],
         ]
+    messages = context.get("messages") or []
+    if messages:  # queued by this agent's hooks for its next turn (data, not instructions)
+        lines += [
+            "Messages your hooks queued for this turn:",
+            *[f"- ({m.get('hook', 'hook')}) {m.get('text', '')}" for m in messages],
+        ]
     lines += [
         "",
         "For a task with more than one step, first call save_plan. Every tool call needs a "

@@ -19,6 +19,7 @@ class BrainframeConfig(AppConfig):
         from .services.alignment import alignment_nightly
         from .services.council import proposals_close_due
         from .services.grants import grants_expire
+        from .services.hook_runner import hooks_run, hooks_tick
         from .services.indexing import index_sweep
         from .services.relevance import decay_run
         from .services.sinks import sinks_deliver
@@ -35,6 +36,8 @@ class BrainframeConfig(AppConfig):
         job_register("check_supervisors", lambda day: supervisors_check())
         job_register("close_council_votes", lambda day: {"closed": proposals_close_due()})
         job_register("deliver_events", lambda day: {"sinks": sinks_deliver()})
+        job_register("run_hooks", lambda day: hooks_run())
+        job_register("hook_timer", lambda day: hooks_tick())
         _policy_signals()
         from django.conf import settings
 

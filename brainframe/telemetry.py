@@ -124,9 +124,9 @@ def decision_observed(call: Any, started_ns: int) -> None:
         ended = time.time_ns()
         attributes = _call_attributes(call)
         attributes["rabs.latency_ms"] = round((ended - started_ns) / 1e6, 3)
-        active.tracer.start_span(
-            "rabs.decision", start_time=started_ns, attributes=attributes
-        ).end(end_time=ended)
+        active.tracer.start_span("rabs.decision", start_time=started_ns, attributes=attributes).end(
+            end_time=ended
+        )
         active.decisions.add(1, {"rabs.decision": call.decision})
     except Exception:  # telemetry never fails a call
         log.warning("could not record the decision span", exc_info=True)

@@ -17,6 +17,7 @@ class BrokerConfig(AppConfig):
         # registry is ready.
         from brainframe.jobs import job_register
         from brainframe.models import Tool
+        from brainframe.services.hook_runner import hook_invoker_register
 
         from . import checks  # noqa: F401  (registers the sandbox's start-up check)
 
@@ -35,8 +36,10 @@ class BrokerConfig(AppConfig):
         )
         from .services.approvals import approvals_expire, approvals_recover
         from .services.execution import calls_interrupted_seal
+        from .services.hook_calls import hook_invoke
         from .services.notifications import digests_send
 
+        hook_invoker_register(hook_invoke)
         runner_register(Tool.HandlerType.FUNCTION, function.run)
         runner_register(Tool.HandlerType.SQL, sql.run)
         runner_register(Tool.HandlerType.API, api.run)

@@ -21,6 +21,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from brainframe.events import EVENT_FAMILIES, EVENT_TYPES
 from brainframe.models import (
     Agent,
     AgentNote,
@@ -33,7 +34,6 @@ from brainframe.models import (
     StandingApproval,
     ToolCall,
 )
-from brainframe.events import EVENT_FAMILIES, EVENT_TYPES
 from brainframe.selectors import flatten, origin_chain
 from brainframe.services.council import CouncilError, is_member, proposal_vote, tally
 from brainframe.services.event_log import event_log_feed
@@ -50,8 +50,8 @@ from broker.services.approvals import (
 
 from . import selectors
 from .charts import bar_chart
-from .render import render_feed_row
 from .metrics import daily_levels, service_levels
+from .render import render_feed_row
 
 
 def _selected_agent(request: HttpRequest) -> Agent | None:

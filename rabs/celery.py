@@ -57,6 +57,19 @@ app.conf.beat_schedule = {
         "args": ("deliver_events",),
         "options": {"expires": 25},
     },
+    # Hooks on the events logged since the last run; the minute timer of scheduled hooks.
+    "run-hooks": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 15.0,
+        "args": ("run_hooks",),
+        "options": {"expires": 14},
+    },
+    "hook-timer": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 60.0,
+        "args": ("hook_timer",),
+        "options": {"expires": 55},
+    },
     # Embeddings and bucket classification that a failed enqueue left behind.
     "index-sweep": {
         "task": "brainframe.tasks.run_scheduled_job",

@@ -12,7 +12,6 @@ from .agents import (
 )
 from .append_only import AppendOnlyError, AppendOnlyModel
 from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
-from .events import SYSTEM_STREAM, EventLogEntry, EventSink
 from .council import (
     CouncilMember,
     CouncilProposal,
@@ -20,6 +19,8 @@ from .council import (
     ReviewerPreference,
     StandingApproval,
 )
+from .events import SYSTEM_STREAM, EventLogEntry, EventSink
+from .hooks import Hook, HookCursor, HookMessage
 from .llm import LLMBudget, LLMCacheEntry, LLMKey, LLMRequest, LLMTeam, LLMUpstream
 from .memory import ContextBucketEntry, DecayRun
 from .registry import (
@@ -56,9 +57,12 @@ __all__ = [
     "CouncilProposal",
     "CouncilVote",
     "DecayRun",
+    "Deliverable",
     "EventLogEntry",
     "EventSink",
-    "Deliverable",
+    "Hook",
+    "HookCursor",
+    "HookMessage",
     "LLMBudget",
     "LLMCacheEntry",
     "LLMKey",

@@ -35,6 +35,7 @@ class OriginRegistry(AppendOnlyModel):
         MANUAL = "manual", "Manual (staff)"
         AGENT = "agent", "Agent initiative"
         A2A = "a2a", "A2A message (another agent)"
+        HOOK = "hook", "Hook (automation an agent proposed)"
 
     APPEND_ONLY_MUTABLE: ClassVar[tuple[str, ...]] = ("bucket", "bucket_confidence")
 

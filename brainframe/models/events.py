@@ -34,7 +34,7 @@ class EventLogEntry(AppendOnlyModel):
     seq = models.BigIntegerField()
     name = models.CharField(max_length=80)
     family = models.CharField(max_length=40)
-    agent_id = models.CharField(max_length=64, null=True, blank=True)
+    agent_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001 (none: a system event)
     subject = models.CharField(
         max_length=100, blank=True, help_text="What the event is about: a call, approval, task…"
     )

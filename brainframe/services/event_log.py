@@ -27,7 +27,15 @@ def event_log_verify(*, stream: str | None = None) -> list[str]:
         rows = rows.filter(stream=stream)
     current, seq, last = None, 0, GENESIS
     for row in rows.values(
-        "id", "stream", "seq", "name", "agent_id", "subject", "payload", "at", "prev_hash",
+        "id",
+        "stream",
+        "seq",
+        "name",
+        "agent_id",
+        "subject",
+        "payload",
+        "at",
+        "prev_hash",
         "row_hash",
     ).iterator(chunk_size=5000):
         if row["stream"] != current:
@@ -126,7 +134,7 @@ def event_log_feed(
 def event_summary(name: str, payload: dict[str, Any]) -> str:
     """One line saying what an event was, for the feed and the admin."""
     p = payload
-    family, _, short = name.partition(":")
+    family = name.partition(":")[0]
     if family == "executor" or name in ("governance:call_blocked", "governance:rule_violated"):
         text = f"{p.get('tool_id')} — {p.get('code') or p.get('outcome')}"
         return f"{text}: {p['detail']}" if p.get("detail") else text

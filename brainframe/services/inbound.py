@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from brainframe.events import (
     Event,
     GuardianAssessmentComplete,
+    InboundReceived,
     SecurityThreatDetected,
     emit,
 )
@@ -121,6 +122,19 @@ def inbound_event_record(
 def _announce(
     origin: OriginRegistry, task: AgentTask | None, assessment: Assessment | None
 ) -> None:
+    metadata = origin.metadata or {}
+    emit(
+        InboundReceived(
+            o_tag=str(origin.id),
+            agent_id=origin.registered_by_id,
+            origin_type=origin.origin_type,
+            platform=str(metadata.get("platform", "")),
+            event_type=str(metadata.get("event_type", "")),
+            assigned_to=task.agent_id if task is not None else None,
+            task_id=str(task.task_id) if task is not None else None,
+            blocked=metadata.get("guardian", {}).get("action") == "block",
+        )
+    )
     if assessment is not None:
         o_tag, agent_id = str(origin.id), origin.registered_by_id
         events: list[Event] = [

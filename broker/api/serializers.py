@@ -8,7 +8,8 @@ from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from brainframe.choices import ContextBucket
-from brainframe.models import AgentTask, OriginRegistry, Tool
+from brainframe.events import EVENT_FAMILIES, EVENT_TYPES
+from brainframe.models import AgentTask, Hook, OriginRegistry, Tool
 
 
 def _no_nul(value: Any, path: str = "") -> None:
@@ -233,3 +234,28 @@ CALL_REFUSAL = PolymorphicProxySerializer(
     serializers=[ToolCallAnswerSerializer, ErrorSerializer],
     resource_type_field_name=None,
 )
+
+
+class HookDefinitionSerializer(StrictSerializer):
+    """A hook an agent proposes (``loop.enable_hook``): code-free, checked by the control plane
+    (docs/hooks.md)."""
+
+    name = StrictCharField(max_length=120)
+    description = StrictCharField(max_length=2000, required=False, allow_blank=True)
+    kind = serializers.ChoiceField(choices=Hook.Kind.choices)
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=sorted({*EVENT_TYPES, *EVENT_FAMILIES})),
+        required=False,
+        max_length=20,
+    )
+    condition = serializers.JSONField(required=False, allow_null=True)
+    prompt = StrictCharField(max_length=4000, required=False, allow_blank=True)
+    model = StrictCharField(max_length=120, required=False, allow_blank=True)
+    schedule = StrictCharField(max_length=120, required=False, allow_blank=True)
+    timezone = StrictCharField(max_length=64, required=False)
+    effects = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=5)
+    max_fires_per_hour = serializers.IntegerField(min_value=1, max_value=600, required=False)
+
+
+class HookStateSerializer(StrictSerializer):
+    reason = StrictCharField(max_length=500, required=False, allow_blank=True)

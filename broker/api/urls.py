@@ -21,6 +21,10 @@ urlpatterns = [
     path("observations/", views.ObservationsView.as_view(), name="observations"),
     path("inbound/events/", views.InboundEventsView.as_view(), name="inbound-events"),
     path("usage/", views.UsageView.as_view(), name="usage"),
+    path("hooks/", views.HooksView.as_view(), name="hooks"),
+    path("hooks/<uuid:hook_id>/", views.HookDetailView.as_view(), name="hook"),
+    path("hooks/<uuid:hook_id>/enable/", views.HookEnableView.as_view(), name="hook-enable"),
+    path("hooks/<uuid:hook_id>/disable/", views.HookDisableView.as_view(), name="hook-disable"),
     # Reviewers (session auth)
     path("review/approvals/", review.ApprovalListView.as_view(), name="review-approvals"),
     path("review/approvals/batch/", review.ApprovalBatchView.as_view(), name="review-batch"),

@@ -20,12 +20,19 @@ from rest_framework.views import APIView
 
 from brainframe.choices import ContextBucket
 from brainframe.events import Heartbeat, publish
-from brainframe.models import Agent, AgentTask, ToolCall
+from brainframe.models import Agent, AgentTask, Hook, ToolCall
 from brainframe.queue import RECORD_OBSERVATION, enqueue
 from brainframe.selectors import tools_for_agent
 from brainframe.services import tasks as task_services
 from brainframe.services.context import agent_context
 from brainframe.services.deliverables import deliverable_store
+from brainframe.services.hooks import (
+    HookError,
+    hook_messages_take,
+    hook_propose,
+    hook_resource,
+    hook_set_enabled,
+)
 from brainframe.services.inbound import InboundRefusal, inbound_event_record
 from brainframe.services.memory import observation_record
 from brainframe.services.usage import usage_dict, usage_record
@@ -313,11 +320,11 @@ class ContextView(AgentAPIView):
         if bucket is not None and bucket not in ContextBucket.values:
             raise BrokerRefusal(400, "invalid_request", "unknown context bucket", field="bucket")
         query = request.query_params.get("q", "")[:1000] or None
-        return Response(
-            agent_context(
-                agent=self.agent(request), task=task, bucket=bucket, query=query, limit=limit
-            )
-        )
+        agent = self.agent(request)
+        context = agent_context(agent=agent, task=task, bucket=bucket, query=query, limit=limit)
+        # What the agent's hooks queued for its next turn, handed over once.
+        context["messages"] = hook_messages_take(agent)
+        return Response(context)
 
 
 class ObservationsView(AgentAPIView):
@@ -370,6 +377,74 @@ class InboundEventsView(AgentAPIView):
             },
             status=201 if result.created else 200,
         )
+
+
+def _hook_refusal(error: HookError) -> BrokerRefusal:
+    return BrokerRefusal(error.status, error.code, error.detail, field=error.field)
+
+
+class HooksView(AgentAPIView):
+    """Your hooks, and proposing one (``loop.enable_hook``)."""
+
+    @extend_schema(responses={200: None}, summary="Your hooks")
+    def get(self, request: Request) -> Response:
+        hooks = Hook.objects.filter(agent=self.agent(request)).select_related("reviewed_by")
+        return Response([hook_resource(h) for h in hooks.order_by("name")[:200]])
+
+    @extend_schema(
+        request=s.HookDefinitionSerializer,
+        responses={201: None},
+        summary="Propose a hook (active at once where policy allows, else staff review it)",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.valid(s.HookDefinitionSerializer, request.data)
+        agent = self.agent(request)
+        try:
+            hook = hook_propose(
+                agent=agent, definition=dict(data), proposed_by=f"agent:{agent.agent_id}"
+            )
+        except HookError as error:
+            raise _hook_refusal(error) from None
+        return Response(hook_resource(hook), status=201)
+
+
+class HookDetailView(AgentAPIView):
+    def own_hook(self, request: Request, hook_id: Any) -> Hook:
+        hook = Hook.objects.filter(pk=hook_id, agent=self.agent(request)).first()
+        if hook is None:
+            raise BrokerRefusal(404, "unknown_hook", "no such hook of yours", field="hook_id")
+        return hook
+
+    @extend_schema(responses={200: None}, summary="One of your hooks (loop://hooks/{id})")
+    def get(self, request: Request, hook_id: Any) -> Response:
+        return Response(hook_resource(self.own_hook(request, hook_id)))
+
+
+class HookStateView(HookDetailView):
+    enable = True
+
+    @extend_schema(request=s.HookStateSerializer, responses={200: None})
+    def post(self, request: Request, hook_id: Any) -> Response:
+        data = self.valid(s.HookStateSerializer, request.data or {})
+        hook = self.own_hook(request, hook_id)
+        try:
+            hook = hook_set_enabled(
+                hook=hook,
+                enabled=self.enable,
+                by=f"agent:{hook.agent_id}",
+                reason=data.get("reason", ""),
+            )
+        except HookError as error:
+            raise _hook_refusal(error) from None
+        return Response(hook_resource(hook))
+
+
+class HookEnableView(HookStateView):
+    enable = True
+
+
+class HookDisableView(HookStateView):
+    enable = False
 
 
 class UsageView(AgentAPIView):

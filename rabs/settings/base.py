@@ -217,6 +217,13 @@ RABS_COUNCIL_WHAT_IF_DAYS = env.int("RABS_COUNCIL_WHAT_IF_DAYS", default=30)
 RABS_COUNCIL_WHAT_IF_CALLS = env.int("RABS_COUNCIL_WHAT_IF_CALLS", default=5000)
 # Standing approvals ("this and calls like it for N hours"): the longest a reviewer may give.
 RABS_STANDING_APPROVAL_MAX_HOURS = env.float("RABS_STANDING_APPROVAL_MAX_HOURS", default=72.0)
+# Hooks (docs/hooks.md): kinds that go live without staff review when their effects only wake
+# the agent or queue a message for it (hooks that invoke tools always wait for staff); failures
+# in a row before a hook is disabled.
+RABS_HOOKS_AUTO_APPROVE = env.list(
+    "RABS_HOOKS_AUTO_APPROVE", default=["deterministic", "scheduled"]
+)
+RABS_HOOK_MAX_ERRORS = env.int("RABS_HOOK_MAX_ERRORS", default=3)
 # OpenTelemetry (docs/events.md): OTLP/HTTP export of decision and execution spans and counters
 # to this collector (e.g. http://127.0.0.1:4318); empty: off.
 RABS_OTEL_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from io import StringIO
 from typing import Any
 
@@ -95,7 +96,7 @@ def test_a_calls_life_is_kept_in_order_and_verifies(
 
     chain = list(EventLogEntry.objects.filter(stream="henry").order_by("seq"))
     assert [e.seq for e in chain] == list(range(1, len(chain) + 1))
-    assert all(b.prev_hash == a.row_hash for a, b in zip(chain, chain[1:], strict=False))
+    assert all(b.prev_hash == a.row_hash for a, b in itertools.pairwise(chain))
     assert event_log_verify() == []
     out = StringIO()
     call_command("verify_audit", stdout=out, stderr=StringIO())
@@ -106,13 +107,16 @@ def test_an_edited_or_removed_event_is_named(world: dict[str, Any]) -> None:
     for q in ("a", "b", "c"):
         _submit(world, "test.roster.write", {"q": q})
     victim = EventLogEntry.objects.filter(stream="henry").order_by("seq")[1]
-    with pytest.raises(DatabaseError, match="append_only"), transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("UPDATE event_log SET payload = '{}' WHERE id = %s", [victim.pk])
+    with (
+        pytest.raises(DatabaseError, match="append_only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("UPDATE event_log SET payload = '{}' WHERE id = %s", [victim.pk])
     with connection.cursor() as cursor:  # what a database superuser could still do
         cursor.execute("SET session_replication_role = replica")
         cursor.execute(
-            "UPDATE event_log SET payload = payload || '{\"tool_id\": \"x\"}' WHERE id = %s",
+            'UPDATE event_log SET payload = payload || \'{"tool_id": "x"}\' WHERE id = %s',
             [victim.pk],
         )
         cursor.execute("SET session_replication_role = DEFAULT")

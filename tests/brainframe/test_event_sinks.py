@@ -50,7 +50,9 @@ def test_every_event_arrives_signed_at_least_once_through_failures(
     later = now + timedelta(seconds=21)
     assert "HTTP 500" in sinks_deliver(now=later)[0]["error"]  # second failure
     sink.refresh_from_db()
-    assert sink.next_attempt_at is not None and sink.next_attempt_at >= later + timedelta(seconds=40)
+    assert sink.next_attempt_at is not None and sink.next_attempt_at >= later + timedelta(
+        seconds=40
+    )
 
     result = sinks_deliver(now=later + timedelta(seconds=41))
     assert result[0] == {"sink": "siem", "delivered": 10}

@@ -69,7 +69,19 @@ def api_schema(live_server_url: str) -> Any:
                             ]
                         }
                     },
-                }
+                },
+                # A hook's definition is checked beyond its shape (the tools its agent may call,
+                # a valid cron expression and condition, a name not taken): 400 and 409 are
+                # answers to schema-valid proposals too.
+                {
+                    "include-path": "/api/v1/hooks/",
+                    "include-method": "POST",
+                    "checks": {
+                        "positive_data_acceptance": {
+                            "expected-statuses": ["2XX", "400", "401", "409", "429", "5XX"]
+                        }
+                    },
+                },
             ]
         }
     )  # fmt: skip

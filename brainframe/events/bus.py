@@ -1,0 +1,202 @@
+"""The one list of event types, and the bus: publishing to open boards, keeping in the log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from concurrent.futures import Future
+from datetime import datetime
+from typing import Any
+
+from channels.layers import get_channel_layer
+from django.db import connection, transaction
+from django.utils import timezone
+
+from brainframe.models import ToolCall
+from brainframe.telemetry import events_observed
+
+from .base import BOARD_GROUP, Event
+from .board import (
+    AgentChanged,
+    ApprovalCreated,
+    ApprovalDecided,
+    ApprovalEscalated,
+    ApprovalExpired,
+    CouncilChanged,
+    GuardianAssessmentComplete,
+    Heartbeat,
+    LevelChanged,
+    ModelToolCallFlagged,
+    SecurityThreatDetected,
+    TaskChanged,
+    ToolCallChanged,
+)
+from .records import (
+    CallBlocked,
+    Escalated,
+    HookDisabled,
+    HookEnabled,
+    HookEvaluated,
+    HookFailed,
+    HookFired,
+    HookProposed,
+    HookReviewed,
+    InboundReceived,
+    MemoryRecorded,
+    PlanFailed,
+    PlanSaved,
+    PolicyChanged,
+    RuleViolated,
+    StepFinished,
+    StepStarted,
+    ToolExecuted,
+    ToolFailed,
+)
+
+log = logging.getLogger(__name__)
+
+
+#: Every event type by name: the one list of what the product emits.
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.NAME: cls
+    for cls in (
+        ToolCallChanged,
+        ApprovalCreated,
+        ApprovalDecided,
+        ApprovalEscalated,
+        ApprovalExpired,
+        TaskChanged,
+        Heartbeat,
+        LevelChanged,
+        AgentChanged,
+        GuardianAssessmentComplete,
+        SecurityThreatDetected,
+        ModelToolCallFlagged,
+        CouncilChanged,
+        ToolExecuted,
+        ToolFailed,
+        CallBlocked,
+        RuleViolated,
+        Escalated,
+        PolicyChanged,
+        PlanSaved,
+        StepStarted,
+        StepFinished,
+        PlanFailed,
+        MemoryRecorded,
+        InboundReceived,
+        HookProposed,
+        HookReviewed,
+        HookEnabled,
+        HookDisabled,
+        HookEvaluated,
+        HookFired,
+        HookFailed,
+    )
+}
+
+#: The families, as the board's feed and the sinks offer them.
+EVENT_FAMILIES: tuple[str, ...] = tuple(
+    sorted({cls.family() for cls in EVENT_TYPES.values() if cls.LOGGED})
+)
+
+
+def event_from_wire(item: dict[str, Any]) -> Event | None:
+    """The typed event of one item of a channel-layer message (None: a name nobody defines, or
+    a payload that does not fit it; such an item is logged and skipped)."""
+    cls = EVENT_TYPES.get(item.get("event", ""))
+    if cls is None:
+        log.warning("unknown event %r", item.get("event"))
+        return None
+    payload = dict(item.get("payload") or {})
+    for name in ("patterns", "steps", "effects"):  # JSON has no tuples
+        if isinstance(payload.get(name), list):
+            payload[name] = tuple(payload[name])
+    try:
+        return cls(**payload)
+    except TypeError as exc:
+        log.warning("event %s with a payload that does not fit it: %s", cls.NAME, exc)
+        return None
+
+
+# --- The bus ---------------------------------------------------------------------------------
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _publisher_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="board-events", daemon=True).start()
+            _loop = loop
+        return _loop
+
+
+def _log_failure(future: Future[Any]) -> None:
+    exc = future.exception()
+    if exc is not None:
+        log.warning("could not publish a board event: %s", exc)
+
+
+def publish(*events: Event) -> Future[Any] | None:
+    """Queue ``events``, in order, for every open board, as one message (a tool call's Guardian
+    assessment with its row: each message costs the channel layer a few Redis commands,
+    whatever it carries). Returns the pending send (tests may wait on it)."""
+    events_observed(events)
+    layer = get_channel_layer()
+    if layer is None or not events:
+        return None
+    message = {"type": "board.events", "events": [event.wire() for event in events]}
+    try:
+        future = asyncio.run_coroutine_threadsafe(
+            layer.group_send(BOARD_GROUP, message), _publisher_loop()
+        )
+    except RuntimeError:  # interpreter shutting down
+        return None
+    future.add_done_callback(_log_failure)
+    return future
+
+
+def publish_after_commit(*events: Event) -> None:
+    """``publish`` once the current transaction commits (at once outside one): for events
+    whose rows the board reads to show them."""
+    transaction.on_commit(lambda: publish(*events))
+
+
+def emit(*events: Event) -> None:
+    """Keep ``events`` in the event log (those it keeps: ``LOGGED``) and publish them.
+
+    The log rows are written by one statement in the caller's transaction (its own outside
+    one): they exist if and only if what they describe was committed. They are published once
+    it commits. A failure to write them is the caller's failure (the log is not best effort)."""
+    append_events(events)
+    publish_after_commit(*events)
+
+
+def append_events(events: tuple[Event, ...] | list[Event], at: datetime | None = None) -> int:
+    """Append the logged ones of ``events`` to the event log, in order; returns how many."""
+    rows = event_log_rows(events, at)
+    if not rows:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT brainframe_append_events(%s::jsonb)", [json.dumps(rows, default=str)]
+        )
+    return len(rows)
+
+
+def event_log_rows(
+    events: tuple[Event, ...] | list[Event], at: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The rows ``brainframe_append_events`` appends for ``events`` (the ones it keeps)."""
+    at = at or timezone.now()
+    return [event.log_row(at) for event in events if event.LOGGED]
+
+
+def publish_tool_call(call: ToolCall, *, after: tuple[Event, ...] = ()) -> Future[Any] | None:
+    """The call's row on the board, published with the events ``after`` in front of it."""
+    return publish(*after, ToolCallChanged.of(call))
