@@ -39,6 +39,7 @@ class BrainframeConfig(AppConfig):
         job_register("run_hooks", lambda day: hooks_run())
         job_register("hook_timer", lambda day: hooks_tick())
         _policy_signals()
+        # Settings and the exporter's providers are needed only now, at start-up.
         from django.conf import settings
 
         from .telemetry import telemetry_from_settings
@@ -48,7 +49,8 @@ class BrainframeConfig(AppConfig):
 
 def _policy_signals() -> None:
     """Every change of a governing rule, however it is made (admin, council, a command), is
-    kept in the event log (``governance:policy_changed``)."""
+    kept in the event log (``governance:policy_changed``). Models are imported inside: the app
+    registry is not ready when this module loads."""
     from django.db.models.signals import post_delete, post_save
 
     from .models import ConstitutionRule, PrimeDirective, ValidationPolicy

@@ -46,7 +46,8 @@ def telemetry_on() -> bool:
 def telemetry_configure(
     *, span_processor: Any = None, metric_reader: Any = None, service_name: str = "rabs"
 ) -> None:
-    """Turn export on with these (tests: in-memory ones), or off with neither."""
+    """Turn export on with these (tests: in-memory ones), or off with neither. The SDK is
+    imported inside: a process that never turns export on does not load it."""
     global _active
     for provider in _providers:
         provider.shutdown()
@@ -78,7 +79,8 @@ def telemetry_flush() -> None:
 
 
 def telemetry_from_settings(endpoint: str, service_name: str = "rabs") -> None:
-    """OTLP/HTTP export to ``endpoint`` (the collector's base URL), batched."""
+    """OTLP/HTTP export to ``endpoint`` (the collector's base URL), batched. The exporters are
+    imported inside, only when export is configured."""
     if not endpoint:
         return
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import pages, views
 
 app_name = "dashboard"
 
@@ -19,8 +19,10 @@ urlpatterns = [
         "approvals/<uuid:approval_id>/<str:action>/", views.approval_action, name="approval-action"
     ),
     path("standing/<uuid:standing_id>/revoke/", views.standing_revoke_view, name="standing-revoke"),
-    path("service-levels/", views.service_levels_page, name="service-levels"),
-    path("events/", views.events_page, name="events"),
+    path("service-levels/", pages.service_levels_page, name="service-levels"),
+    path("events/", pages.events_page, name="events"),
+    path("hooks/", pages.hooks_page, name="hooks"),
+    path("hooks/<uuid:hook_id>/<str:action>/", pages.hook_action, name="hook-action"),
     path("preferences/digest/", views.digest_preference, name="digest-preference"),
     path("council/", views.council, name="council"),
     path("council/<uuid:proposal_id>/vote/", views.council_vote, name="council-vote"),

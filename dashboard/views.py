@@ -3,10 +3,8 @@ services as the API and the admin; partials are the same templates the websocket
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import (
@@ -21,7 +19,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from brainframe.events import EVENT_FAMILIES, EVENT_TYPES
 from brainframe.models import (
     Agent,
     AgentNote,
@@ -36,7 +33,6 @@ from brainframe.models import (
 )
 from brainframe.selectors import flatten, origin_chain
 from brainframe.services.council import CouncilError, is_member, proposal_vote, tally
-from brainframe.services.event_log import event_log_feed
 from brainframe.services.standing import standing_live, standing_revoke
 from brainframe.services.supervisors import SupervisorError, supervisor_command
 from broker.services.approvals import (
@@ -49,9 +45,6 @@ from broker.services.approvals import (
 )
 
 from . import selectors
-from .charts import bar_chart
-from .metrics import daily_levels, service_levels
-from .render import render_feed_row
 
 
 def _selected_agent(request: HttpRequest) -> Agent | None:
@@ -259,81 +252,6 @@ def standing_revoke_view(request: HttpRequest, standing_id: str) -> HttpResponse
         )
     standing_revoke(standing=standing, by=request.user, reason="revoked on the board")
     return redirect(reverse("dashboard:approvals") + "#standing")
-
-
-@login_required
-def events_page(request: HttpRequest) -> HttpResponse:
-    """The event log, newest first, live: filtered by family and agent (``?family=&agent=``)."""
-    family = request.GET.get("family", "")
-    agent_id = request.GET.get("agent", "")
-    if family and family not in EVENT_FAMILIES:
-        return render(
-            request,
-            "dashboard/events.html",
-            {"error": f"unknown event family {family!r}", "families": EVENT_FAMILIES},
-            status=400,
-        )
-    entries = event_log_feed(family=family, agent_id=agent_id, limit=200)
-    rows = [
-        render_feed_row(EVENT_TYPES[e.name](**_payload(e)), at=e.at, oob=False)
-        for e in entries
-        if e.name in EVENT_TYPES
-    ]
-    socket = "/ws/board/?" + urlencode({"feed": family or "all", "agent": agent_id})
-    return render(
-        request,
-        "dashboard/events.html",
-        {
-            "rows": rows,
-            "families": EVENT_FAMILIES,
-            "family": family,
-            "agent": agent_id,
-            "agents": Agent.objects.order_by("agent_id").values_list("agent_id", flat=True),
-            "socket": socket,
-        },
-    )
-
-
-def _payload(entry: Any) -> dict[str, Any]:
-    """A logged payload as its event's fields (lists back to tuples; fields since added keep
-    their defaults, fields since removed are dropped)."""
-    cls = EVENT_TYPES[entry.name]
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {
-        k: tuple(v) if isinstance(v, list) else v for k, v in entry.payload.items() if k in names
-    }
-
-
-@login_required
-def service_levels_page(request: HttpRequest) -> HttpResponse:
-    """Reviewers' service levels with small charts (the same figures as /metrics)."""
-    levels = service_levels()
-    days = daily_levels()
-    labels = [f"{d['day']:%d %b}" for d in days]
-    charts = {
-        "time": bar_chart(
-            [
-                ("p50", [d["p50"] and d["p50"] / 60 for d in days], "bar-a"),
-                ("p95", [d["p95"] and d["p95"] / 60 for d in days], "bar-b"),
-            ],
-            labels,
-            title="Time to decision per day, minutes (p50, p95)",
-            unit=" min",
-        ),
-        "volume": bar_chart(
-            [
-                ("decided", [d["decided"] for d in days], "bar-a"),
-                ("expired", [d["expired"] for d in days], "bar-c"),
-            ],
-            labels,
-            title="Approvals decided and expired per day",
-        ),
-    }
-    return render(
-        request,
-        "dashboard/service_levels.html",
-        {"levels": levels, "days": days, "charts": charts},
-    )
 
 
 def _proposal_context(request: HttpRequest, proposal: CouncilProposal, **extra: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The event log (read-only) and its SIEM sinks."""
+"""The event log (read-only), its SIEM sinks, and hooks."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from brainframe.events import EVENT_FAMILIES
-from brainframe.models import EventLogEntry, EventSink
+from brainframe.models import EventLogEntry, EventSink, Hook, HookCursor, HookMessage
 from brainframe.services.event_log import event_summary
+from brainframe.services.hook_checks import HookError
+from brainframe.services.hooks import hook_review, hook_set_enabled
 from brainframe.services.sinks import SinkError, sink_deliver, sink_set
 
 from .common import ReadOnlyAdmin
@@ -112,3 +114,74 @@ class EventSinkAdmin(admin.ModelAdmin):
     def send_from_start(self, request: HttpRequest, queryset: QuerySet[EventSink]) -> None:
         count = queryset.update(cursor={}, failures=0, next_attempt_at=None, last_error="")
         self.message_user(request, f"{count} sink(s) will get the whole log again.")
+
+
+@admin.register(Hook)
+class HookAdmin(admin.ModelAdmin):
+    """Hooks agents proposed: approve or reject the proposed, enable or disable the rest. A
+    definition is the agent's: staff decide on it, they do not rewrite it (docs/hooks.md)."""
+
+    list_display = (
+        "name",
+        "agent",
+        "kind",
+        "status",
+        "fired",
+        "consecutive_errors",
+        "last_fired_at",
+    )
+    list_filter = ("status", "kind", "agent")
+    search_fields = ("name", "description", "agent__agent_id")
+    actions = ["approve", "reject", "enable", "disable"]
+    readonly_fields = [f.name for f in Hook._meta.concrete_fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # agents propose hooks (POST /api/v1/hooks/)
+
+    def _each(self, request: HttpRequest, queryset: QuerySet[Hook], act: Any) -> None:
+        done = 0
+        for hook in queryset:
+            try:
+                act(hook)
+                done += 1
+            except HookError as exc:
+                self.message_user(request, f"{hook.name}: {exc.detail}", messages.WARNING)
+        self.message_user(request, f"{done} hook(s) changed.", messages.SUCCESS)
+
+    @admin.action(description="Approve the selected proposed hooks")
+    def approve(self, request: HttpRequest, queryset: QuerySet[Hook]) -> None:
+        self._each(
+            request, queryset, lambda h: hook_review(hook=h, reviewer=request.user, approve=True)
+        )
+
+    @admin.action(description="Reject the selected proposed hooks")
+    def reject(self, request: HttpRequest, queryset: QuerySet[Hook]) -> None:
+        self._each(
+            request,
+            queryset,
+            lambda h: hook_review(
+                hook=h, reviewer=request.user, approve=False, reason="rejected in the admin"
+            ),
+        )
+
+    @admin.action(description="Enable the selected hooks")
+    def enable(self, request: HttpRequest, queryset: QuerySet[Hook]) -> None:
+        who = request.user.get_username()
+        self._each(request, queryset, lambda h: hook_set_enabled(hook=h, enabled=True, by=who))
+
+    @admin.action(description="Disable the selected hooks")
+    def disable(self, request: HttpRequest, queryset: QuerySet[Hook]) -> None:
+        who = request.user.get_username()
+        self._each(request, queryset, lambda h: hook_set_enabled(hook=h, enabled=False, by=who))
+
+
+@admin.register(HookMessage)
+class HookMessageAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "agent", "hook", "text", "delivered_at")
+    list_filter = ("agent",)
+    search_fields = ("text",)
+
+
+@admin.register(HookCursor)
+class HookCursorAdmin(ReadOnlyAdmin):
+    list_display = ("id", "cursor", "updated_at")

@@ -189,7 +189,8 @@ def _effects_check(agent: Agent, effects: Any) -> list[dict[str, Any]]:
                     f"{agent.agent_id} may not call {effect.get('tool_id')!r}",
                     field=f"{where}.tool_id",
                 )
-            if not isinstance(effect.get("arguments", {}), dict):
+            effect = {**effect, "arguments": effect.get("arguments") or {}}
+            if not isinstance(effect["arguments"], dict):
                 raise HookError(
                     "invalid_effect", "arguments is an object", field=f"{where}.arguments"
                 )

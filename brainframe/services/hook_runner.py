@@ -177,7 +177,9 @@ def _evaluate_and_fire(hook: Hook, entry: EventLogEntry, facts: dict[str, Any], 
 
 def hook_judge(hook: Hook, facts: dict[str, Any]) -> tuple[bool, str]:
     """Ask the agent's model (its gateway budget, allowed models and PII rule apply; the request
-    is recorded as the agent's usage) whether ``hook.prompt`` holds for the event: yes or no."""
+    is recorded as the agent's usage) whether ``hook.prompt`` holds for the event: yes or no.
+    The model client and the gateway's accounting are imported inside: only LLM hooks need
+    them."""
     from openai import OpenAI
 
     from brainframe.models import LLMBudget

@@ -16,10 +16,13 @@ from brainframe.models import (
     Agent,
     ApprovalRequest,
     ContextBucketDefinition,
+    HookCursor,
+    HookMessage,
     MonitoringLevelChange,
     Tool,
     ValidationPolicy,
 )
+from brainframe.services.hooks import hook_propose
 from brainframe.services.sinks import sink_set
 from tests import factories as f
 from tests.signing import SignedClient
@@ -62,6 +65,18 @@ def populated(seeded: None) -> None:
 
     DecayRun.objects.create(night=date(2026, 3, 2), rows_updated=6)
     sink_set(name="siem", url="https://siem.test/in", secret="sixteen-chars-or-more")
+    hook = hook_propose(
+        agent=agent,
+        definition={
+            "name": "henry hook",
+            "kind": "scheduled",
+            "schedule": "0 7 * * 1-5",
+            "effects": [{"type": "message", "text": "roster"}],
+        },
+        proposed_by="agent:henry",
+    )
+    HookMessage.objects.create(agent=agent, hook=hook, text="roster", event_ref="timer:x")
+    HookCursor.objects.create(cursor={"henry": 1})
     from brainframe.models import AgentCredential, Deliverable, ReasonEdge
 
     ReasonEdge.objects.create(

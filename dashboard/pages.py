@@ -1,0 +1,141 @@
+"""The board's other pages: the event log (live, by family and agent), hooks (staff approve,
+reject, enable and disable what agents proposed), reviewers' service levels."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from brainframe.events import EVENT_FAMILIES, EVENT_TYPES
+from brainframe.models import Agent, Hook
+from brainframe.services.event_log import event_log_feed
+from brainframe.services.hook_checks import HookError
+from brainframe.services.hooks import hook_resource, hook_review, hook_set_enabled
+
+from .charts import bar_chart
+from .metrics import daily_levels, service_levels
+from .render import render_feed_row
+
+
+@login_required
+def events_page(request: HttpRequest) -> HttpResponse:
+    """The event log, newest first, live: filtered by family and agent (``?family=&agent=``)."""
+    family = request.GET.get("family", "")
+    agent_id = request.GET.get("agent", "")
+    if family and family not in EVENT_FAMILIES:
+        return render(
+            request,
+            "dashboard/events.html",
+            {"error": f"unknown event family {family!r}", "families": EVENT_FAMILIES},
+            status=400,
+        )
+    entries = event_log_feed(family=family, agent_id=agent_id, limit=200)
+    rows = [
+        render_feed_row(EVENT_TYPES[e.name](**_payload(e)), at=e.at, oob=False)
+        for e in entries
+        if e.name in EVENT_TYPES
+    ]
+    socket = "/ws/board/?" + urlencode({"feed": family or "all", "agent": agent_id})
+    return render(
+        request,
+        "dashboard/events.html",
+        {
+            "rows": rows,
+            "families": EVENT_FAMILIES,
+            "family": family,
+            "agent": agent_id,
+            "agents": Agent.objects.order_by("agent_id").values_list("agent_id", flat=True),
+            "socket": socket,
+        },
+    )
+
+
+def _payload(entry: Any) -> dict[str, Any]:
+    """A logged payload as its event's fields (lists back to tuples; fields since added keep
+    their defaults, fields since removed are dropped)."""
+    cls = EVENT_TYPES[entry.name]
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {
+        k: tuple(v) if isinstance(v, list) else v for k, v in entry.payload.items() if k in names
+    }
+
+
+@login_required
+def hooks_page(request: HttpRequest) -> HttpResponse:
+    """Hooks by state: proposed (waiting for staff) first, then active, disabled, rejected."""
+    order = [Hook.Status.PROPOSED, Hook.Status.ACTIVE, Hook.Status.DISABLED, Hook.Status.REJECTED]
+    hooks = list(Hook.objects.select_related("agent", "reviewed_by"))
+    groups = [
+        (status.label, [hook_resource(h) for h in hooks if h.status == status]) for status in order
+    ]
+    return render(
+        request,
+        "dashboard/hooks.html",
+        {"groups": groups, "can_decide": request.user.has_perm("brainframe.change_hook")},
+    )
+
+
+@login_required
+@require_POST
+def hook_action(request: HttpRequest, hook_id: Any, action: str) -> HttpResponse:
+    """approve / reject (a reason required) / enable / disable one hook."""
+    if not request.user.has_perm("brainframe.change_hook"):
+        return HttpResponse("staff only", status=403)
+    hook = get_object_or_404(Hook, pk=hook_id)
+    reason = request.POST.get("reason", "").strip()
+    who = request.user.get_username()
+    try:
+        if action in ("approve", "reject"):
+            hook_review(
+                hook=hook, reviewer=request.user, approve=action == "approve", reason=reason
+            )
+        elif action in ("enable", "disable"):
+            hook_set_enabled(hook=hook, enabled=action == "enable", by=who, reason=reason)
+        else:
+            return HttpResponse(f"unknown action {action!r}", status=400)
+    except HookError as exc:
+        return render(
+            request,
+            "dashboard/hooks.html",
+            {"error": exc.detail, "error_code": exc.code, "groups": []},
+            status=exc.status,
+        )
+    return redirect("dashboard:hooks")
+
+
+@login_required
+def service_levels_page(request: HttpRequest) -> HttpResponse:
+    """Reviewers' service levels with small charts (the same figures as /metrics)."""
+    levels = service_levels()
+    days = daily_levels()
+    labels = [f"{d['day']:%d %b}" for d in days]
+    charts = {
+        "time": bar_chart(
+            [
+                ("p50", [d["p50"] and d["p50"] / 60 for d in days], "bar-a"),
+                ("p95", [d["p95"] and d["p95"] / 60 for d in days], "bar-b"),
+            ],
+            labels,
+            title="Time to decision per day, minutes (p50, p95)",
+            unit=" min",
+        ),
+        "volume": bar_chart(
+            [
+                ("decided", [d["decided"] for d in days], "bar-a"),
+                ("expired", [d["expired"] for d in days], "bar-c"),
+            ],
+            labels,
+            title="Approvals decided and expired per day",
+        ),
+    }
+    return render(
+        request,
+        "dashboard/service_levels.html",
+        {"levels": levels, "days": days, "charts": charts},
+    )
