@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -186,4 +187,32 @@ async def test_a_task_staff_move_in_the_admin_shows_on_open_boards() -> None:
     assert "[Reggie]" in "".join(received) and "IN PROGRESS" in "".join(received)
     assert any('id="kanban-henry"' in html for html in received)  # loses the task
     assert any('id="kanban-reggie"' in html and "Vehicle check" in html for html in received)
+    await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_event_log_page_socket_gets_its_family_live() -> None:
+    """A socket opened by /board/events/?family=security gets each kept security event as a
+    feed row, and nothing of other families (the board's own refresh rows aside)."""
+    from brainframe.events import SecurityThreatDetected, TaskChanged
+
+    communicator = WebsocketCommunicator(application, "/ws/board/?feed=security&agent=henry")
+    communicator.scope["user"] = await sync_to_async(f.UserFactory)(username="feeder")
+    connected, _ = await communicator.connect()
+    assert connected
+    other = TaskChanged(agent_id="henry", task_id=str(uuid.uuid4()), status="todo")
+    threat = SecurityThreatDetected(
+        risk=0.9, action="block", patterns=("ignore_previous",), blocked=True, agent_id="henry"
+    )
+    elsewhere = SecurityThreatDetected(
+        risk=0.9, action="flag", patterns=("x",), blocked=False, agent_id="reggie"
+    )
+    await sync_to_async(lambda: publish(other, elsewhere, threat).result())()
+    html = await communicator.receive_from(timeout=5)
+    while "#event-feed" not in html:  # the task's Kanban refresh comes first
+        html = await communicator.receive_from(timeout=5)
+    assert 'data-event="security:threat_detected"' in html and "[henry]" in html
+    assert "ignore_previous" in html
+    assert await communicator.receive_nothing(timeout=0.3)
     await communicator.disconnect()
