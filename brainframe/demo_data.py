@@ -790,3 +790,73 @@ OBSERVATIONS: list[tuple[str, str, str, str, int, float, int]] = [
         1,
     ),
 ]
+
+#: Hooks the demo agents proposed (docs/hooks.md). The first two only wake the agent or queue a
+#: message, so policy lets them go live at once; the third asks a model, so it waits for staff
+#: on the board's Hooks page.
+HOOKS: list[tuple[str, dict[str, Any]]] = [
+    (
+        HENRY,
+        {
+            "name": "participant fall",
+            "description": "A participant message mentioning a fall wakes Henry and escalates.",
+            "kind": "deterministic",
+            "events": ["inbound:received"],
+            "condition": {
+                "field": "origin.text",
+                "op": "matches",
+                "value": r"\b(fell|fall|fallen|falls)\b",
+            },
+            "effects": [
+                {
+                    "type": "wake",
+                    "title": "Possible fall: check on the participant and escalate to the on-call "
+                    "coordinator",
+                    "priority": 95,
+                    "instructions": "Find who is rostered with the participant today, tell the "
+                    "on-call coordinator at once, and record an incident.",
+                },
+                {
+                    "type": "message",
+                    "text": "A message mentioned a fall: treat it as urgent (SAFETY_FIRST).",
+                },
+            ],
+        },
+    ),
+    (
+        HENRY,
+        {
+            "name": "tomorrow's roster gaps",
+            "description": "Every weekday at 07:00 Brisbane: check tomorrow's roster for gaps.",
+            "kind": "scheduled",
+            "schedule": "0 7 * * 1-5",
+            "timezone": "Australia/Brisbane",
+            "effects": [
+                {
+                    "type": "wake",
+                    "title": "Check tomorrow's roster for unfilled shifts",
+                    "priority": 60,
+                }
+            ],
+        },
+    ),
+    (
+        REGGIE,
+        {
+            "name": "complaint e-mail",
+            "description": "An inbound e-mail that sounds like a complaint becomes a task for "
+            "the coordinator.",
+            "kind": "hybrid",
+            "events": ["inbound:received"],
+            "condition": {"field": "origin.type", "op": "eq", "value": "email"},
+            "prompt": "Does this e-mail sound like a complaint about our service?",
+            "effects": [
+                {
+                    "type": "wake",
+                    "title": "Complaint received: create a task for the coordinator",
+                    "priority": 80,
+                }
+            ],
+        },
+    ),
+]

@@ -31,12 +31,15 @@ from brainframe.models import (
     ConstitutionRule,
     ContextBucketDefinition,
     ContextBucketEntry,
+    Hook,
     ModelPrice,
     PrimeDirective,
     Tool,
     ValidationPolicy,
 )
 from brainframe.safety import baseline
+
+from .hooks import hook_propose
 
 # Stable ids for demo tasks, so a re-seed finds the rows it made.
 _TASK_NAMESPACE = uuid.UUID("9a4c4f0e-2f7b-4d3c-9a51-5b8e0d1c7f21")
@@ -113,6 +116,8 @@ def _seed_demo(created: Counter[str]) -> None:
             },
         )[1]
 
+    _seed_hooks(created)
+
     for (
         bucket,
         entity,
@@ -134,6 +139,17 @@ def _seed_demo(created: Counter[str]) -> None:
                 "current_score": severity * frequency * repeatable,
             },
         )[1]
+
+
+def _seed_hooks(created: Counter[str]) -> None:
+    for agent_id, definition in demo_data.HOOKS:
+        if not Hook.objects.filter(agent_id=agent_id, name=definition["name"]).exists():
+            hook_propose(
+                agent=Agent.objects.get(agent_id=agent_id),
+                definition=definition,
+                proposed_by="demo data",
+            )
+            created["hooks"] += 1
 
 
 def _create_missing(model: type[Model], key: str, rows: list[dict[str, Any]]) -> int:

@@ -54,6 +54,12 @@ FALL = {
 }
 
 
+@pytest.fixture(autouse=True)
+def without_demo_hooks(seeded: None) -> None:
+    """These tests make their own hooks (the demo's are tested in test_demo_hooks)."""
+    Hook.objects.all().delete()
+
+
 @pytest.fixture
 def voice(seeded: None) -> SignedClient:
     agent = Agent.objects.get(agent_id="reggie-voice")
