@@ -160,6 +160,8 @@ class CognitiveLoop(Phases):
                 done_steps.append(step.id)
                 self.memory.task_state_save(task_id, status="in_progress", done_steps=done_steps)
                 following = self._current_step(plan, done_steps)
+                if following is not None:
+                    self._plan_report("step_started", task_id, plan, step=following)
                 nudge = f"Review of step {step.id}: {review}. " + (
                     step_prompt(following)
                     if following
@@ -170,7 +172,10 @@ class CognitiveLoop(Phases):
                 messages.append(message)
                 continue
             return self._finish(task_id, task, plan, done_steps, reply.get("content") or "")
-        self.broker.fail(task_id, f"gave up after {self.config.max_model_turns} model turns")
+        reason = f"gave up after {self.config.max_model_turns} model turns"
+        if plan is not None:
+            self._plan_report("plan_failed", task_id, plan, status="failed", detail=reason)
+        self.broker.fail(task_id, reason)
         self.memory.task_state_save(task_id, status="failed")
         self._report_usage(task_id)
         return {"status": "failed"}

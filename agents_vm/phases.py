@@ -19,7 +19,7 @@ from typing import Any
 
 from .config import Config
 from .memory import AgentMemory
-from .plan import Plan, PlanError, Step, plan_validate
+from .plan import Plan, PlanError, Step, plan_id, plan_validate
 from .prompting import outcome_dict, step_prompt
 from .sdk import BrokerClient, Outcome, PendingApproval
 
@@ -75,6 +75,34 @@ class Phases:
         except Exception as exc:  # the cost record is not worth failing the task for
             logger.warning("usage report failed: %s", exc)
 
+    def _plan_report(
+        self,
+        event: str,
+        task_id: str,
+        plan: Plan,
+        *,
+        step: Step | None = None,
+        status: str = "",
+        detail: str = "",
+        steps: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Tell the control plane (its event log: ``planner:*``) what the planner did. Best
+        effort: the task does not fail for a report the broker could not take."""
+        try:
+            self.broker.plan_event(
+                event,
+                plan_id=plan_id(task_id, plan),
+                task_id=task_id,
+                goal=plan.goal,
+                step=step.id if step else None,
+                tool_id=",".join(step.tools)[:200] if step else None,
+                status=status,
+                detail=detail,
+                steps=steps,
+            )
+        except Exception as exc:
+            logger.warning("planner report %s failed: %s", event, exc)
+
     def _review(self, task_id: str, step: Step, plan: Plan, done_steps: list[str]) -> str:
         logger.info("phase=review task=%s step=%s", task_id, step.id)
         broker_ids = {t["tool_id"] for t in self._tools.values()}
@@ -88,6 +116,14 @@ class Phases:
         summary = (
             f"{'achieved' if achieved else 'NOT achieved'} "
             f"({len(executed)} of {len(broker_calls)} calls executed)"
+        )
+        self._plan_report(
+            "step_finished",
+            task_id,
+            plan,
+            step=step,
+            status="achieved" if achieved else "not_achieved",
+            detail=summary,
         )
         progress = int(100 * (len(done_steps) + 1) / max(1, len(plan.steps)))
         try:
@@ -156,6 +192,11 @@ class Phases:
                 task_id, status="in_progress", plan=new_plan.as_dict(), done_steps=kept
             )
             following = self._current_step(new_plan, kept)
+            self._plan_report(
+                "plan_saved", task_id, new_plan, steps=[st.as_dict() for st in new_plan.steps]
+            )
+            if following is not None:
+                self._plan_report("step_started", task_id, new_plan, step=following)
             return {
                 "status": "plan_saved",
                 "order": [s.id for s in new_plan.steps],

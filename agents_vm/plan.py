@@ -8,6 +8,8 @@ cannot call) that go back to the model, and otherwise returns the steps in a top
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +66,14 @@ class Plan:
 
     def as_dict(self) -> dict[str, Any]:
         return {"goal": self.goal, "steps": [s.as_dict() for s in self.steps]}
+
+
+def plan_id(task_id: str, plan: Plan) -> str:
+    """A stable id of one saved plan of one task (the same plan saved again: the same id)."""
+    digest = hashlib.sha256(
+        json.dumps([task_id, plan.as_dict()], sort_keys=True).encode()
+    ).hexdigest()
+    return f"plan-{digest[:24]}"
 
 
 def _strings(value: Any) -> list[str] | None:

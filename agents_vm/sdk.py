@@ -310,6 +310,35 @@ class BrokerClient:
             self._json(self.request("POST", f"/api/v1/tasks/{task_id}/fail/", {"reason": reason}))
         )
 
+    def plan_event(
+        self,
+        event: str,
+        *,
+        plan_id: str,
+        task_id: str | None = None,
+        goal: str = "",
+        step: str | None = None,
+        tool_id: str | None = None,
+        status: str = "",
+        detail: str = "",
+        steps: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Report the planner's progress to the control plane's event log: ``plan_saved`` (with
+        its steps), ``step_started``, ``step_finished`` (``status``: achieved / not_achieved),
+        ``plan_failed``."""
+        body: dict[str, Any] = {"event": event, "plan_id": plan_id, "goal": goal[:1000]}
+        for key, value in (
+            ("task_id", task_id),
+            ("step", step),
+            ("tool_id", tool_id),
+            ("status", status),
+            ("detail", detail[:1000]),
+            ("steps", steps),
+        ):
+            if value:
+                body[key] = value
+        return dict(self._json(self.request("POST", "/api/v1/plans/events/", body), ok=(201,)))
+
     def heartbeat(self, status: str, uptime_seconds: int) -> dict[str, Any]:
         return dict(
             self._json(

@@ -39,6 +39,9 @@ class BrainframeConfig(AppConfig):
         job_register("run_hooks", lambda day: hooks_run())
         job_register("hook_timer", lambda day: hooks_tick())
         _policy_signals()
+        from .services.views import views_register  # services import models: registry ready now
+
+        views_register()
         # Settings and the exporter's providers are needed only now, at start-up.
         from django.conf import settings
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -64,3 +65,14 @@ def test_named_paths_and_links_exist(page: Path) -> None:
 
 def test_the_readme_stays_short() -> None:
     assert len((ROOT / "README.md").read_text().splitlines()) <= 200
+
+
+def test_the_event_reference_is_generated_from_the_definitions() -> None:
+    """docs/events.md lists every event with its payload as defined (manage.py events_doc)."""
+    from django.core.management import call_command
+
+    from brainframe.events import EVENT_TYPES
+
+    call_command("events_doc", "--check", stdout=io.StringIO())
+    page = (ROOT / "docs" / "events.md").read_text()
+    assert all(f"`{name}`" in page for name in EVENT_TYPES)

@@ -116,10 +116,16 @@ class TaskChanged(Event):
     agent_id: str
     task_id: str
     status: str
+    owner: str = ""  # the task's agent now ("": agent_id)
+    title: str = ""
+    priority: int = 50
 
 
 @dataclass(frozen=True)
 class Heartbeat(Event):
+    """An agent reported in (its status and uptime), for its status card; not kept (the agent's
+    row holds the last one)."""
+
     NAME: ClassVar[str] = HEARTBEAT
     LOGGED: ClassVar[bool] = False  # the agent's row keeps the last one
     agent_id: str

@@ -6,7 +6,9 @@ import asyncio
 import json
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -177,15 +179,30 @@ def emit(*events: Event) -> None:
     publish_after_commit(*events)
 
 
+#: Functions that keep the materialized views current from appended rows (registered at
+#: start-up: ``brainframe.services.views``), called in the appending transaction.
+_projectors: list[Callable[[list[dict[str, Any]]], None]] = []
+
+
+def projector_register(projector: Callable[[list[dict[str, Any]]], None]) -> None:
+    if projector not in _projectors:
+        _projectors.append(projector)
+
+
 def append_events(events: tuple[Event, ...] | list[Event], at: datetime | None = None) -> int:
-    """Append the logged ones of ``events`` to the event log, in order; returns how many."""
+    """Append the logged ones of ``events`` to the event log, in order, and update the views
+    from them (all in one transaction); returns how many."""
     rows = event_log_rows(events, at)
     if not rows:
         return 0
-    with connection.cursor() as cursor:
+    # One transaction for the rows and the views (the caller's, when it has one).
+    atomic = nullcontext() if connection.in_atomic_block else transaction.atomic()
+    with atomic, connection.cursor() as cursor:
         cursor.execute(
             "SELECT brainframe_append_events(%s::jsonb)", [json.dumps(rows, default=str)]
         )
+        for projector in _projectors:
+            projector(rows)
     return len(rows)
 
 

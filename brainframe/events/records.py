@@ -158,8 +158,9 @@ class PlanEvent(Event):
 
     agent_id: str
     plan_id: str
+    task_id: str | None = None
     goal: str = ""
-    step: int | None = None
+    step: str | None = None
     tool_id: str | None = None
     status: str = ""
     detail: str = ""

@@ -34,6 +34,7 @@ from .registry import (
 )
 from .trust import AlignmentSnapshot, MonitoringLevelChange
 from .usage import LLMUsage, ModelPrice
+from .views import KanbanCard, PlanRecord
 from .work import AgentTask, ApprovalRequest, CapabilityGrant, Deliverable, NotificationDelivery
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "Hook",
     "HookCursor",
     "HookMessage",
+    "KanbanCard",
     "LLMBudget",
     "LLMCacheEntry",
     "LLMKey",
@@ -75,6 +77,7 @@ __all__ = [
     "MonitoringLevelChange",
     "NotificationDelivery",
     "OriginRegistry",
+    "PlanRecord",
     "PrimeDirective",
     "ReasonEdge",
     "ReasonLog",

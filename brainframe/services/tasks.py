@@ -51,7 +51,14 @@ def task_announce(task: AgentTask, *, also_agent_id: str | None = None) -> None:
     from, whose Kanban loses it."""
     emit(
         *(
-            TaskChanged(agent_id=agent_id, task_id=str(task.task_id), status=task.status)
+            TaskChanged(
+                agent_id=agent_id,
+                task_id=str(task.task_id),
+                status=task.status,
+                owner=task.agent_id,
+                title=task.title[:200],
+                priority=task.priority,
+            )
             for agent_id in dict.fromkeys([task.agent_id, also_agent_id])
             if agent_id
         )

@@ -8,7 +8,7 @@ from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from brainframe.choices import ContextBucket
-from brainframe.events import EVENT_FAMILIES, EVENT_TYPES
+from brainframe.events import EVENT_FAMILIES, EVENT_TYPES, PLAN_EVENTS
 from brainframe.models import AgentTask, Hook, OriginRegistry, Tool
 
 
@@ -259,3 +259,51 @@ class HookDefinitionSerializer(StrictSerializer):
 
 class HookStateSerializer(StrictSerializer):
     reason = StrictCharField(max_length=500, required=False, allow_blank=True)
+
+
+class PlanEventSerializer(StrictSerializer):
+    """What the agent's planner reports (seed 001's ``planner:*`` events)."""
+
+    event = serializers.ChoiceField(choices=sorted(PLAN_EVENTS))
+    plan_id = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+    task_id = StrictUUIDField(required=False)
+    goal = StrictCharField(max_length=1000, required=False, allow_blank=True)
+    step = StrictCharField(max_length=100, required=False)
+    tool_id = StrictCharField(max_length=200, required=False)
+    status = StrictCharField(max_length=40, required=False, allow_blank=True)
+    detail = StrictCharField(max_length=1000, required=False, allow_blank=True)
+    steps = serializers.ListField(child=serializers.DictField(), required=False, max_length=50)
+
+
+class HookResourceSerializer(serializers.Serializer):
+    """A hook as its agent reads it (``loop://hooks/{id}``)."""
+
+    uri = serializers.CharField()
+    id = serializers.UUIDField()
+    agent_id = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    kind = serializers.ChoiceField(choices=Hook.Kind.choices)
+    events = serializers.ListField(child=serializers.CharField())
+    condition = serializers.JSONField(allow_null=True)
+    prompt = serializers.CharField()
+    model = serializers.CharField()
+    schedule = serializers.CharField()
+    timezone = serializers.CharField()
+    effects = serializers.ListField(child=serializers.DictField())
+    max_fires_per_hour = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=Hook.Status.choices)
+    proposed_by = serializers.CharField()
+    reviewed_by = serializers.CharField(allow_null=True)
+    review_reason = serializers.CharField()
+    disabled_reason = serializers.CharField()
+    evaluations = serializers.IntegerField()
+    fired = serializers.IntegerField()
+    consecutive_errors = serializers.IntegerField()
+    last_error = serializers.CharField()
+    last_fired_at = serializers.DateTimeField(allow_null=True)
+
+
+class PlanEventAnswerSerializer(serializers.Serializer):
+    event = serializers.CharField()
+    plan_id = serializers.CharField()

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brainframe.choices import ContextBucket
-from brainframe.events import Heartbeat, publish
+from brainframe.events import PLAN_EVENTS, Heartbeat, emit, publish
 from brainframe.models import Agent, AgentTask, Hook, ToolCall
 from brainframe.queue import RECORD_OBSERVATION, enqueue
 from brainframe.selectors import tools_for_agent
@@ -379,6 +379,33 @@ class InboundEventsView(AgentAPIView):
         )
 
 
+class PlanEventsView(AgentAPIView):
+    @extend_schema(
+        request=s.PlanEventSerializer,
+        responses={201: s.PlanEventAnswerSerializer},
+        summary="Report a planner event (plan saved, step started or finished, plan failed)",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.valid(s.PlanEventSerializer, request.data)
+        agent = self.agent(request)
+        task_id = data.get("task_id")
+        if task_id is not None:
+            self.own_task(request, task_id)
+        event = PLAN_EVENTS[data["event"]](
+            agent_id=agent.agent_id,
+            plan_id=data["plan_id"],
+            task_id=str(task_id) if task_id else None,
+            goal=data.get("goal", ""),
+            step=data.get("step"),
+            tool_id=data.get("tool_id"),
+            status=data.get("status", ""),
+            detail=data.get("detail", ""),
+            steps=tuple(data.get("steps") or ()),
+        )
+        emit(event)
+        return Response({"event": event.NAME, "plan_id": event.plan_id}, status=201)
+
+
 def _hook_refusal(error: HookError) -> BrokerRefusal:
     return BrokerRefusal(error.status, error.code, error.detail, field=error.field)
 
@@ -386,14 +413,18 @@ def _hook_refusal(error: HookError) -> BrokerRefusal:
 class HooksView(AgentAPIView):
     """Your hooks, and proposing one (``loop.enable_hook``)."""
 
-    @extend_schema(responses={200: None}, summary="Your hooks")
+    @extend_schema(
+        operation_id="v1_hooks_list",
+        responses={200: s.HookResourceSerializer(many=True)},
+        summary="Your hooks",
+    )
     def get(self, request: Request) -> Response:
         hooks = Hook.objects.filter(agent=self.agent(request)).select_related("reviewed_by")
         return Response([hook_resource(h) for h in hooks.order_by("name")[:200]])
 
     @extend_schema(
         request=s.HookDefinitionSerializer,
-        responses={201: None},
+        responses={201: s.HookResourceSerializer},
         summary="Propose a hook (active at once where policy allows, else staff review it)",
     )
     def post(self, request: Request) -> Response:
@@ -408,22 +439,28 @@ class HooksView(AgentAPIView):
         return Response(hook_resource(hook), status=201)
 
 
-class HookDetailView(AgentAPIView):
+class _OwnHook(AgentAPIView):
     def own_hook(self, request: Request, hook_id: Any) -> Hook:
         hook = Hook.objects.filter(pk=hook_id, agent=self.agent(request)).first()
         if hook is None:
             raise BrokerRefusal(404, "unknown_hook", "no such hook of yours", field="hook_id")
         return hook
 
-    @extend_schema(responses={200: None}, summary="One of your hooks (loop://hooks/{id})")
+
+class HookDetailView(_OwnHook):
+    @extend_schema(
+        operation_id="v1_hooks_retrieve",
+        responses={200: s.HookResourceSerializer},
+        summary="One of your hooks (loop://hooks/{id})",
+    )
     def get(self, request: Request, hook_id: Any) -> Response:
         return Response(hook_resource(self.own_hook(request, hook_id)))
 
 
-class HookStateView(HookDetailView):
+class HookStateView(_OwnHook):
     enable = True
 
-    @extend_schema(request=s.HookStateSerializer, responses={200: None})
+    @extend_schema(request=s.HookStateSerializer, responses={200: s.HookResourceSerializer})
     def post(self, request: Request, hook_id: Any) -> Response:
         data = self.valid(s.HookStateSerializer, request.data or {})
         hook = self.own_hook(request, hook_id)

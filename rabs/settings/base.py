@@ -190,7 +190,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "ENUM_NAME_OVERRIDES": {"ContextBucketEnum": "brainframe.choices.ContextBucket"},
+    "ENUM_NAME_OVERRIDES": {
+        "ContextBucketEnum": "brainframe.choices.ContextBucket",
+        "HookKindEnum": "brainframe.models.hooks.Hook.Kind",
+        "HookStatusEnum": "brainframe.models.hooks.Hook.Status",
+    },
     # A non-blank text field says so (minLength 1), as the serializers enforce.
     "ENFORCE_NON_BLANK_FIELDS": True,
     "POSTPROCESSING_HOOKS": [

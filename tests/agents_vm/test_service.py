@@ -30,6 +30,7 @@ from brainframe.models import (
     ApprovalRequest,
     ContextBucketEntry,
     Deliverable,
+    EventLogEntry,
     LLMUsage,
     ModelPrice,
     Tool,
@@ -373,6 +374,19 @@ def test_a_task_from_todo_to_done(
     result = task.result
     assert [s["id"] for s in result["plan"]["steps"]] == ["s1", "s2", "s3b"]
     assert result["steps_done"] == ["s1", "s2", "s3b"]
+    # The planner reported to the control plane's event log: both plans, with their steps and
+    # dependencies, and each step as it started and finished.
+    planner = [
+        (e.name, e.payload)
+        for e in EventLogEntry.objects.filter(family="planner", subject=str(task.task_id))
+    ]
+    saved = [p for name, p in planner if name == "planner:plan_saved"]
+    assert len({p["plan_id"] for p in saved}) == 2  # the first plan, and the one after the denial
+    assert [s["id"] for s in saved[-1]["steps"]] == ["s1", "s2", "s3b"]
+    assert all(p["agent_id"] == "henry" and p["task_id"] == str(task.task_id) for _, p in planner)
+    finished = {p["step"]: p["status"] for name, p in planner if name == "planner:step_finished"}
+    assert finished == {"s1": "achieved", "s2": "achieved", "s3b": "achieved"}
+    assert {p["step"] for name, p in planner if name == "planner:step_started"} >= {"s2", "s3b"}
 
     # kill -9 of the worker: the supervisor notices and starts another.
     pid = _control(port, "GET", "/healthz").json()["worker"]["pid"]

@@ -1,0 +1,47 @@
+"""Materialized views of the event log (seed 002): tables the log keeps current as events are
+kept, and that ``manage.py replay_events --view NAME`` rebuilds from it (docs/events.md)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class KanbanCard(models.Model):
+    """A task where the event log last saw it (``task:changed``): its agent, column, title."""
+
+    task_id = models.UUIDField(primary_key=True)
+    agent_id = models.CharField(max_length=64)
+    status = models.CharField(max_length=20)
+    title = models.CharField(max_length=200, blank=True)
+    priority = models.IntegerField(default=50)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "view_kanban"
+        ordering = ["agent_id", "-priority"]
+        indexes = [models.Index(fields=["agent_id", "status"], name="view_kanban_agent_status")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}: {self.title or self.task_id} [{self.status}]"
+
+
+class PlanRecord(models.Model):
+    """One saved plan of an agent and what became of it (``planner:*``): its history view."""
+
+    plan_id = models.CharField(max_length=100, primary_key=True)
+    agent_id = models.CharField(max_length=64)
+    task_id = models.CharField(max_length=64, blank=True)
+    goal = models.TextField(blank=True)
+    steps = models.JSONField(default=list)
+    status = models.CharField(max_length=20, help_text="saved, running, finished or failed")
+    steps_finished = models.JSONField(default=dict, help_text="step id → achieved / not")
+    saved_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "view_plans"
+        ordering = ["-saved_at"]
+        indexes = [models.Index(fields=["agent_id", "saved_at"], name="view_plans_agent_saved")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}: {self.goal[:60]} [{self.status}]"

@@ -1,0 +1,169 @@
+"""Materialized views of the event log (seed 002): kept current as events are kept, rebuilt
+by replay (``manage.py replay_events --view NAME [--since …]``).
+
+- ``kanban`` (``view_kanban``): every task where its last ``task:changed`` left it: its agent,
+  column, title and priority. Replay takes, for each task, its last event (by time, then log
+  order): one set-based statement.
+- ``plans`` (``view_plans``): the agents' plan history from ``planner:*``: each saved plan's
+  goal and steps, then running, each step's result, finished or failed.
+
+Live, each view is updated by ``views_project`` in the transaction that keeps the event (the
+bus calls it after appending), from the same log rows replay reads, so a replay gives back
+exactly what was there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils.dateparse import parse_datetime
+
+from brainframe.events import PLAN_EVENTS, TASK_CHANGED, projector_register
+from brainframe.models import EventLogEntry, KanbanCard, PlanRecord
+
+PLAN_NAMES = tuple(cls.NAME for cls in PLAN_EVENTS.values())
+
+_KANBAN_UPSERT = """
+INSERT INTO view_kanban (task_id, agent_id, status, title, priority, updated_at)
+VALUES (%s, %s, %s, %s, %s, %s)
+ON CONFLICT (task_id) DO UPDATE SET
+    agent_id = EXCLUDED.agent_id, status = EXCLUDED.status, title = EXCLUDED.title,
+    priority = EXCLUDED.priority, updated_at = EXCLUDED.updated_at
+ WHERE view_kanban.updated_at <= EXCLUDED.updated_at
+"""
+
+_KANBAN_REPLAY = """
+INSERT INTO view_kanban (task_id, agent_id, status, title, priority, updated_at)
+SELECT DISTINCT ON (e.subject)
+       e.subject::uuid,
+       COALESCE(NULLIF(e.payload ->> 'owner', ''), e.payload ->> 'agent_id'),
+       e.payload ->> 'status',
+       COALESCE(e.payload ->> 'title', ''),
+       COALESCE((e.payload ->> 'priority')::int, 50),
+       e.at
+  FROM event_log e
+ WHERE e.name = %s AND e.at >= %s
+ ORDER BY e.subject, e.at DESC, e.id DESC
+"""
+
+
+def _kanban_live(rows: list[dict[str, Any]]) -> None:
+    with connection.cursor() as cursor:
+        for row in rows:
+            p = row["payload"]
+            cursor.execute(
+                _KANBAN_UPSERT,
+                [
+                    p["task_id"],
+                    p.get("owner") or p["agent_id"],
+                    p["status"],
+                    p.get("title", ""),
+                    p.get("priority", 50),
+                    row["at"],
+                ],
+            )
+
+
+def _kanban_replay(since: datetime) -> int:
+    KanbanCard.objects.filter(updated_at__gte=since).delete()
+    with connection.cursor() as cursor:
+        cursor.execute(_KANBAN_REPLAY, [TASK_CHANGED, since])
+        return int(cursor.rowcount)
+
+
+def _plan_apply(record: PlanRecord | None, name: str, payload: dict[str, Any], at: Any) -> Any:
+    """One planner event on a plan's record (None: not seen yet)."""
+    short = name.partition(":")[2]
+    if record is None:
+        record = PlanRecord(
+            plan_id=payload["plan_id"],
+            agent_id=payload["agent_id"],
+            task_id=payload.get("task_id") or "",
+            goal=payload.get("goal", ""),
+            steps=list(payload.get("steps") or []),
+            status="saved",
+            steps_finished={},
+            saved_at=at,
+            updated_at=at,
+        )
+    if short == "plan_saved":
+        record.goal = payload.get("goal", "") or record.goal
+        record.steps = list(payload.get("steps") or record.steps)
+    elif short == "step_started":
+        record.status = "running"
+    elif short == "step_finished":
+        record.steps_finished = {
+            **record.steps_finished,
+            str(payload.get("step")): payload.get("status", ""),
+        }
+        ids = [str(s.get("id")) for s in record.steps if isinstance(s, dict)]
+        record.status = "finished" if ids and set(ids) <= set(record.steps_finished) else "running"
+    elif short == "plan_failed":
+        record.status = "failed"
+    record.updated_at = at
+    return record
+
+
+def _plans_live(rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        payload = row["payload"]
+        record = PlanRecord.objects.select_for_update().filter(pk=payload["plan_id"]).first()
+        _plan_apply(record, row["name"], payload, _at(row["at"])).save()
+
+
+def _plans_replay(since: datetime) -> int:
+    """The plans with events since ``since``, rebuilt from all their events."""
+    touched = set(
+        EventLogEntry.objects.filter(name__in=PLAN_NAMES, at__gte=since).values_list(
+            "payload__plan_id", flat=True
+        )
+    )
+    PlanRecord.objects.filter(pk__in=touched).delete()
+    records: dict[str, PlanRecord] = {}
+    events = (
+        EventLogEntry.objects.filter(name__in=PLAN_NAMES, payload__plan_id__in=list(touched))
+        .order_by("at", "id")
+        .values_list("name", "payload", "at")
+    )
+    for name, payload, at in events.iterator(chunk_size=5000):
+        plan = payload["plan_id"]
+        records[plan] = _plan_apply(records.get(plan), name, payload, at)
+    PlanRecord.objects.bulk_create(records.values(), batch_size=1000)
+    return len(records)
+
+
+def _at(value: Any) -> Any:
+    return parse_datetime(value) if isinstance(value, str) else value
+
+
+#: name → (the events it follows, live update, replay since a time).
+VIEWS: dict[str, tuple[tuple[str, ...], Callable[..., None], Callable[[datetime], int]]] = {
+    "kanban": ((TASK_CHANGED,), _kanban_live, _kanban_replay),
+    "plans": (PLAN_NAMES, _plans_live, _plans_replay),
+}
+
+
+def views_project(rows: Iterable[dict[str, Any]]) -> None:
+    """Update every view from just-appended log rows (in the caller's transaction)."""
+    rows = list(rows)
+    for names, live, _ in VIEWS.values():
+        mine = [r for r in rows if r["name"] in names]
+        if mine:
+            live(mine)
+
+
+def views_register() -> None:
+    projector_register(views_project)
+
+
+def view_replay(name: str, *, since: datetime | None = None) -> int:
+    """Rebuild view ``name`` (its rows touched since ``since``; all without) from the log, in
+    one transaction. Returns how many rows it wrote."""
+    if name not in VIEWS:
+        raise KeyError(f"no view {name!r}; known: {', '.join(sorted(VIEWS))}")
+    start = since or datetime.fromtimestamp(0).astimezone()
+    with transaction.atomic():
+        return VIEWS[name][2](start)
