@@ -11,6 +11,8 @@ log and the audit can never be deleted).
   statement), interleaved, one agent, one at a time. The difference of the two is what keeping
   the event costs a decision; ``append_events`` of one event is also timed on its own, in a
   transaction that holds the agent's audit lock, as the decision does.
+- **replay**: ``replay-events`` task events (default 1,000,000) in the log, then
+  ``replay_events --view kanban`` from all of them.
 - **hooks**: ``events`` events appended (one agent, task events), one active deterministic
   hook listening to them whose condition holds for one in a hundred; ``hooks_run`` reads the
   log until it is through. Prints events per second read and evaluated.
@@ -80,12 +82,14 @@ def decision_path(calls: int) -> None:
         f"  p99 {_pct(b, 0.99) - _pct(a, 0.99):6.3f}"
     )
     alone: list[float] = []
-    for i in range(calls):
+    for _ in range(calls):
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(7426, hashtext(%s))", [agent.agent_id])
             started = time.perf_counter()
-            append_events([TaskChanged(agent_id=agent.agent_id, task_id=str(i), status="todo")])
+            append_events(
+                [TaskChanged(agent_id=agent.agent_id, task_id=str(uuid.uuid4()), status="todo")]
+            )
             alone.append((time.perf_counter() - started) * 1000)
     print(
         f"  {'append_events, one, alone':28} p50 {statistics.median(alone):6.3f}"
@@ -112,13 +116,14 @@ def hooks(events: int) -> None:
             "events": ["task:changed"],
             "condition": {"field": "event.payload.status", "op": "eq", "value": "blocked"},
             "effects": [{"type": "message", "text": "a task is blocked"}],
+            "max_fires_per_hour": 600,
         },
         proposed_by="bench",
     )
     batch = []
     for i in range(events):
         status = "blocked" if i % 100 == 0 else "todo"
-        batch.append(TaskChanged(agent_id="henry", task_id=str(i), status=status))
+        batch.append(TaskChanged(agent_id="henry", task_id=str(uuid.uuid4()), status=status))
         if len(batch) == 1000:
             append_events(batch)
             batch = []
@@ -139,10 +144,54 @@ def hooks(events: int) -> None:
     )
 
 
+def replay(events: int) -> None:
+    """``events`` task events (100 per task) written straight into the log by one statement
+    (chain hashes left as placeholders: replay does not read them), then the Kanban view
+    rebuilt from all of them."""
+    from django.db import connection
+
+    from brainframe.models import KanbanCard
+    from brainframe.services.views import view_replay
+
+    tasks = max(1, events // 100)
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO event_log
+                (stream, seq, name, family, agent_id, subject, payload, at, prev_hash, row_hash)
+            SELECT 'bench-' || (g %% 10), g, 'task:changed', 'task', 'bench-' || (g %% 10),
+                   md5('task' || (g %% %(tasks)s))::uuid::text,
+                   jsonb_build_object(
+                       'agent_id', 'bench-' || (g %% 10),
+                       'task_id', md5('task' || (g %% %(tasks)s))::uuid::text,
+                       'status', (ARRAY['todo','in_progress','blocked','done'])[1 + g %% 4],
+                       'owner', 'bench-' || (g %% 10), 'title', 'task ' || (g %% %(tasks)s),
+                       'priority', g %% 100),
+                   now() - make_interval(secs => (%(n)s - g) / 1000.0),
+                   repeat('0', 64), repeat('0', 64)
+              FROM generate_series(1, %(n)s) AS g
+            """,
+            {"n": events, "tasks": tasks},
+        )
+    print(
+        f"replay: {events:,} task events for {tasks:,} tasks written in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    started = time.perf_counter()
+    written = view_replay("kanban")
+    elapsed = time.perf_counter() - started
+    print(
+        f"replay_events --view kanban: {events:,} events → {written:,} cards in {elapsed:.1f} s "
+        f"({events / elapsed:,.0f} events/s); cards now {KanbanCard.objects.count():,}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--events", type=int, default=20000)
+    parser.add_argument("--replay-events", type=int, default=1_000_000)
     args = parser.parse_args()
     import django
 
@@ -152,6 +201,7 @@ def main() -> None:
     with throwaway_database(BENCH_DB):
         decision_path(args.calls)
         hooks(args.events)
+        replay(args.replay_events)
 
 
 if __name__ == "__main__":

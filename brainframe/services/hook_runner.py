@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -149,27 +149,34 @@ def hooks_run(*, limit: int = 500, now: Any = None) -> dict[str, int]:
                 HookCursor.objects.filter(pk=1).update(cursor=cursor)
         cursor.update(unseen.cursor)
         HookCursor.objects.filter(pk=1).update(cursor=cursor)
+        for hook in hooks:  # how many times each was evaluated, once per run
+            Hook.objects.filter(pk=hook.pk, evaluations__lt=hook.evaluations).update(
+                evaluations=hook.evaluations
+            )
     return counts
 
 
 def _evaluate_and_fire(hook: Hook, entry: EventLogEntry, facts: dict[str, Any], now: Any) -> str:
     """One hook on one event: "fired", "quiet" (no match) or "failed"."""
     ref = f"{entry.stream}:{entry.seq}"
+    hook.evaluations += 1  # written with the run's end (or a firing, or a failure)
+    # A hook that only wakes and messages fires in one transaction (verdict, origin, effects,
+    # its event); one that invokes tools calls the broker outside any (see ``_fire``).
+    invokes = any(e["type"] == "invoke" for e in hook.effects)
     try:
-        hook.evaluations += 1
-        matched = hook.condition is None or holds(hook.condition, facts)
-        detail = "condition holds"
-        if matched and hook.kind in (Hook.Kind.LLM, Hook.Kind.HYBRID):
-            matched, answer = hook_judge(hook, facts)
-            detail = f"{'yes' if matched else 'no'}: {answer}"
-            emit(hook_event(HookEvaluated, hook, detail=detail[:300], event_ref=ref))
-        if not matched:
-            Hook.objects.filter(pk=hook.pk).update(evaluations=hook.evaluations)
-            return "quiet"
-        if hook.kind == Hook.Kind.DETERMINISTIC:
-            emit(hook_event(HookEvaluated, hook, detail=detail, event_ref=ref))
-        _fire(hook, ref, facts, now)
-        return "fired"
+        with nullcontext() if invokes else transaction.atomic():
+            matched = hook.condition is None or holds(hook.condition, facts)
+            detail = "condition holds"
+            if matched and hook.kind in (Hook.Kind.LLM, Hook.Kind.HYBRID):
+                matched, answer = hook_judge(hook, facts)
+                detail = f"{'yes' if matched else 'no'}: {answer}"
+                emit(hook_event(HookEvaluated, hook, detail=detail[:300], event_ref=ref))
+            if not matched:
+                return "quiet"
+            if hook.kind == Hook.Kind.DETERMINISTIC:
+                emit(hook_event(HookEvaluated, hook, detail=detail, event_ref=ref))
+            _fire(hook, ref, facts, now)
+            return "fired"
     except Exception as exc:
         _failed(hook, exc, ref)
         return "failed"

@@ -378,9 +378,9 @@ def test_a_task_from_todo_to_done(
     # dependencies, and each step as it started and finished.
     planner = [
         (e.name, e.payload)
-        for e in EventLogEntry.objects.filter(
-            family="planner", subject=str(task.task_id)
-        ).order_by("seq")
+        for e in EventLogEntry.objects.filter(family="planner", subject=str(task.task_id)).order_by(
+            "seq"
+        )
     ]
     saved = [p for name, p in planner if name == "planner:plan_saved"]
     assert len({p["plan_id"] for p in saved}) == 2  # the first plan, and the one after the denial
