@@ -5,13 +5,11 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from datetime import datetime
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
+from django.core.management.base import BaseCommand, CommandParser
 
+from brainframe.management.commands._moments import since_moment
 from brainframe.models import ToolCall
 from broker.audit.hashing import HASHED_FIELDS, OUTCOME_FIELDS, json_default
 
@@ -35,7 +33,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         rows = ToolCall.objects.all()
         if options["since"]:
-            rows = rows.filter(timestamp__gte=_moment(options["since"]))
+            rows = rows.filter(timestamp__gte=since_moment(options["since"]))
         if options["agent"]:
             rows = rows.filter(agent_id=options["agent"])
         stream = rows.order_by("agent_id", "seq").values(*COLUMNS).iterator(chunk_size=2000)
@@ -45,18 +43,6 @@ class Command(BaseCommand):
         else:
             count = _write(stream, sys.stdout, options["format"])
         self.stderr.write(f"exported {count} audit row(s)")
-
-
-def _moment(text: str) -> datetime:
-    moment = parse_datetime(text)
-    if moment is None:
-        day = parse_date(text)
-        if day is None:
-            raise CommandError(f"--since: not an ISO 8601 date or time: {text!r}")
-        moment = datetime(day.year, day.month, day.day)
-    if moment.tzinfo is None:
-        moment = timezone.make_aware(moment)
-    return moment
 
 
 def _encoded(value: Any) -> str:
