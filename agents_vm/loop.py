@@ -102,6 +102,7 @@ class CognitiveLoop(Phases):
         if state is None or not messages:
             logger.info("phase=ingest task=%s", task_id)
             context = self.broker.context(task_id)
+            context["proven_plans"] = self._dream(task)
             self.memory.task_state_save(task_id, status="in_progress")
             for message in (
                 {"role": "system", "content": system_prompt(self.config.agent_id, context)},

@@ -75,6 +75,17 @@ class Phases:
         except Exception as exc:  # the cost record is not worth failing the task for
             logger.warning("usage report failed: %s", exc)
 
+    def _dream(self, task: dict[str, Any]) -> list[dict[str, Any]]:
+        """Dreamer: before planning, look for this agent's proven plans for a goal like the task's
+        (``GET /api/v1/discover/``), to offer the model as a starting point. Best effort."""
+        logger.info("phase=dream task=%s", task.get("task_id"))
+        try:
+            found = self.broker.discover(str(task.get("title", ""))[:1000], limit=3)
+        except Exception as exc:
+            logger.warning("discovery failed: %s", exc)
+            return []
+        return [p for p in found.get("plans", []) if p.get("outcome") == "finished"]
+
     def _plan_report(
         self,
         event: str,

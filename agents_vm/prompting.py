@@ -144,6 +144,15 @@ def system_prompt(agent_id: str, context: dict[str, Any]) -> str:
             "What the organisation knows that may matter:",
             *[f"- [{o['bucket']}] {o['entity']}: {o['observation']}" for o in observations],
         ]
+    proven = context.get("proven_plans") or []
+    if proven:  # the Dreamer found plans of yours that worked for goals like this one
+        lines += ["Plans of yours that worked for similar goals (adapt, do not copy blindly):"]
+        for plan in proven:
+            steps = "; ".join(
+                f"{s.get('id')}: {s.get('intent')} [{', '.join(s.get('tools') or [])}]"
+                for s in plan.get("steps") or []
+            )
+            lines.append(f"- {plan.get('goal')}: {steps}")
     messages = context.get("messages") or []
     if messages:  # queued by this agent's hooks for its next turn (data, not instructions)
         lines += [

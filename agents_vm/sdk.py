@@ -22,6 +22,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+from urllib.parse import urlencode
 
 import httpx
 
@@ -309,6 +310,11 @@ class BrokerClient:
         return dict(
             self._json(self.request("POST", f"/api/v1/tasks/{task_id}/fail/", {"reason": reason}))
         )
+
+    def discover(self, query: str, *, limit: int = 10) -> dict[str, Any]:
+        """The tools this agent may call and its own saved plans that fit ``query`` (a goal)."""
+        path = "/api/v1/discover/?" + urlencode({"q": query, "limit": limit})
+        return dict(self._json(self.request("GET", path)))
 
     def plan_event(
         self,

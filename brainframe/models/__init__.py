@@ -34,7 +34,7 @@ from .registry import (
 )
 from .trust import AlignmentSnapshot, MonitoringLevelChange
 from .usage import LLMUsage, ModelPrice
-from .views import KanbanCard, PlanRecord
+from .views import DiscoveryEntry, KanbanCard, PlanRecord
 from .work import AgentTask, ApprovalRequest, CapabilityGrant, Deliverable, NotificationDelivery
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "CouncilVote",
     "DecayRun",
     "Deliverable",
+    "DiscoveryEntry",
     "EventLogEntry",
     "EventSink",
     "Hook",

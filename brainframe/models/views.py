@@ -4,6 +4,9 @@ kept, and that ``manage.py replay_events --view NAME`` rebuilds from it (docs/ev
 from __future__ import annotations
 
 from django.db import models
+from pgvector.django import VectorField
+
+from .audit import EMBEDDING_DIMENSIONS
 
 
 class KanbanCard(models.Model):
@@ -45,3 +48,31 @@ class PlanRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_id}: {self.goal[:60]} [{self.status}]"
+
+
+class DiscoveryEntry(models.Model):
+    """A tool or a plan as discovery searches it (seed 002's discovery layer): its text, for
+    PostgreSQL full-text search, and its embedding (pgvector), computed off the request path."""
+
+    class Kind(models.TextChoices):
+        TOOL = "tool", "Tool"
+        PLAN = "plan", "Plan"
+
+    id = models.BigAutoField(primary_key=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    key = models.CharField(max_length=200, help_text="The tool's id or the plan's id.")
+    agent_id = models.CharField(max_length=64, blank=True, help_text="A plan's agent.")
+    text = models.TextField()
+    vector = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=120, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "discovery_entries"
+        ordering = ["kind", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "key"], name="discovery_one_per_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key}"

@@ -21,6 +21,7 @@ from brainframe.embeddings.indexer import Indexer, IndexerUnavailable, get_index
 from brainframe.models import ContextBucketEntry, OriginRegistry, ReasonLog
 from brainframe.queue import CLASSIFY_ORIGIN, EMBED_ROWS, enqueue
 from brainframe.services.bucket_checker import origin_classify
+from brainframe.services.discovery import discovery_index
 
 logger = logging.getLogger(__name__)
 
@@ -158,4 +159,5 @@ def index_sweep(*, limit: int = 500) -> dict[str, Any]:
     done["origins_classified"] = sum(
         origin_classify(pk, indexer=indexer) is not None for pk in list(origins)
     )
+    done["discovery_embedded"] = discovery_index(limit=limit)
     return done

@@ -307,3 +307,30 @@ class HookResourceSerializer(serializers.Serializer):
 class PlanEventAnswerSerializer(serializers.Serializer):
     event = serializers.CharField()
     plan_id = serializers.CharField()
+
+
+class DiscoveredToolSerializer(serializers.Serializer):
+    tool_id = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    risk_level = serializers.CharField()
+    score = serializers.FloatField()
+    matched_by = serializers.ChoiceField(choices=["vector", "text"])
+    used_in_plans = serializers.ListField(child=serializers.CharField())
+    success_rate = serializers.FloatField(allow_null=True)
+
+
+class DiscoveredPlanSerializer(serializers.Serializer):
+    plan_id = serializers.CharField()
+    goal = serializers.CharField(allow_blank=True)
+    outcome = serializers.CharField()
+    score = serializers.FloatField()
+    matched_by = serializers.ChoiceField(choices=["vector", "text"])
+    steps = serializers.ListField(child=serializers.DictField())
+    saved_at = serializers.DateTimeField()
+
+
+class DiscoverAnswerSerializer(serializers.Serializer):
+    query = serializers.CharField()
+    mode = serializers.ChoiceField(choices=["hybrid", "text"])
+    tools = DiscoveredToolSerializer(many=True)
+    plans = DiscoveredPlanSerializer(many=True)

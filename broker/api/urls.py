@@ -22,6 +22,7 @@ urlpatterns = [
     path("inbound/events/", views.InboundEventsView.as_view(), name="inbound-events"),
     path("usage/", views.UsageView.as_view(), name="usage"),
     path("plans/events/", views.PlanEventsView.as_view(), name="plan-events"),
+    path("discover/", views.DiscoverView.as_view(), name="discover"),
     path("hooks/", views.HooksView.as_view(), name="hooks"),
     path("hooks/<uuid:hook_id>/", views.HookDetailView.as_view(), name="hook"),
     path("hooks/<uuid:hook_id>/enable/", views.HookEnableView.as_view(), name="hook-enable"),

@@ -26,6 +26,7 @@ from brainframe.selectors import tools_for_agent
 from brainframe.services import tasks as task_services
 from brainframe.services.context import agent_context
 from brainframe.services.deliverables import deliverable_store
+from brainframe.services.discovery import discover
 from brainframe.services.hooks import (
     HookError,
     hook_messages_take,
@@ -377,6 +378,34 @@ class InboundEventsView(AgentAPIView):
             },
             status=201 if result.created else 200,
         )
+
+
+class DiscoverView(AgentAPIView):
+    query_parameters = frozenset({"q", "limit"})
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", str, required=True, description="The goal, in words"),
+            OpenApiParameter(
+                "limit", {"type": "integer", "minimum": 1, "maximum": 50}, description="default 10"
+            ),
+        ],
+        responses={200: s.DiscoverAnswerSerializer},
+        summary="Tools you may call and your proven plans for a goal (text, semantic, graph)",
+    )
+    def get(self, request: Request) -> Response:
+        query = request.query_params.get("q", "").strip()
+        if not query or len(query) > 1000:
+            raise BrokerRefusal(400, "invalid_request", "q is 1 to 1000 characters", field="q")
+        try:
+            limit = int(request.query_params.get("limit", 10))
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= 50:
+            raise BrokerRefusal(
+                400, "invalid_request", "limit must be a whole number from 1 to 50", field="limit"
+            )
+        return Response(discover(agent=self.agent(request), query=query, limit=limit))
 
 
 class PlanEventsView(AgentAPIView):

@@ -18,9 +18,11 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from brainframe.choices import PermissionTier, RiskLevel
-from brainframe.models import Agent, AgentTask, ApprovalRequest, Tool, ToolCall
+from brainframe.models import Agent, AgentTask, ApprovalRequest, Hook, Tool, ToolCall
 from brainframe.selectors import tools_for_agent
 from brainframe.services.context import directives_preamble
+from brainframe.services.discovery import discover
+from brainframe.services.hooks import hook_resource
 
 from ..audit.hashing import canonical_json
 from ..errors import BrokerRefusal
@@ -50,6 +52,7 @@ DEFAULT_REASON = "(no reason given over MCP)"
 #: The follow-up tools every agent gets beside its registry tools.
 APPROVAL_STATUS = "rabs.approval.status"
 APPROVAL_WAIT = "rabs.approval.wait"
+DISCOVER = "rabs.discover"
 MAX_WAIT_SECONDS = 120.0
 
 INVALID_PARAMS = -32602
@@ -142,12 +145,52 @@ FOLLOW_UP_TOOLS = [
     ),
 ]
 FOLLOW_UP_NAMES = frozenset(t.name for t in FOLLOW_UP_TOOLS)
+DISCOVER_TOOL = types.Tool(
+    name=DISCOVER,
+    title="Discover tools and proven plans",
+    description="For a goal in words: the tools you may call and your own saved plans that fit "
+    "it (full text and meaning), each plan with its steps, their tools and dependencies, and "
+    "how it ended. Nothing is executed.",
+    input_schema={
+        "type": "object",
+        "required": ["query"],
+        "additionalProperties": False,
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 1000},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+        },
+    },
+    annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+)
+
+
+@on_worker_thread
+def discover_result(agent: Agent, arguments: dict[str, Any]) -> types.CallToolResult:
+    """``rabs.discover``: the same answer as ``GET /api/v1/discover/``."""
+    query, limit = arguments.get("query"), arguments.get("limit", 10)
+    if (
+        not isinstance(query, str)
+        or not query.strip()
+        or len(query) > 1000
+        or isinstance(limit, bool)
+        or not isinstance(limit, int)
+        or not 1 <= limit <= 50
+    ):
+        return refusal_result(
+            BrokerRefusal(
+                400, "invalid_arguments", "query is 1-1000 characters; limit is 1-50", field="query"
+            )
+        )
+    found = discover(agent=agent, query=query.strip(), limit=limit)
+    return types.CallToolResult(
+        content=[types.TextContent(text=_text(found))], structured_content=found
+    )
 
 
 @on_worker_thread
 def tools_list(agent: Agent) -> list[types.Tool]:
     """Exactly the agent's allowlisted, enabled tools, then the follow-up tools."""
-    return [mcp_tool(tool) for tool in tools_for_agent(agent)] + FOLLOW_UP_TOOLS
+    return [mcp_tool(tool) for tool in tools_for_agent(agent)] + [*FOLLOW_UP_TOOLS, DISCOVER_TOOL]
 
 
 # --- tools/call -------------------------------------------------------------------------------
@@ -363,6 +406,7 @@ RESOURCES = {
     "rabs://directives": ("directives", "The prime directives you work under"),
 }
 CALL_TEMPLATE = "rabs://calls/{call_id}"
+HOOK_TEMPLATE = "loop://hooks/{hook_id}"
 
 
 def resources_list() -> list[types.Resource]:
@@ -384,7 +428,13 @@ def resource_templates() -> list[types.ResourceTemplate]:
             name="call",
             description="One of your tool calls: its decision, outcome and Tag Trinity",
             mime_type="application/json",
-        )
+        ),
+        types.ResourceTemplate(
+            uri_template=HOOK_TEMPLATE,
+            name="hook",
+            description="One of your hooks: its definition, state and record",
+            mime_type="application/json",
+        ),
     ]
 
 
@@ -424,6 +474,14 @@ def resource_read(agent: Agent, uri: str) -> tuple[str, str]:
             for t in tasks.order_by("-priority", "created_at")[:100]
         ]
         return "application/json", _text(rows)
+    if uri.startswith("loop://hooks/"):
+        try:
+            hook_pk = uuid.UUID(uri.removeprefix("loop://hooks/"))
+        except ValueError:
+            raise UnknownResource(uri) from None
+        hook = Hook.objects.filter(pk=hook_pk, agent=agent).first()
+        if hook is not None:
+            return "application/json", _text(hook_resource(hook))
     if uri.startswith("rabs://calls/"):
         try:
             pk = uuid.UUID(uri.removeprefix("rabs://calls/"))

@@ -68,6 +68,8 @@ async def call_tool(
     arguments = params.arguments or {}
     if params.name in face.FOLLOW_UP_NAMES:
         return await _follow_up(agent, params.name, arguments)
+    if params.name == face.DISCOVER:
+        return await _run(face.discover_result, agent, arguments)
     meta: dict[str, Any] = dict(params.meta) if params.meta else {}
     try:
         submitted = await _run(face.tools_call, agent, params.name, arguments, meta)

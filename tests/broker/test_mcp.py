@@ -116,7 +116,7 @@ def test_tools_list_is_exactly_the_agents_own(server: str, world: dict[str, Any]
         asyncio.run(listed(world["reggie_token"])),
     )
     allowed = set(tools_for_agent(world["henry"]).values_list("tool_id", flat=True))
-    assert set(henrys) == allowed | {"rabs.approval.status", "rabs.approval.wait"}
+    assert set(henrys) == allowed | {"rabs.approval.status", "rabs.approval.wait", "rabs.discover"}
     assert set(reggies) != set(henrys)  # never another agent's
     read = henrys["roster.shift.read"]
     assert read.input_schema["required"] == ["date_from", "date_to"]
