@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
+from django.db.models import Case, When
 
 from brainframe.embeddings.indexer import IndexerUnavailable, get_indexer
 from brainframe.models import Agent, DiscoveryEntry, PlanRecord
@@ -74,7 +75,12 @@ def discovery_sync() -> None:
 def discovery_index(*, limit: int = 500) -> int:
     """Embed entries that have no vector yet. Returns how many; raises IndexerUnavailable."""
     discovery_sync()
-    waiting = list(DiscoveryEntry.objects.filter(vector__isnull=True).order_by("id")[:limit])
+    # Plans first (an agent's own experience), then tools.
+    waiting = list(
+        DiscoveryEntry.objects.filter(vector__isnull=True).order_by(
+            Case(When(kind="plan", then=0), default=1), "id"
+        )[:limit]
+    )
     if not waiting:
         return 0
     indexer = get_indexer()

@@ -355,6 +355,42 @@ def test_resources_are_the_agents_own(server: str, world: dict[str, Any]) -> Non
     assert str(henrys_call.id) not in reggies.contents[0].text
 
 
+def test_discovery_and_hooks_over_mcp(server: str, world: dict[str, Any]) -> None:
+    """``rabs.discover`` answers as ``GET /api/v1/discover/``; a hook is a ``loop://hooks/{id}``
+    resource of its own agent only."""
+    from brainframe.models import Agent
+    from brainframe.services.hooks import hook_propose
+
+    found = _call(server, world["henry_token"], "rabs.discover", {"query": "book a vehicle"})
+    assert not found.is_error
+    assert found.structured_content["mode"] in ("hybrid", "text")
+    assert any(t["tool_id"] == "transport.vehicle.book" for t in found.structured_content["tools"])
+    bad = _call(server, world["henry_token"], "rabs.discover", {"query": ""})
+    assert bad.is_error and bad.structured_content["code"] == "invalid_arguments"
+
+    hook = hook_propose(
+        agent=Agent.objects.get(agent_id="henry"),
+        definition={
+            "name": "mcp hook",
+            "kind": "scheduled",
+            "schedule": "0 7 * * 1-5",
+            "effects": [{"type": "message", "text": "roster"}],
+        },
+        proposed_by="agent:henry",
+    )
+
+    async def read(token: str) -> Any:
+        async with connect(server, token) as client:
+            try:
+                return await client.read_resource(f"loop://hooks/{hook.pk}")
+            except MCPError as error:
+                return error
+
+    own = asyncio.run(read(world["henry_token"]))
+    assert '"name": "mcp hook"' in own.contents[0].text
+    assert isinstance(asyncio.run(read(world["reggie_token"])), MCPError)
+
+
 def test_raw_json_rpc_error_shapes(server: str, world: dict[str, Any]) -> None:
     """What any MCP client sees on the wire, without the SDK."""
     headers = {
