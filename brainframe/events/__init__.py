@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .base import (
     AGENT_CHANGED,
+    ALIGNMENT_SNAPSHOTTED,
     APPROVAL_CREATED,
     APPROVAL_DECIDED,
     APPROVAL_ESCALATED,
@@ -83,6 +84,7 @@ from .bus import (
 from .records import (
     PLAN_EVENTS,
     RULE_CODE_PREFIXES,
+    AlignmentSnapshotted,
     CallBlocked,
     CallEvent,
     Escalated,
@@ -111,6 +113,7 @@ from .records import (
 
 __all__ = [
     "AGENT_CHANGED",
+    "ALIGNMENT_SNAPSHOTTED",
     "APPROVAL_CREATED",
     "APPROVAL_DECIDED",
     "APPROVAL_ESCALATED",
@@ -149,6 +152,7 @@ __all__ = [
     "TOOL_EXECUTED",
     "TOOL_FAILED",
     "AgentChanged",
+    "AlignmentSnapshotted",
     "ApprovalCreated",
     "ApprovalDecided",
     "ApprovalEscalated",

@@ -36,6 +36,7 @@ from .board import (
     ToolCallChanged,
 )
 from .records import (
+    AlignmentSnapshotted,
     CallBlocked,
     Escalated,
     HookDisabled,
@@ -88,6 +89,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         StepFinished,
         PlanFailed,
         MemoryRecorded,
+        AlignmentSnapshotted,
         InboundReceived,
         HookProposed,
         HookReviewed,

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from brainframe.models import ToolCall
 
 from .base import (
+    ALIGNMENT_SNAPSHOTTED,
     CALL_BLOCKED,
     ESCALATED,
     HOOK_DISABLED,
@@ -135,6 +136,16 @@ class Escalated(Event):
     reason: str
     agent_id: str | None = None
     call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class AlignmentSnapshotted(Event):
+    """The nightly job took the day's alignment snapshots (``rows``: tools and agents): the days
+    ``replay_events --view alignment`` recomputes."""
+
+    NAME: ClassVar[str] = ALIGNMENT_SNAPSHOTTED
+    day: str
+    rows: int
 
 
 @dataclass(frozen=True)

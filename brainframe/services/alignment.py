@@ -38,8 +38,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from brainframe.choices import LEVEL_THRESHOLDS
-from brainframe.events import Escalated, LevelChanged, emit
-from brainframe.models import Agent, MonitoringLevelChange, Tool, ToolCall
+from brainframe.events import AlignmentSnapshotted, Escalated, LevelChanged, emit
+from brainframe.models import Agent, AlignmentSnapshot, MonitoringLevelChange, Tool, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -177,8 +177,22 @@ def scores_update(*, as_of: datetime) -> None:
             )
 
 
-def snapshots_write(*, day: date) -> None:
-    """Upsert the day's snapshot for every tool and agent with rated calls in 90 days."""
+#: The subject's level when the day ended, from its level history (the last change before then,
+#: else what the first change after it started from, else the level it has now): the same
+#: answer tonight and on any later replay (``replay_events --view alignment``).
+_LEVEL_AS_OF = """COALESCE(
+    (SELECT c.to_level FROM monitoring_level_changes c
+      WHERE c.{key} = subj.{key} AND c.created_at < %(as_of)s
+      ORDER BY c.created_at DESC, c.id DESC LIMIT 1),
+    (SELECT c.from_level FROM monitoring_level_changes c
+      WHERE c.{key} = subj.{key} AND c.created_at >= %(as_of)s
+      ORDER BY c.created_at, c.id LIMIT 1),
+    subj.monitoring_level)"""
+
+
+def snapshots_write(*, day: date, announce: bool = True) -> None:
+    """Upsert the day's snapshot for every tool and agent with rated calls in 90 days: its
+    score and counts from the audit's ratings, its level as the day ended."""
     as_of = end_of_day(day)
     params = {
         "as_of": as_of,
@@ -197,16 +211,20 @@ def snapshots_write(*, day: date) -> None:
                     ({column}, date, score, level, volume_30d, misalignments_30d,
                      high_priority_30d)
                 SELECT s.subject, %(day)s, LEAST(1.0, GREATEST(0.0, s.score)),
-                       subj.monitoring_level, s.volume_30d, s.misalignments_30d,
+                       {_LEVEL_AS_OF.format(key=key)}, s.volume_30d, s.misalignments_30d,
                        s.high_priority_30d
                   FROM ({_score_sql(key)}) s JOIN {table} subj ON subj.{key} = s.subject
                 ON CONFLICT ({column}, date) WHERE {column} IS NOT NULL DO UPDATE SET
-                    score = EXCLUDED.score, volume_30d = EXCLUDED.volume_30d,
+                    score = EXCLUDED.score, level = EXCLUDED.level,
+                    volume_30d = EXCLUDED.volume_30d,
                     misalignments_30d = EXCLUDED.misalignments_30d,
                     high_priority_30d = EXCLUDED.high_priority_30d
                 """,
                 params,
             )
+    if announce:  # the day is kept in the log: what replay recomputes
+        rows = AlignmentSnapshot.objects.filter(date=day).count()
+        emit(AlignmentSnapshotted(day=day.isoformat(), rows=rows))
 
 
 # --- level changes ------------------------------------------------------------------------------

@@ -6,6 +6,9 @@ by replay (``manage.py replay_events --view NAME [--since …]``).
   order): one set-based statement.
 - ``plans`` (``view_plans``): the agents' plan history from ``planner:*``: each saved plan's
   goal and steps, then running, each step's result, finished or failed.
+- ``alignment`` (``alignment_snapshots``): the daily alignment of each tool and agent, written
+  by the nightly job; replay recomputes the days it took from the audit (each call's rating)
+  and the level history (``governance:level_changed``, ``monitoring_level_changes``).
 
 Live, each view is updated by ``views_project`` in the transaction that keeps the event (the
 bus calls it after appending), from the same log rows replay reads, so a replay gives back
@@ -15,14 +18,17 @@ exactly what was there.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from django.db import connection, transaction
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from brainframe.events import PLAN_EVENTS, TASK_CHANGED, projector_register
-from brainframe.models import EventLogEntry, KanbanCard, PlanRecord
+from brainframe.events import ALIGNMENT_SNAPSHOTTED, PLAN_EVENTS, TASK_CHANGED, projector_register
+from brainframe.models import AlignmentSnapshot, EventLogEntry, KanbanCard, PlanRecord
+
+from .alignment import snapshots_write
 
 PLAN_NAMES = tuple(cls.NAME for cls in PLAN_EVENTS.values())
 
@@ -139,10 +145,34 @@ def _at(value: Any) -> Any:
     return parse_datetime(value) if isinstance(value, str) else value
 
 
+def _alignment_live(rows: list[dict[str, Any]]) -> None:
+    """Written by the nightly job, not by events (see ``snapshots_write``)."""
+
+
+def _alignment_replay(since: datetime) -> int:
+    """The days the nightly job snapshotted (``governance:alignment_snapshotted`` in the log)
+    since ``since``, recomputed from the audit's ratings and the level history."""
+    first = timezone.localdate(since).isoformat()
+    days = sorted(
+        {
+            date.fromisoformat(day)
+            for day in EventLogEntry.objects.filter(name=ALIGNMENT_SNAPSHOTTED).values_list(
+                "payload__day", flat=True
+            )
+            if day >= first
+        }
+    )
+    AlignmentSnapshot.objects.filter(date__in=days).delete()
+    for day in days:
+        snapshots_write(day=day, announce=False)
+    return AlignmentSnapshot.objects.filter(date__in=days).count()
+
+
 #: name → (the events it follows, live update, replay since a time).
 VIEWS: dict[str, tuple[tuple[str, ...], Callable[..., None], Callable[[datetime], int]]] = {
     "kanban": ((TASK_CHANGED,), _kanban_live, _kanban_replay),
     "plans": (PLAN_NAMES, _plans_live, _plans_replay),
+    "alignment": ((), _alignment_live, _alignment_replay),
 }
 
 

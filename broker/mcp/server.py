@@ -70,6 +70,8 @@ async def call_tool(
         return await _follow_up(agent, params.name, arguments)
     if params.name == face.DISCOVER:
         return await _run(face.discover_result, agent, arguments)
+    if params.name in face.HOOK_TOOL_NAMES:
+        return await _run(face.hook_tool_result, agent, params.name, arguments)
     meta: dict[str, Any] = dict(params.meta) if params.meta else {}
     try:
         submitted = await _run(face.tools_call, agent, params.name, arguments, meta)

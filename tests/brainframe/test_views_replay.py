@@ -116,5 +116,59 @@ def test_the_plan_history_view_replays_identically(henry: SignedClient) -> None:
 def test_an_unknown_view_or_time_is_refused(seeded: None) -> None:
     with pytest.raises(CommandError):
         _replay("--view", "nonsense")
-    with pytest.raises(CommandError, match="not a date"):
+    with pytest.raises(CommandError, match="not an ISO 8601 date"):
         _replay("--view", "kanban", "--since", "yesterday-ish")
+
+
+def test_the_alignment_view_is_recomputed_identically_from_the_audit(settings: Any) -> None:
+    """Nightly snapshots over 35 days (the tool graduates on the way, so its level moves),
+    dropped and replayed from the log (the days taken) and the audit: the same rows."""
+    from datetime import date, datetime, timedelta
+    from datetime import time as dtime
+
+    from django.utils import timezone
+
+    from brainframe.models import AlignmentSnapshot, MonitoringLevelChange
+    from tests import factories as f
+
+    settings.RABS_GRADUATION_MIN_VOLUME = 20
+    tool = f.ToolFactory(tool_id="roster.test.write", risk_level="write", execution_mode="review")
+    agent = f.AgentFactory(agent_id="henry")
+    start = date(2026, 1, 1)
+    seen = 0
+    for offset in range(35):
+        day = start + timedelta(days=offset)
+        for hour in (9, 11, 14):
+            when = timezone.make_aware(datetime.combine(day, dtime(hour, 0)))
+            f.ToolCallFactory(
+                tool=tool, agent=agent, decision="executed", outcome="succeeded", timestamp=when
+            )
+        call_command("run_job", "alignment", "--date", day.isoformat(), stdout=StringIO())
+        # As if the job had run that night: its level changes dated 02:30 the next morning.
+        MonitoringLevelChange.objects.filter(pk__gt=seen).update(
+            created_at=timezone.make_aware(datetime.combine(day + timedelta(days=1), dtime(2, 30)))
+        )
+        seen = (
+            MonitoringLevelChange.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+        )
+    assert MonitoringLevelChange.objects.filter(tool=tool).count() >= 1  # it graduated
+    before = _rows(AlignmentSnapshot)
+    levels = {s.level for s in AlignmentSnapshot.objects.filter(tool=tool)}
+    assert len(levels) >= 2  # the level as each day ended, not as it is now
+
+    AlignmentSnapshot.objects.all().delete()
+    assert "alignment: 70 row(s)" in _replay("--view", "alignment")
+    assert _rows_without_ids(AlignmentSnapshot) == _without_ids(before)
+
+    cut = start + timedelta(days=20)
+    AlignmentSnapshot.objects.filter(date__gte=cut).delete()
+    _replay("--view", "alignment", "--since", cut.isoformat())
+    assert _rows_without_ids(AlignmentSnapshot) == _without_ids(before)
+
+
+def _without_ids(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return sorted((row[1:] for row in rows), key=lambda r: [str(v) for v in r])
+
+
+def _rows_without_ids(model: Any) -> list[tuple[Any, ...]]:
+    return _without_ids(_rows(model))

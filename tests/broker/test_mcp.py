@@ -116,7 +116,13 @@ def test_tools_list_is_exactly_the_agents_own(server: str, world: dict[str, Any]
         asyncio.run(listed(world["reggie_token"])),
     )
     allowed = set(tools_for_agent(world["henry"]).values_list("tool_id", flat=True))
-    assert set(henrys) == allowed | {"rabs.approval.status", "rabs.approval.wait", "rabs.discover"}
+    assert set(henrys) == allowed | {
+        "rabs.approval.status",
+        "rabs.approval.wait",
+        "rabs.discover",
+        "loop.enable_hook",
+        "loop.hook_state",
+    }
     assert set(reggies) != set(henrys)  # never another agent's
     read = henrys["roster.shift.read"]
     assert read.input_schema["required"] == ["date_from", "date_to"]
@@ -358,8 +364,7 @@ def test_resources_are_the_agents_own(server: str, world: dict[str, Any]) -> Non
 def test_discovery_and_hooks_over_mcp(server: str, world: dict[str, Any]) -> None:
     """``rabs.discover`` answers as ``GET /api/v1/discover/``; a hook is a ``loop://hooks/{id}``
     resource of its own agent only."""
-    from brainframe.models import Agent
-    from brainframe.services.hooks import hook_propose
+    from brainframe.models import Hook
 
     found = _call(server, world["henry_token"], "rabs.discover", {"query": "book a vehicle"})
     assert not found.is_error
@@ -368,16 +373,35 @@ def test_discovery_and_hooks_over_mcp(server: str, world: dict[str, Any]) -> Non
     bad = _call(server, world["henry_token"], "rabs.discover", {"query": ""})
     assert bad.is_error and bad.structured_content["code"] == "invalid_arguments"
 
-    hook = hook_propose(
-        agent=Agent.objects.get(agent_id="henry"),
-        definition={
+    proposed = _call(
+        server,
+        world["henry_token"],
+        "loop.enable_hook",
+        {
             "name": "mcp hook",
             "kind": "scheduled",
             "schedule": "0 7 * * 1-5",
             "effects": [{"type": "message", "text": "roster"}],
         },
-        proposed_by="agent:henry",
     )
+    assert not proposed.is_error and proposed.structured_content["status"] == "active"
+    hook = Hook.objects.get(pk=proposed.structured_content["id"])
+    assert hook.proposed_by == "agent:henry"
+    refused = _call(
+        server,
+        world["henry_token"],
+        "loop.enable_hook",
+        {"name": "x", "kind": "scheduled", "schedule": "nope", "effects": [{"type": "wake"}]},
+    )
+    assert refused.is_error and refused.structured_content["field"] == "schedule"
+    off = _call(
+        server, world["henry_token"], "loop.hook_state", {"hook_id": str(hook.pk), "enabled": False}
+    )
+    assert off.structured_content["status"] == "disabled"
+    not_reggies = _call(
+        server, world["reggie_token"], "loop.hook_state", {"hook_id": str(hook.pk), "enabled": True}
+    )
+    assert not_reggies.is_error and not_reggies.structured_content["code"] == "unknown_hook"
 
     async def read(token: str) -> Any:
         async with connect(server, token) as client:

@@ -1,4 +1,4 @@
-"""Rebuild a materialized view of the event log (docs/events.md): ``kanban`` or ``plans``."""
+"""Rebuild a materialized view of the event log (docs/events.md): kanban, plans, alignment."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ._moments import since_moment
 
 
 class Command(BaseCommand):
-    help = "Rebuild a view (kanban, plans) from the event log: all of it, or what changed since."
+    help = "Rebuild a view (kanban, plans, alignment) from the event log and the audit."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--view", required=True, choices=sorted(VIEWS))
