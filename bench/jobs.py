@@ -1,12 +1,14 @@
 """Benchmark: the nightly alignment + graduation job over many tools and calls.
 
-    .venv/bin/python bench/jobs.py [--tools 1000] [--calls 10000000] [--days 90]
+    .venv/bin/python bench/jobs.py [--tools 1000] [--calls 10000000] [--days 90] [--replay-days N]
 
 In a throwaway database (``rabs_jobs``): ``--tools`` tools and ``--calls`` executed calls spread
 over ``--days`` days, generated in PostgreSQL (INSERT … SELECT generate_series). Every call is
 rated except the last day's, as after a normal night; then ``alignment_nightly`` runs for that
 day (rate the new calls, recency-weighted 90-day scores for every tool and agent, snapshots,
 demotions, graduation) and is timed. (The decay job over 1,000,000 rows: ``bench/decay.py``.)
+With ``--replay-days N``: the last N nights' snapshots are taken, dropped, and rebuilt by
+``replay_events --view alignment`` (timed).
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ def main() -> int:
     parser.add_argument("--tools", type=int, default=1000)
     parser.add_argument("--calls", type=int, default=10_000_000)
     parser.add_argument("--days", type=int, default=90)
+    parser.add_argument(
+        "--replay-days", type=int, default=0, help="then snapshot and replay this many days"
+    )
     args = parser.parse_args()
 
     with throwaway_database(DB):
@@ -53,20 +58,13 @@ def main() -> int:
             started = time.perf_counter()
             cursor.execute(
                 """
-                INSERT INTO tools (tool_id, description, category, agent_access,
-                    role_requirements, risk_level, execution_mode, context_bucket,
-                    monitoring_level, monitoring_ceiling, alignment_score_90d, validation_mode,
-                    data_class, handler_type, handler_config, input_schema, output_schema,
-                    permission_tier, approval_timeout_minutes, external_channel, created_at,
-                    updated_at)
-                SELECT 'bench.tool.' || i, description, category, agent_access,
-                       role_requirements, risk_level, execution_mode, context_bucket,
-                       LEAST(i %% 4, monitoring_ceiling), monitoring_ceiling, NULL,
-                       validation_mode, data_class, handler_type, handler_config, input_schema,
-                       output_schema, permission_tier, approval_timeout_minutes,
-                       external_channel, now(), now()
-                  FROM tools, generate_series(1, %(n)s) AS i
-                 WHERE tool_id = 'roster.shift.read'
+                INSERT INTO tools
+                SELECT (jsonb_populate_record(NULL::tools, to_jsonb(t) || jsonb_build_object(
+                    'tool_id', 'bench.tool.' || i,
+                    'monitoring_level', LEAST(i %% 4, t.monitoring_ceiling),
+                    'alignment_score_90d', NULL))).*
+                  FROM tools t, generate_series(1, %(n)s) AS i
+                 WHERE t.tool_id = 'roster.shift.read'
                 """,
                 {"n": args.tools},
             )
@@ -74,13 +72,14 @@ def main() -> int:
                 """
                 INSERT INTO tool_calls (id, agent_id, tool_id, requested_tool_id, task_id,
                     r_tag, o_tag, vpol_id, input, decision, decision_code, decision_detail,
-                    decision_errors, threat_assessment, idempotency_key, request_hash,
-                    executed_arguments, outbound_findings, output, outcome, error, duration_ms,
+                    decision_errors, threat_assessment, idempotency_key, request_hash, face,
+                    hash_scheme, executed_arguments, outbound_findings, output, outcome, error, duration_ms,
                     executed_at, alignment_rating, alignment_reasons, seq, prev_hash, row_hash,
                     outcome_hash, timestamp)
                 SELECT gen_random_uuid(), 'henry', 'bench.tool.' || (1 + i %% %(tools)s),
                        'bench.tool.' || (1 + i %% %(tools)s), NULL, %(reason)s, %(origin)s,
-                       NULL, '{}', 'executed', 'auto', '', '[]', '{}', '', '', NULL, '[]',
+                       NULL, '{}', 'executed', 'auto', '', '[]', '{}', '', '', 'rest', 3, NULL,
+                       '[]',
                        '{}', CASE WHEN i %% 50 = 0 THEN 'failed' ELSE 'succeeded' END, '', 5,
                        ts, CASE WHEN ts < %(last_day)s
                                 THEN CASE WHEN i %% 50 = 0 THEN 0.4 ELSE 0.95 END END,
@@ -127,7 +126,42 @@ def main() -> int:
         started = time.perf_counter()
         result = alignment_nightly(day=day)
         print(f"alignment_nightly run again: {time.perf_counter() - started:.1f} s ({result})")
+        if args.replay_days:
+            _replay(day, args.replay_days, args.calls)
     return 0
+
+
+def _replay(day: object, days: int, calls: int) -> None:
+    """The last ``days`` nights' snapshots taken, then rebuilt by ``replay_events --view
+    alignment`` from the audit's ratings and the level history."""
+    from datetime import date
+
+    from brainframe.models import AlignmentSnapshot
+    from brainframe.services.alignment import snapshots_write
+    from brainframe.services.views import view_replay
+
+    assert isinstance(day, date)
+    first = day - timedelta(days=days - 1)
+    for n in range(days):
+        snapshots_write(day=first + timedelta(days=n))
+    rows = AlignmentSnapshot.objects.filter(date__gte=first).count()
+    AlignmentSnapshot.objects.filter(date__gte=first).delete()
+    started = time.perf_counter()
+    written = view_replay("alignment", since=timezone_midnight(first))
+    elapsed = time.perf_counter() - started
+    print(
+        f"replay_events --view alignment: {days} days over {calls:,} rated calls → "
+        f"{written:,} snapshots (were {rows:,}) in {elapsed:.1f} s"
+    )
+
+
+def timezone_midnight(day: object) -> object:
+    from datetime import datetime
+    from datetime import time as dtime
+
+    from django.utils import timezone
+
+    return timezone.make_aware(datetime.combine(day, dtime.min))  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":
