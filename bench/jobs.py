@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ def main() -> int:
 
     with throwaway_database(DB):
         from brainframe.models import Agent, OriginRegistry, ReasonLog
-        from brainframe.services.alignment import alignment_nightly
+        from brainframe.services.nightly import alignment_nightly
 
         day = timezone.localdate() - timedelta(days=1)
         agent = Agent.objects.get(agent_id="henry")
@@ -73,9 +73,9 @@ def main() -> int:
                 INSERT INTO tool_calls (id, agent_id, tool_id, requested_tool_id, task_id,
                     r_tag, o_tag, vpol_id, input, decision, decision_code, decision_detail,
                     decision_errors, threat_assessment, idempotency_key, request_hash, face,
-                    hash_scheme, executed_arguments, outbound_findings, output, outcome, error, duration_ms,
-                    executed_at, alignment_rating, alignment_reasons, seq, prev_hash, row_hash,
-                    outcome_hash, timestamp)
+                    hash_scheme, executed_arguments, outbound_findings, output, outcome, error,
+                    duration_ms, executed_at, alignment_rating, alignment_reasons, seq,
+                    prev_hash, row_hash, outcome_hash, timestamp)
                 SELECT gen_random_uuid(), 'henry', 'bench.tool.' || (1 + i %% %(tools)s),
                        'bench.tool.' || (1 + i %% %(tools)s), NULL, %(reason)s, %(origin)s,
                        NULL, '{}', 'executed', 'auto', '', '[]', '{}', '', '', 'rest', 3, NULL,
@@ -108,6 +108,7 @@ def main() -> int:
         # The job's phases one by one (what alignment_nightly does), then the job itself on the
         # next day's data, which by then has nothing new to rate.
         from brainframe.services import alignment as a
+        from brainframe.services import nightly
 
         as_of = a.end_of_day(day)
         total = 0.0
@@ -115,7 +116,7 @@ def main() -> int:
             ("rate the day's calls", lambda: len(a.calls_rate(as_of=as_of))),
             ("90-day scores", lambda: a.scores_update(as_of=as_of)),
             ("snapshots", lambda: a.snapshots_write(day=day)),
-            ("graduation", lambda: len(a.graduation_run(day=day))),
+            ("graduation", lambda: len(nightly.graduation_run(day=day))),
         ):
             started = time.perf_counter()
             out = phase()
@@ -155,7 +156,7 @@ def _replay(day: object, days: int, calls: int) -> None:
     )
 
 
-def timezone_midnight(day: object) -> object:
+def timezone_midnight(day: object) -> datetime:
     from datetime import datetime
     from datetime import time as dtime
 

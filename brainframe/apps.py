@@ -16,11 +16,11 @@ class BrainframeConfig(AppConfig):
     def ready(self) -> None:
         # Services import models, which cannot be imported before the app registry is ready.
         from .jobs import job_register
-        from .services.alignment import alignment_nightly
         from .services.council import proposals_close_due
         from .services.grants import grants_expire
         from .services.hook_runner import hooks_run, hooks_tick
         from .services.indexing import index_sweep
+        from .services.nightly import alignment_nightly
         from .services.relevance import decay_run
         from .services.sinks import sinks_deliver
         from .services.supervisors import supervisors_check

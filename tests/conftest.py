@@ -18,6 +18,19 @@ from rabs.embedded import database_url
 from tests.signing import SignedClient
 
 
+@pytest.fixture(autouse=True)
+def fresh_rate_limits() -> None:
+    """Each test starts with the agents' request counters at zero: the counters live in Redis,
+    which outlives a test's database, so a test that sends many requests (schemathesis) would
+    otherwise leave the next one throttled."""
+    from django.core.cache import cache
+
+    redis = cache.redis()  # type: ignore[attr-defined]
+    stale = list(redis.scan_iter(match=cache.make_key("throttle:agent:*")))
+    if stale:
+        redis.delete(*stale)
+
+
 @pytest.fixture
 def seeded(db: None) -> None:
     """The demo data, as `make run` loads it."""

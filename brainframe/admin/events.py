@@ -1,4 +1,4 @@
-"""The event log (read-only), its SIEM sinks, and hooks."""
+"""The event log (read-only), its SIEM sinks, hooks, and the views and index built from it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,16 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from brainframe.events import EVENT_FAMILIES
-from brainframe.models import EventLogEntry, EventSink, Hook, HookCursor, HookMessage
+from brainframe.models import (
+    DiscoveryEntry,
+    EventLogEntry,
+    EventSink,
+    Hook,
+    HookCursor,
+    HookMessage,
+    KanbanCard,
+    PlanRecord,
+)
 from brainframe.services.event_log import event_summary
 from brainframe.services.hook_checks import HookError
 from brainframe.services.hooks import hook_review, hook_set_enabled
@@ -185,3 +194,35 @@ class HookMessageAdmin(ReadOnlyAdmin):
 @admin.register(HookCursor)
 class HookCursorAdmin(ReadOnlyAdmin):
     list_display = ("id", "cursor", "updated_at")
+
+
+@admin.register(KanbanCard)
+class KanbanCardAdmin(ReadOnlyAdmin):
+    """The Kanban as the event log has it (rebuilt by ``replay_events --view kanban``)."""
+
+    list_display = ("task_id", "agent_id", "status", "title", "priority", "updated_at")
+    list_filter = ("status", "agent_id")
+    search_fields = ("title", "agent_id")
+
+
+@admin.register(PlanRecord)
+class PlanRecordAdmin(ReadOnlyAdmin):
+    """The agents' plan history (``planner:*``; ``replay_events --view plans``)."""
+
+    list_display = ("plan_id", "agent_id", "goal", "status", "saved_at", "updated_at")
+    list_filter = ("status", "agent_id")
+    search_fields = ("plan_id", "goal", "agent_id")
+
+
+@admin.register(DiscoveryEntry)
+class DiscoveryEntryAdmin(ReadOnlyAdmin):
+    """What discovery searches: tools and plans, with or without their embedding yet."""
+
+    list_display = ("kind", "key", "agent_id", "embedded", "updated_at")
+    list_filter = ("kind",)
+    search_fields = ("key", "text", "agent_id")
+    exclude = ("vector",)
+
+    @admin.display(boolean=True, description="embedded")
+    def embedded(self, obj: DiscoveryEntry) -> bool:
+        return obj.vector is not None

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from contextlib import nullcontext
 from datetime import datetime
@@ -191,7 +191,7 @@ def projector_register(projector: Callable[[list[dict[str, Any]]], None]) -> Non
         _projectors.append(projector)
 
 
-def append_events(events: tuple[Event, ...] | list[Event], at: datetime | None = None) -> int:
+def append_events(events: Sequence[Event], at: datetime | None = None) -> int:
     """Append the logged ones of ``events`` to the event log, in order, and update the views
     from them (all in one transaction); returns how many."""
     rows = event_log_rows(events, at)
@@ -208,9 +208,7 @@ def append_events(events: tuple[Event, ...] | list[Event], at: datetime | None =
     return len(rows)
 
 
-def event_log_rows(
-    events: tuple[Event, ...] | list[Event], at: datetime | None = None
-) -> list[dict[str, Any]]:
+def event_log_rows(events: Sequence[Event], at: datetime | None = None) -> list[dict[str, Any]]:
     """The rows ``brainframe_append_events`` appends for ``events`` (the ones it keeps)."""
     at = at or timezone.now()
     return [event.log_row(at) for event in events if event.LOGGED]

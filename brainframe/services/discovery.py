@@ -160,7 +160,8 @@ def discover(*, agent: Agent, query: str, limit: int = 10) -> dict[str, Any]:
 
     found = [f for f in found if f.kind == "tool" or f.key in plans]
     found.sort(key=weight, reverse=True)
-    tools_out, plans_out = [], []
+    tools_out: list[dict[str, Any]] = []
+    plans_out: list[dict[str, Any]] = []
     for f in found:
         if f.kind == "tool" and len(tools_out) < limit and f.key in tool_rows:
             users = used_by.get(f.key, [])

@@ -126,7 +126,7 @@ def _announce(
     emit(
         InboundReceived(
             o_tag=str(origin.id),
-            agent_id=origin.registered_by_id,
+            agent_id=str(origin.registered_by_id),
             origin_type=origin.origin_type,
             platform=str(metadata.get("platform", "")),
             event_type=str(metadata.get("event_type", "")),

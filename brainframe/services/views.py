@@ -17,6 +17,7 @@ exactly what was there.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import Any
@@ -31,6 +32,7 @@ from brainframe.models import AlignmentSnapshot, EventLogEntry, KanbanCard, Plan
 from .alignment import snapshots_write
 
 PLAN_NAMES = tuple(cls.NAME for cls in PLAN_EVENTS.values())
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 
 _KANBAN_UPSERT = """
 INSERT INTO view_kanban (task_id, agent_id, status, title, priority, updated_at)
@@ -52,6 +54,7 @@ SELECT DISTINCT ON (e.subject)
        e.at
   FROM event_log e
  WHERE e.name = %s AND e.at >= %s
+   AND e.subject ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
  ORDER BY e.subject, e.at DESC, e.id DESC
 """
 
@@ -60,6 +63,8 @@ def _kanban_live(rows: list[dict[str, Any]]) -> None:
     with connection.cursor() as cursor:
         for row in rows:
             p = row["payload"]
+            if not _UUID.match(str(p.get("task_id", ""))):
+                continue  # not a task of the inbox (replay skips it too)
             cursor.execute(
                 _KANBAN_UPSERT,
                 [

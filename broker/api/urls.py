@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import review, views
+from . import loop_views, review, views
 
 app_name = "broker"
 
@@ -21,12 +21,14 @@ urlpatterns = [
     path("observations/", views.ObservationsView.as_view(), name="observations"),
     path("inbound/events/", views.InboundEventsView.as_view(), name="inbound-events"),
     path("usage/", views.UsageView.as_view(), name="usage"),
-    path("plans/events/", views.PlanEventsView.as_view(), name="plan-events"),
-    path("discover/", views.DiscoverView.as_view(), name="discover"),
-    path("hooks/", views.HooksView.as_view(), name="hooks"),
-    path("hooks/<uuid:hook_id>/", views.HookDetailView.as_view(), name="hook"),
-    path("hooks/<uuid:hook_id>/enable/", views.HookEnableView.as_view(), name="hook-enable"),
-    path("hooks/<uuid:hook_id>/disable/", views.HookDisableView.as_view(), name="hook-disable"),
+    path("plans/events/", loop_views.PlanEventsView.as_view(), name="plan-events"),
+    path("discover/", loop_views.DiscoverView.as_view(), name="discover"),
+    path("hooks/", loop_views.HooksView.as_view(), name="hooks"),
+    path("hooks/<uuid:hook_id>/", loop_views.HookDetailView.as_view(), name="hook"),
+    path("hooks/<uuid:hook_id>/enable/", loop_views.HookEnableView.as_view(), name="hook-enable"),
+    path(
+        "hooks/<uuid:hook_id>/disable/", loop_views.HookDisableView.as_view(), name="hook-disable"
+    ),
     # Reviewers (session auth)
     path("review/approvals/", review.ApprovalListView.as_view(), name="review-approvals"),
     path("review/approvals/batch/", review.ApprovalBatchView.as_view(), name="review-batch"),

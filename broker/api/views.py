@@ -19,20 +19,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brainframe.choices import ContextBucket
-from brainframe.events import PLAN_EVENTS, Heartbeat, emit, publish
-from brainframe.models import Agent, AgentTask, Hook, ToolCall
+from brainframe.events import Heartbeat, publish
+from brainframe.models import Agent, AgentTask, ToolCall
 from brainframe.queue import RECORD_OBSERVATION, enqueue
 from brainframe.selectors import tools_for_agent
 from brainframe.services import tasks as task_services
 from brainframe.services.context import agent_context
 from brainframe.services.deliverables import deliverable_store
-from brainframe.services.discovery import discover
 from brainframe.services.hooks import (
-    HookError,
     hook_messages_take,
-    hook_propose,
-    hook_resource,
-    hook_set_enabled,
 )
 from brainframe.services.inbound import InboundRefusal, inbound_event_record
 from brainframe.services.memory import observation_record
@@ -378,139 +373,6 @@ class InboundEventsView(AgentAPIView):
             },
             status=201 if result.created else 200,
         )
-
-
-class DiscoverView(AgentAPIView):
-    query_parameters = frozenset({"q", "limit"})
-
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("q", str, required=True, description="The goal, in words"),
-            OpenApiParameter(
-                "limit", {"type": "integer", "minimum": 1, "maximum": 50}, description="default 10"
-            ),
-        ],
-        responses={200: s.DiscoverAnswerSerializer},
-        summary="Tools you may call and your proven plans for a goal (text, semantic, graph)",
-    )
-    def get(self, request: Request) -> Response:
-        query = request.query_params.get("q", "").strip()
-        if not query or len(query) > 1000:
-            raise BrokerRefusal(400, "invalid_request", "q is 1 to 1000 characters", field="q")
-        try:
-            limit = int(request.query_params.get("limit", 10))
-        except ValueError:
-            limit = 0
-        if not 1 <= limit <= 50:
-            raise BrokerRefusal(
-                400, "invalid_request", "limit must be a whole number from 1 to 50", field="limit"
-            )
-        return Response(discover(agent=self.agent(request), query=query, limit=limit))
-
-
-class PlanEventsView(AgentAPIView):
-    @extend_schema(
-        request=s.PlanEventSerializer,
-        responses={201: s.PlanEventAnswerSerializer},
-        summary="Report a planner event (plan saved, step started or finished, plan failed)",
-    )
-    def post(self, request: Request) -> Response:
-        data = self.valid(s.PlanEventSerializer, request.data)
-        agent = self.agent(request)
-        task_id = data.get("task_id")
-        if task_id is not None:
-            self.own_task(request, task_id)
-        event = PLAN_EVENTS[data["event"]](
-            agent_id=agent.agent_id,
-            plan_id=data["plan_id"],
-            task_id=str(task_id) if task_id else None,
-            goal=data.get("goal", ""),
-            step=data.get("step"),
-            tool_id=data.get("tool_id"),
-            status=data.get("status", ""),
-            detail=data.get("detail", ""),
-            steps=tuple(data.get("steps") or ()),
-        )
-        emit(event)
-        return Response({"event": event.NAME, "plan_id": event.plan_id}, status=201)
-
-
-def _hook_refusal(error: HookError) -> BrokerRefusal:
-    return BrokerRefusal(error.status, error.code, error.detail, field=error.field)
-
-
-class HooksView(AgentAPIView):
-    """Your hooks, and proposing one (``loop.enable_hook``)."""
-
-    @extend_schema(
-        operation_id="v1_hooks_list",
-        responses={200: s.HookResourceSerializer(many=True)},
-        summary="Your hooks",
-    )
-    def get(self, request: Request) -> Response:
-        hooks = Hook.objects.filter(agent=self.agent(request)).select_related("reviewed_by")
-        return Response([hook_resource(h) for h in hooks.order_by("name")[:200]])
-
-    @extend_schema(
-        request=s.HookDefinitionSerializer,
-        responses={201: s.HookResourceSerializer},
-        summary="Propose a hook (active at once where policy allows, else staff review it)",
-    )
-    def post(self, request: Request) -> Response:
-        data = self.valid(s.HookDefinitionSerializer, request.data)
-        agent = self.agent(request)
-        try:
-            hook = hook_propose(
-                agent=agent, definition=dict(data), proposed_by=f"agent:{agent.agent_id}"
-            )
-        except HookError as error:
-            raise _hook_refusal(error) from None
-        return Response(hook_resource(hook), status=201)
-
-
-class _OwnHook(AgentAPIView):
-    def own_hook(self, request: Request, hook_id: Any) -> Hook:
-        hook = Hook.objects.filter(pk=hook_id, agent=self.agent(request)).first()
-        if hook is None:
-            raise BrokerRefusal(404, "unknown_hook", "no such hook of yours", field="hook_id")
-        return hook
-
-
-class HookDetailView(_OwnHook):
-    @extend_schema(
-        operation_id="v1_hooks_retrieve",
-        responses={200: s.HookResourceSerializer},
-        summary="One of your hooks (loop://hooks/{id})",
-    )
-    def get(self, request: Request, hook_id: Any) -> Response:
-        return Response(hook_resource(self.own_hook(request, hook_id)))
-
-
-class HookStateView(_OwnHook):
-    enable = True
-
-    @extend_schema(request=s.HookStateSerializer, responses={200: s.HookResourceSerializer})
-    def post(self, request: Request, hook_id: Any) -> Response:
-        data = self.valid(s.HookStateSerializer, request.data or {})
-        hook = self.own_hook(request, hook_id)
-        try:
-            hook = hook_set_enabled(
-                hook=hook,
-                enabled=self.enable,
-                by=f"agent:{hook.agent_id}",
-                reason=data.get("reason", ""),
-            )
-        except HookError as error:
-            raise _hook_refusal(error) from None
-        return Response(hook_resource(hook))
-
-
-class HookEnableView(HookStateView):
-    enable = True
-
-
-class HookDisableView(HookStateView):
-    enable = False
 
 
 class UsageView(AgentAPIView):

@@ -21,14 +21,13 @@ from brainframe.choices import PermissionTier, RiskLevel
 from brainframe.models import Agent, AgentTask, ApprovalRequest, Hook, Tool, ToolCall
 from brainframe.selectors import tools_for_agent
 from brainframe.services.context import directives_preamble
-from brainframe.services.discovery import discover
-from brainframe.services.hook_checks import HookError
-from brainframe.services.hooks import hook_propose, hook_resource, hook_set_enabled
+from brainframe.services.hooks import hook_resource
 
 from ..audit.hashing import canonical_json
 from ..errors import BrokerRefusal
 from ..pipeline.context import CallRequest
 from ..services.calls import CallAnswer, call_answer, tool_call_submit
+from . import loop_tools
 
 #: Keys an MCP client may put in a ``tools/call`` request's ``_meta`` (the Tag Trinity and the
 #: rest of what a REST call carries in its body).
@@ -53,9 +52,7 @@ DEFAULT_REASON = "(no reason given over MCP)"
 #: The follow-up tools every agent gets beside its registry tools.
 APPROVAL_STATUS = "rabs.approval.status"
 APPROVAL_WAIT = "rabs.approval.wait"
-DISCOVER = "rabs.discover"
-ENABLE_HOOK = "loop.enable_hook"
-HOOK_STATE = "loop.hook_state"
+
 MAX_WAIT_SECONDS = 120.0
 
 INVALID_PARAMS = -32602
@@ -148,129 +145,6 @@ FOLLOW_UP_TOOLS = [
     ),
 ]
 FOLLOW_UP_NAMES = frozenset(t.name for t in FOLLOW_UP_TOOLS)
-DISCOVER_TOOL = types.Tool(
-    name=DISCOVER,
-    title="Discover tools and proven plans",
-    description="For a goal in words: the tools you may call and your own saved plans that fit "
-    "it (full text and meaning), each plan with its steps, their tools and dependencies, and "
-    "how it ended. Nothing is executed.",
-    input_schema={
-        "type": "object",
-        "required": ["query"],
-        "additionalProperties": False,
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 1000},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 50},
-        },
-    },
-    annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True),
-)
-
-
-HOOK_TOOLS = [
-    types.Tool(
-        name=ENABLE_HOOK,
-        title="Propose a hook",
-        description="Propose automation for yourself (docs/hooks.md): kind deterministic, llm, "
-        "hybrid or scheduled; events it listens to; a condition over event.* / origin.*; a "
-        "prompt for your model; a cron schedule; effects wake (a task for you), message (for "
-        "your next turn) or invoke (a tool call, governed like any). Live at once when policy "
-        "allows; otherwise staff review it. Answers the hook (loop://hooks/{id}).",
-        input_schema={
-            "type": "object",
-            "required": ["name", "kind", "effects"],
-            "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": 120},
-                "description": {"type": "string", "maxLength": 2000},
-                "kind": {"enum": ["deterministic", "llm", "scheduled", "hybrid"]},
-                "events": {"type": "array", "items": {"type": "string"}},
-                "condition": {"type": ["object", "null"]},
-                "prompt": {"type": "string", "maxLength": 4000},
-                "model": {"type": "string", "maxLength": 120},
-                "schedule": {"type": "string", "maxLength": 120},
-                "timezone": {"type": "string", "maxLength": 64},
-                "effects": {"type": "array", "minItems": 1, "maxItems": 5},
-                "max_fires_per_hour": {"type": "integer", "minimum": 1, "maximum": 600},
-            },
-        },
-    ),
-    types.Tool(
-        name=HOOK_STATE,
-        title="Enable or disable a hook",
-        description="Turn one of your approved hooks on or off.",
-        input_schema={
-            "type": "object",
-            "required": ["hook_id", "enabled"],
-            "additionalProperties": False,
-            "properties": {
-                "hook_id": {"type": "string", "format": "uuid"},
-                "enabled": {"type": "boolean"},
-                "reason": {"type": "string", "maxLength": 500},
-            },
-        },
-        annotations=types.ToolAnnotations(idempotent_hint=True),
-    ),
-]
-HOOK_TOOL_NAMES = frozenset(t.name for t in HOOK_TOOLS)
-
-
-def _hook_refusal(error: HookError) -> types.CallToolResult:
-    return refusal_result(BrokerRefusal(error.status, error.code, error.detail, field=error.field))
-
-
-@on_worker_thread
-def hook_tool_result(agent: Agent, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-    """``loop.enable_hook`` and ``loop.hook_state``: the REST endpoints' work, over MCP."""
-    try:
-        if name == ENABLE_HOOK:
-            hook = hook_propose(
-                agent=agent, definition=dict(arguments), proposed_by=f"agent:{agent.agent_id}"
-            )
-        else:
-            try:
-                pk = uuid.UUID(str(arguments.get("hook_id")))
-            except ValueError:
-                pk = None
-            found = Hook.objects.filter(pk=pk, agent=agent).first() if pk else None
-            if found is None or not isinstance(arguments.get("enabled"), bool):
-                return refusal_result(
-                    BrokerRefusal(404, "unknown_hook", "no such hook of yours", field="hook_id")
-                )
-            hook = hook_set_enabled(
-                hook=found,
-                enabled=arguments["enabled"],
-                by=f"agent:{agent.agent_id}",
-                reason=str(arguments.get("reason", ""))[:500],
-            )
-    except HookError as error:
-        return _hook_refusal(error)
-    resource = hook_resource(hook)
-    return types.CallToolResult(
-        content=[types.TextContent(text=_text(resource))], structured_content=resource
-    )
-
-
-@on_worker_thread
-def discover_result(agent: Agent, arguments: dict[str, Any]) -> types.CallToolResult:
-    """``rabs.discover``: the same answer as ``GET /api/v1/discover/``."""
-    query, limit = arguments.get("query"), arguments.get("limit", 10)
-    if (
-        not isinstance(query, str)
-        or not query.strip()
-        or len(query) > 1000
-        or isinstance(limit, bool)
-        or not isinstance(limit, int)
-        or not 1 <= limit <= 50
-    ):
-        return refusal_result(
-            BrokerRefusal(
-                400, "invalid_arguments", "query is 1-1000 characters; limit is 1-50", field="query"
-            )
-        )
-    found = discover(agent=agent, query=query.strip(), limit=limit)
-    return types.CallToolResult(
-        content=[types.TextContent(text=_text(found))], structured_content=found
-    )
 
 
 @on_worker_thread
@@ -278,8 +152,7 @@ def tools_list(agent: Agent) -> list[types.Tool]:
     """Exactly the agent's allowlisted, enabled tools, then the follow-up tools."""
     return [mcp_tool(tool) for tool in tools_for_agent(agent)] + [
         *FOLLOW_UP_TOOLS,
-        DISCOVER_TOOL,
-        *HOOK_TOOLS,
+        *loop_tools.TOOLS,
     ]
 
 

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from brainframe.models import Agent
 
 from ..errors import BrokerRefusal
-from . import face
+from . import face, loop_tools
 
 #: The ASGI scope key under which the gateway leaves the authenticated agent.
 AGENT_SCOPE_KEY = "rabs.agent"
@@ -68,10 +68,8 @@ async def call_tool(
     arguments = params.arguments or {}
     if params.name in face.FOLLOW_UP_NAMES:
         return await _follow_up(agent, params.name, arguments)
-    if params.name == face.DISCOVER:
-        return await _run(face.discover_result, agent, arguments)
-    if params.name in face.HOOK_TOOL_NAMES:
-        return await _run(face.hook_tool_result, agent, params.name, arguments)
+    if params.name in loop_tools.NAMES:
+        return await _run(loop_tools.call, agent, params.name, arguments)
     meta: dict[str, Any] = dict(params.meta) if params.meta else {}
     try:
         submitted = await _run(face.tools_call, agent, params.name, arguments, meta)

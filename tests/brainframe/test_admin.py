@@ -22,8 +22,10 @@ from brainframe.models import (
     Tool,
     ValidationPolicy,
 )
+from brainframe.services.discovery import discovery_sync
 from brainframe.services.hooks import hook_propose
 from brainframe.services.sinks import sink_set
+from brainframe.services.tasks import task_announce
 from tests import factories as f
 from tests.signing import SignedClient
 
@@ -77,6 +79,11 @@ def populated(seeded: None) -> None:
     )
     HookMessage.objects.create(agent=agent, hook=hook, text="roster", event_ref="timer:x")
     HookCursor.objects.create(cursor={"henry": 1})
+    task_announce(f.AgentTaskFactory(agent=agent, title="kanban card"))  # a Kanban view row
+    from brainframe.events import PlanSaved, emit
+
+    emit(PlanSaved(agent_id="henry", plan_id="p-1", goal="a plan", steps=({"id": "s1"},)))
+    discovery_sync()
     from brainframe.models import AgentCredential, Deliverable, ReasonEdge
 
     ReasonEdge.objects.create(
