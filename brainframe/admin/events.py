@@ -12,6 +12,7 @@ from django.utils.html import format_html
 
 from brainframe.events import EVENT_FAMILIES
 from brainframe.models import (
+    AgentCard,
     DiscoveryEntry,
     EventLogEntry,
     EventSink,
@@ -226,3 +227,10 @@ class DiscoveryEntryAdmin(ReadOnlyAdmin):
     @admin.display(boolean=True, description="embedded")
     def embedded(self, obj: DiscoveryEntry) -> bool:
         return obj.vector is not None
+
+
+@admin.register(AgentCard)
+class AgentCardAdmin(ReadOnlyAdmin):
+    """Status cards as the event log has them (``replay_events --view agents``)."""
+
+    list_display = ("agent_id", "status", "status_at", "counts")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .base import (
     AGENT_CHANGED,
+    AGENT_STATUS_CHANGED,
     ALIGNMENT_SNAPSHOTTED,
     APPROVAL_CREATED,
     APPROVAL_DECIDED,
@@ -55,6 +56,7 @@ from .base import (
 )
 from .board import (
     AgentChanged,
+    AgentStatusChanged,
     ApprovalCreated,
     ApprovalDecided,
     ApprovalEscalated,
@@ -113,6 +115,7 @@ from .records import (
 
 __all__ = [
     "AGENT_CHANGED",
+    "AGENT_STATUS_CHANGED",
     "ALIGNMENT_SNAPSHOTTED",
     "APPROVAL_CREATED",
     "APPROVAL_DECIDED",
@@ -152,6 +155,7 @@ __all__ = [
     "TOOL_EXECUTED",
     "TOOL_FAILED",
     "AgentChanged",
+    "AgentStatusChanged",
     "AlignmentSnapshotted",
     "ApprovalCreated",
     "ApprovalDecided",

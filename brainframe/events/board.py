@@ -10,6 +10,7 @@ from brainframe.models import ApprovalRequest, MonitoringLevelChange, ToolCall
 
 from .base import (
     AGENT_CHANGED,
+    AGENT_STATUS_CHANGED,
     APPROVAL_CREATED,
     APPROVAL_DECIDED,
     APPROVAL_ESCALATED,
@@ -165,6 +166,18 @@ class AgentChanged(Event):
 
     NAME: ClassVar[str] = AGENT_CHANGED
     agent_id: str
+
+
+@dataclass(frozen=True)
+class AgentStatusChanged(Event):
+    """An agent's status moved: reported by its heartbeat (idle, active, error) or set by staff
+    (paused, and back to idle)."""
+
+    NAME: ClassVar[str] = AGENT_STATUS_CHANGED
+    agent_id: str
+    status: str
+    previous: str
+    by: str = "heartbeat"
 
 
 @dataclass(frozen=True)

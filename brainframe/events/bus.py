@@ -22,6 +22,7 @@ from brainframe.telemetry import events_observed
 from .base import BOARD_GROUP, Event
 from .board import (
     AgentChanged,
+    AgentStatusChanged,
     ApprovalCreated,
     ApprovalDecided,
     ApprovalEscalated,
@@ -74,6 +75,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Heartbeat,
         LevelChanged,
         AgentChanged,
+        AgentStatusChanged,
         GuardianAssessmentComplete,
         SecurityThreatDetected,
         ModelToolCallFlagged,

@@ -34,13 +34,14 @@ from .registry import (
 )
 from .trust import AlignmentSnapshot, MonitoringLevelChange
 from .usage import LLMUsage, ModelPrice
-from .views import DiscoveryEntry, KanbanCard, PlanRecord
+from .views import AgentCard, DiscoveryEntry, KanbanCard, PlanRecord
 from .work import AgentTask, ApprovalRequest, CapabilityGrant, Deliverable, NotificationDelivery
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
     "SYSTEM_STREAM",
     "Agent",
+    "AgentCard",
     "AgentCredential",
     "AgentNote",
     "AgentSupervisor",

@@ -76,3 +76,20 @@ class DiscoveryEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.key}"
+
+
+class AgentCard(models.Model):
+    """An agent's status card as the event log has it: its status (``agent:status_changed``)
+    and its tasks per Kanban column (from the Kanban view)."""
+
+    agent_id = models.CharField(max_length=64, primary_key=True)
+    status = models.CharField(max_length=20, blank=True)
+    status_at = models.DateTimeField(null=True, blank=True)
+    counts = models.JSONField(default=dict, help_text="Kanban column → tasks in it.")
+
+    class Meta:
+        db_table = "view_agent_cards"
+        ordering = ["agent_id"]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} [{self.status}]"

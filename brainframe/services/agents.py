@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from brainframe.events import AgentChanged, emit
+from brainframe.events import AgentChanged, AgentStatusChanged, emit
 from brainframe.models import Agent
 
 
@@ -24,9 +24,15 @@ def agent_set_paused(*, agents: Iterable[Agent], paused: bool) -> int:
         for agent in agents:
             if (agent.status == Agent.Status.PAUSED) == paused:
                 continue
+            previous = agent.status
             agent.status = Agent.Status.PAUSED if paused else Agent.Status.IDLE
             agent.save(update_fields=["status", "updated_at"])
             changed.append(agent.agent_id)
+            emit(
+                AgentStatusChanged(
+                    agent_id=agent.agent_id, status=agent.status, previous=previous, by="staff"
+                )
+            )
     _announce(changed)
     return len(changed)
 

@@ -6,6 +6,8 @@ by replay (``manage.py replay_events --view NAME [--since …]``).
   order): one set-based statement.
 - ``plans`` (``view_plans``): the agents' plan history from ``planner:*``: each saved plan's
   goal and steps, then running, each step's result, finished or failed.
+- ``agents`` (``view_agent_cards``): each agent's status card: its status as its last
+  ``agent:status_changed`` left it, and its tasks per Kanban column (from ``kanban``).
 - ``alignment`` (``alignment_snapshots``): the daily alignment of each tool and agent, written
   by the nightly job; replay recomputes the days it took from the audit (each call's rating)
   and the level history (``governance:level_changed``, ``monitoring_level_changes``).
@@ -26,8 +28,14 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from brainframe.events import ALIGNMENT_SNAPSHOTTED, PLAN_EVENTS, TASK_CHANGED, projector_register
-from brainframe.models import AlignmentSnapshot, EventLogEntry, KanbanCard, PlanRecord
+from brainframe.events import (
+    AGENT_STATUS_CHANGED,
+    ALIGNMENT_SNAPSHOTTED,
+    PLAN_EVENTS,
+    TASK_CHANGED,
+    projector_register,
+)
+from brainframe.models import AgentCard, AlignmentSnapshot, EventLogEntry, KanbanCard, PlanRecord
 
 from .alignment import snapshots_write
 
@@ -150,6 +158,59 @@ def _at(value: Any) -> Any:
     return parse_datetime(value) if isinstance(value, str) else value
 
 
+_CARD_COUNTS = """
+INSERT INTO view_agent_cards (agent_id, status, status_at, counts)
+SELECT a.agent_id, '', NULL, COALESCE(
+         (SELECT jsonb_object_agg(k.status, k.n) FROM (
+             SELECT status, count(*) AS n FROM view_kanban WHERE agent_id = a.agent_id
+              GROUP BY status) k), '{}'::jsonb)
+  FROM unnest(%s::text[]) AS a(agent_id)
+ON CONFLICT (agent_id) DO UPDATE SET counts = EXCLUDED.counts
+"""
+
+
+def _cards_live(rows: list[dict[str, Any]]) -> None:
+    """A status change sets the card's status; a task's move recounts its agents' cards (from
+    the Kanban view, already updated by the same rows)."""
+    recount: set[str] = set()
+    with connection.cursor() as cursor:
+        for row in rows:
+            p = row["payload"]
+            if row["name"] == AGENT_STATUS_CHANGED:
+                cursor.execute(
+                    "INSERT INTO view_agent_cards (agent_id, status, status_at, counts)"
+                    " VALUES (%s, %s, %s, '{}') ON CONFLICT (agent_id) DO UPDATE SET"
+                    " status = EXCLUDED.status, status_at = EXCLUDED.status_at"
+                    " WHERE view_agent_cards.status_at IS NULL"
+                    " OR view_agent_cards.status_at <= EXCLUDED.status_at",
+                    [p["agent_id"], p["status"], row["at"]],
+                )
+            elif _UUID.match(str(p.get("task_id", ""))):
+                recount.update(a for a in (p.get("agent_id"), p.get("owner")) if a)
+        if recount:
+            cursor.execute(_CARD_COUNTS, [sorted(recount)])
+
+
+def _cards_replay(since: datetime) -> int:
+    """Every card: the last status change of each agent, its tasks from the Kanban view (replay
+    that first when it is stale). ``since`` does not narrow it: a card is one row per agent."""
+    AgentCard.objects.all().delete()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO view_agent_cards (agent_id, status, status_at, counts)
+            SELECT DISTINCT ON (e.agent_id) e.agent_id, e.payload ->> 'status', e.at, '{}'
+              FROM event_log e WHERE e.name = %s
+             ORDER BY e.agent_id, e.at DESC, e.id DESC
+            """,
+            [AGENT_STATUS_CHANGED],
+        )
+        cursor.execute("SELECT DISTINCT agent_id FROM view_kanban")
+        agents = [r[0] for r in cursor.fetchall()]
+        cursor.execute(_CARD_COUNTS, [agents])
+    return AgentCard.objects.count()
+
+
 def _alignment_live(rows: list[dict[str, Any]]) -> None:
     """Written by the nightly job, not by events (see ``snapshots_write``)."""
 
@@ -178,6 +239,7 @@ VIEWS: dict[str, tuple[tuple[str, ...], Callable[..., None], Callable[[datetime]
     "kanban": ((TASK_CHANGED,), _kanban_live, _kanban_replay),
     "plans": (PLAN_NAMES, _plans_live, _plans_replay),
     "alignment": ((), _alignment_live, _alignment_replay),
+    "agents": ((AGENT_STATUS_CHANGED, TASK_CHANGED), _cards_live, _cards_replay),
 }
 
 

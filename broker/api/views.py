@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -19,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brainframe.choices import ContextBucket
-from brainframe.events import Heartbeat, publish
+from brainframe.events import AgentStatusChanged, Heartbeat, emit, publish
 from brainframe.models import Agent, AgentTask, ToolCall
 from brainframe.queue import RECORD_OBSERVATION, enqueue
 from brainframe.selectors import tools_for_agent
@@ -272,9 +273,26 @@ class HeartbeatView(AgentAPIView):
         agent = self.agent(request)
         now = timezone.now()
         # A paused agent cannot get here (authentication refuses it), so this cannot unpause.
-        Agent.objects.filter(pk=agent.pk).exclude(status=Agent.Status.PAUSED).update(
-            status=data["status"], uptime_seconds=data["uptime_seconds"], last_heartbeat_at=now
-        )
+        # The status it had comes back with the update: a change is kept in the event log.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE agents a SET status = %s, uptime_seconds = %s, last_heartbeat_at = %s"
+                " FROM (SELECT status FROM agents WHERE agent_id = %s FOR UPDATE) old"
+                " WHERE a.agent_id = %s AND a.status <> %s RETURNING old.status",
+                [
+                    data["status"],
+                    data["uptime_seconds"],
+                    now,
+                    agent.agent_id,
+                    agent.agent_id,
+                    Agent.Status.PAUSED,
+                ],
+            )
+            row = cursor.fetchone()
+        if row is not None and row[0] != data["status"]:
+            emit(
+                AgentStatusChanged(agent_id=agent.agent_id, status=data["status"], previous=row[0])
+            )
         publish(
             Heartbeat(
                 agent_id=agent.agent_id,

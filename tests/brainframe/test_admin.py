@@ -80,9 +80,10 @@ def populated(seeded: None) -> None:
     HookMessage.objects.create(agent=agent, hook=hook, text="roster", event_ref="timer:x")
     HookCursor.objects.create(cursor={"henry": 1})
     task_announce(f.AgentTaskFactory(agent=agent, title="kanban card"))  # a Kanban view row
-    from brainframe.events import PlanSaved, emit
+    from brainframe.events import AgentStatusChanged, PlanSaved, emit
 
     emit(PlanSaved(agent_id="henry", plan_id="p-1", goal="a plan", steps=({"id": "s1"},)))
+    emit(AgentStatusChanged(agent_id="henry", status="active", previous="idle"))
     discovery_sync()
     from brainframe.models import AgentCredential, Deliverable, ReasonEdge
 

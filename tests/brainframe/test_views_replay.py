@@ -65,6 +65,38 @@ def test_the_kanban_view_follows_tasks_and_replays_identically(seeded: None) -> 
     assert _rows(KanbanCard) == after
 
 
+def test_the_agent_cards_view_follows_status_and_tasks_and_replays_identically(
+    henry: SignedClient,
+) -> None:
+    from brainframe.models import AgentCard
+    from brainframe.services.agents import agent_set_paused
+
+    agent = Agent.objects.get(agent_id="henry")
+    for n in range(3):
+        task_announce(AgentTask.objects.create(agent=agent, title=f"card task {n}"))
+    first = AgentTask.objects.filter(agent=agent, title="card task 0").get()
+    task_claim(agent=agent, task_id=first.task_id)
+    assert (
+        henry.post("/api/v1/heartbeat/", {"status": "active", "uptime_seconds": 5}).status_code
+        == 200
+    )
+    henry.post("/api/v1/heartbeat/", {"status": "active", "uptime_seconds": 35})  # no change
+    card = AgentCard.objects.get(agent_id="henry")
+    assert card.status == "active"
+    assert card.counts == {"todo": 2, "in_progress": 1}
+    agent_set_paused(agents=[Agent.objects.get(agent_id="reggie")], paused=True)
+    assert AgentCard.objects.get(agent_id="reggie").status == "paused"
+    from brainframe.models import EventLogEntry
+
+    changes = EventLogEntry.objects.filter(name="agent:status_changed", agent_id="henry")
+    assert [c.payload["status"] for c in changes] == ["active"]  # once: only a change is kept
+
+    before = _rows(AgentCard)
+    AgentCard.objects.all().delete()
+    assert "agents: 2 row(s) rebuilt" in _replay("--view", "agents")
+    assert _rows(AgentCard) == before
+
+
 def test_the_plan_history_view_replays_identically(henry: SignedClient) -> None:
     task = AgentTask.objects.create(agent_id="henry", title="outing")
     steps = [

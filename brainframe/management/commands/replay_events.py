@@ -13,7 +13,7 @@ from ._moments import since_moment
 
 
 class Command(BaseCommand):
-    help = "Rebuild a view (kanban, plans, alignment) from the event log and the audit."
+    help = "Rebuild a view (kanban, plans, agents, alignment) from the event log and the audit."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--view", required=True, choices=sorted(VIEWS))
