@@ -25,7 +25,12 @@ class DiscoverView(AgentAPIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("q", str, required=True, description="The goal, in words"),
+            OpenApiParameter(
+                "q",
+                {"type": "string", "minLength": 1, "maxLength": 1000},
+                required=True,
+                description="The goal, in words",
+            ),
             OpenApiParameter(
                 "limit", {"type": "integer", "minimum": 1, "maximum": 50}, description="default 10"
             ),
@@ -34,8 +39,8 @@ class DiscoverView(AgentAPIView):
         summary="Tools you may call and your proven plans for a goal (text, semantic, graph)",
     )
     def get(self, request: Request) -> Response:
-        query = request.query_params.get("q", "").strip()
-        if not query or len(query) > 1000:
+        query = request.query_params.get("q", "")
+        if not 1 <= len(query) <= 1000:
             raise BrokerRefusal(400, "invalid_request", "q is 1 to 1000 characters", field="q")
         try:
             limit = int(request.query_params.get("limit", 10))
