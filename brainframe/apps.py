@@ -39,6 +39,7 @@ class BrainframeConfig(AppConfig):
         job_register("run_hooks", lambda day: hooks_run())
         job_register("hook_timer", lambda day: hooks_tick())
         _policy_signals()
+        _task_signals()
         from .services.views import views_register  # services import models: registry ready now
 
         views_register()
@@ -48,6 +49,23 @@ class BrainframeConfig(AppConfig):
         from .telemetry import telemetry_from_settings
 
         telemetry_from_settings(settings.RABS_OTEL_ENDPOINT, settings.RABS_OTEL_SERVICE_NAME)
+
+
+def _task_signals() -> None:
+    """Every task saved (created in a service, the admin, the seed) is a ``task:changed`` event:
+    the board and the Kanban view see it. Transitions that update in place announce themselves
+    (``brainframe.services.tasks``). Imported inside: the app registry is not ready when this
+    module loads."""
+    from django.db.models.signals import post_save
+
+    from .models import AgentTask
+    from .services.tasks import task_announce
+
+    def saved(sender: Any, instance: Any, raw: bool = False, **kw: Any) -> None:
+        if not raw:
+            task_announce(instance)
+
+    post_save.connect(saved, sender=AgentTask, weak=False, dispatch_uid="task_saved")
 
 
 def _policy_signals() -> None:

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.urls import reverse
 from django.utils import timezone
@@ -17,12 +17,14 @@ from django.utils import timezone
 from brainframe.events import ModelToolCallFlagged
 from brainframe.models import (
     Agent,
+    AgentCard,
     AgentNote,
     AgentSupervisor,
     AgentTask,
     AlignmentSnapshot,
     ApprovalRequest,
     Deliverable,
+    KanbanCard,
     LLMBudget,
     LLMRequest,
     MonitoringLevelChange,
@@ -78,9 +80,11 @@ class StatusCard:
 
 
 def status_card(agent: Agent) -> StatusCard:
-    counts = AgentTask.objects.filter(agent=agent).aggregate(
-        **{str(status): Count("pk", filter=Q(status=status)) for status, _ in COLUMNS}
-    )
+    """The agent's card: its task counts from the status-card view of the event log (the same
+    rows ``replay_events --view agents`` rebuilds), its live status and trend."""
+    card = AgentCard.objects.filter(agent_id=agent.agent_id).first()
+    kept = card.counts if card is not None else {}
+    counts = {str(status): int(kept.get(str(status), 0)) for status, _ in COLUMNS}
     return StatusCard(
         agent=agent,
         status=agent_status(agent),
@@ -93,10 +97,12 @@ def status_card(agent: Agent) -> StatusCard:
 
 
 def kanban(agent: Agent) -> list[dict[str, Any]]:
-    tasks = AgentTask.objects.filter(agent=agent, status__in=[c for c, _ in COLUMNS]).order_by(
-        "-priority", "created_at"
-    )
-    by_status: dict[str, list[AgentTask]] = {status: [] for status, _ in COLUMNS}
+    """The agent's Kanban from the Kanban view of the event log (``replay_events --view
+    kanban`` rebuilds it)."""
+    tasks = KanbanCard.objects.filter(
+        agent_id=agent.agent_id, status__in=[c for c, _ in COLUMNS]
+    ).order_by("-priority", "created_at")
+    by_status: dict[str, list[KanbanCard]] = {status: [] for status, _ in COLUMNS}
     for task in tasks:
         by_status[task.status].append(task)
     return [{"status": s, "label": label, "tasks": by_status[s][:50]} for s, label in COLUMNS]

@@ -35,9 +35,10 @@ class AgentTaskAdmin(JSONEditingMixin, admin.ModelAdmin):
     def save_model(
         self, request: HttpRequest, obj: AgentTask, form: forms.ModelForm, change: bool
     ) -> None:
-        super().save_model(request, obj, form, change)
+        super().save_model(request, obj, form, change)  # saved: announced (brainframe.apps)
         moved_from = form.initial.get("agent") if "agent" in form.changed_data else None
-        task_announce(obj, also_agent_id=moved_from)  # staff's edit shows on open boards
+        if moved_from:  # and the Kanban it left
+            task_announce(obj, also_agent_id=moved_from)
 
 
 @admin.register(Deliverable)

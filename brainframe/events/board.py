@@ -120,6 +120,8 @@ class TaskChanged(Event):
     owner: str = ""  # the task's agent now ("": agent_id)
     title: str = ""
     priority: int = 50
+    progress: int = 0
+    created_at: str = ""
 
 
 @dataclass(frozen=True)

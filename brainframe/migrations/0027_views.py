@@ -18,6 +18,8 @@ class Migration(migrations.Migration):
                 ('status', models.CharField(max_length=20)),
                 ('title', models.CharField(blank=True, max_length=200)),
                 ('priority', models.IntegerField(default=50)),
+                ('progress', models.IntegerField(default=0)),
+                ('created_at', models.DateTimeField(blank=True, null=True)),
                 ('updated_at', models.DateTimeField()),
             ],
             options={

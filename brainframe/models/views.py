@@ -17,6 +17,8 @@ class KanbanCard(models.Model):
     status = models.CharField(max_length=20)
     title = models.CharField(max_length=200, blank=True)
     priority = models.IntegerField(default=50)
+    progress = models.IntegerField(default=0)
+    created_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField()
 
     class Meta:

@@ -39,7 +39,6 @@ from brainframe.safety.conditions import holds
 from .event_log import event_log_after
 from .hook_checks import HookError
 from .hooks import hook_event
-from .tasks import task_announce
 
 log = logging.getLogger(__name__)
 
@@ -308,8 +307,7 @@ def _effect(
             priority=effect.get("priority", 50),
             payload={"description": description, "hook": str(hook.pk), "event": ref},
             o_tag=origin,
-        )
-        task_announce(task)
+        )  # saved: announced (brainframe.apps)
         return {"type": "wake", "task_id": str(task.task_id)}
     message = HookMessage.objects.create(
         agent=hook.agent, hook=hook, text=effect["text"], event_ref=ref

@@ -25,7 +25,6 @@ from brainframe.events import (
 from brainframe.models import Agent, AgentTask, OriginRegistry
 from brainframe.safety.guardian import Assessment, assess
 from brainframe.services.indexing import classify_origin_after_commit
-from brainframe.services.tasks import task_announce
 
 
 class InboundRefusal(Exception):
@@ -160,5 +159,3 @@ def _announce(
                 )
             )
         emit(*events)
-    if task is not None:
-        task_announce(task)

@@ -58,6 +58,8 @@ def task_announce(task: AgentTask, *, also_agent_id: str | None = None) -> None:
                 owner=task.agent_id,
                 title=task.title[:200],
                 priority=task.priority,
+                progress=task.progress or 0,
+                created_at=task.created_at.isoformat() if task.created_at else "",
             )
             for agent_id in dict.fromkeys([task.agent_id, also_agent_id])
             if agent_id

@@ -43,22 +43,27 @@ PLAN_NAMES = tuple(cls.NAME for cls in PLAN_EVENTS.values())
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 
 _KANBAN_UPSERT = """
-INSERT INTO view_kanban (task_id, agent_id, status, title, priority, updated_at)
-VALUES (%s, %s, %s, %s, %s, %s)
+INSERT INTO view_kanban
+    (task_id, agent_id, status, title, priority, progress, created_at, updated_at)
+VALUES (%s, %s, %s, %s, %s, %s, NULLIF(%s, '')::timestamptz, %s)
 ON CONFLICT (task_id) DO UPDATE SET
     agent_id = EXCLUDED.agent_id, status = EXCLUDED.status, title = EXCLUDED.title,
-    priority = EXCLUDED.priority, updated_at = EXCLUDED.updated_at
+    priority = EXCLUDED.priority, progress = EXCLUDED.progress,
+    created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at
  WHERE view_kanban.updated_at <= EXCLUDED.updated_at
 """
 
 _KANBAN_REPLAY = """
-INSERT INTO view_kanban (task_id, agent_id, status, title, priority, updated_at)
+INSERT INTO view_kanban
+    (task_id, agent_id, status, title, priority, progress, created_at, updated_at)
 SELECT DISTINCT ON (e.subject)
        e.subject::uuid,
        COALESCE(NULLIF(e.payload ->> 'owner', ''), e.payload ->> 'agent_id'),
        e.payload ->> 'status',
        COALESCE(e.payload ->> 'title', ''),
        COALESCE((e.payload ->> 'priority')::int, 50),
+       COALESCE((e.payload ->> 'progress')::int, 0),
+       NULLIF(e.payload ->> 'created_at', '')::timestamptz,
        e.at
   FROM event_log e
  WHERE e.name = %s AND e.at >= %s
@@ -81,6 +86,8 @@ def _kanban_live(rows: list[dict[str, Any]]) -> None:
                     p["status"],
                     p.get("title", ""),
                     p.get("priority", 50),
+                    p.get("progress", 0),
+                    p.get("created_at", ""),
                     row["at"],
                 ],
             )
