@@ -54,8 +54,8 @@ class BrainframeConfig(AppConfig):
 def _task_signals() -> None:
     """Every task saved (created in a service, the admin, the seed) is a ``task:changed`` event:
     the board and the Kanban view see it. Transitions that update in place announce themselves
-    (``brainframe.services.tasks``). Imported inside: the app registry is not ready when this
-    module loads."""
+    (``brainframe.services.tasks``). Models are imported inside: the app registry is not ready
+    when this module loads."""
     from django.db.models.signals import post_save
 
     from .models import AgentTask

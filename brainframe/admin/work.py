@@ -38,7 +38,7 @@ class AgentTaskAdmin(JSONEditingMixin, admin.ModelAdmin):
         super().save_model(request, obj, form, change)  # saved: announced (brainframe.apps)
         moved_from = form.initial.get("agent") if "agent" in form.changed_data else None
         if moved_from:  # and the Kanban it left
-            task_announce(obj, also_agent_id=moved_from)
+            task_announce(obj, also_agent_id=moved_from, owner=False)
 
 
 @admin.register(Deliverable)

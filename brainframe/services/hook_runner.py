@@ -114,7 +114,9 @@ def hooks_run(*, limit: int = 500, now: Any = None) -> dict[str, int]:
     idempotency key made of the hook, the event and the effect's place, so the broker answers a
     repeated one from its record instead of running it again."""
     now = now or timezone.now()
-    counts = {"events": 0, "evaluated": 0, "fired": 0, "quiet": 0, "failed": 0}
+    counts = {"events": 0, "evaluated": 0, "fired": 0, "quiet": 0, "declined": 0, "failed": 0}
+    # Events each hook's condition did not hold for, kept as one hook:evaluated per run.
+    quiet: dict[Any, list[str]] = {}
     with _run_lock(1) as got:
         if not got:
             return {**counts, "busy": 1}
@@ -142,6 +144,8 @@ def hooks_run(*, limit: int = 500, now: Any = None) -> dict[str, int]:
                 counts["evaluated"] += 1
                 outcome = _evaluate_and_fire(hook, entry, _facts(entry, origins), now)
                 counts[outcome] += 1
+                if outcome == "quiet":
+                    quiet.setdefault(hook.pk, []).append(f"{entry.stream}:{entry.seq}")
                 fired = fired or outcome == "fired"
             cursor[entry.stream] = entry.seq
             if fired:
@@ -152,11 +156,22 @@ def hooks_run(*, limit: int = 500, now: Any = None) -> dict[str, int]:
             Hook.objects.filter(pk=hook.pk, evaluations__lt=hook.evaluations).update(
                 evaluations=hook.evaluations
             )
+            refs = quiet.get(hook.pk)
+            if refs:
+                emit(
+                    hook_event(
+                        HookEvaluated,
+                        hook,
+                        detail=f"{len(refs)} event(s): the condition did not hold",
+                        event_ref=f"{refs[0]} … {refs[-1]}" if len(refs) > 1 else refs[0],
+                    )
+                )
     return counts
 
 
 def _evaluate_and_fire(hook: Hook, entry: EventLogEntry, facts: dict[str, Any], now: Any) -> str:
-    """One hook on one event: "fired", "quiet" (no match) or "failed"."""
+    """One hook on one event: "fired", "quiet" (its condition did not hold), "declined" (the
+    model said no) or "failed"."""
     ref = f"{entry.stream}:{entry.seq}"
     hook.evaluations += 1  # written with the run's end (or a firing, or a failure)
     # A hook that only wakes and messages fires in one transaction (verdict, origin, effects,
@@ -166,12 +181,14 @@ def _evaluate_and_fire(hook: Hook, entry: EventLogEntry, facts: dict[str, Any], 
         with nullcontext() if invokes else transaction.atomic():
             matched = hook.condition is None or holds(hook.condition, facts)
             detail = "condition holds"
-            if matched and hook.kind in (Hook.Kind.LLM, Hook.Kind.HYBRID):
+            if not matched:
+                return "quiet"
+            if hook.kind in (Hook.Kind.LLM, Hook.Kind.HYBRID):
                 matched, answer = hook_judge(hook, facts)
                 detail = f"{'yes' if matched else 'no'}: {answer}"
                 emit(hook_event(HookEvaluated, hook, detail=detail[:300], event_ref=ref))
-            if not matched:
-                return "quiet"
+                if not matched:
+                    return "declined"
             if hook.kind == Hook.Kind.DETERMINISTIC:
                 emit(hook_event(HookEvaluated, hook, detail=detail, event_ref=ref))
             _fire(hook, ref, facts, now)

@@ -45,10 +45,11 @@ def _transition(
     return task
 
 
-def task_announce(task: AgentTask, *, also_agent_id: str | None = None) -> None:
+def task_announce(task: AgentTask, *, also_agent_id: str | None = None, owner: bool = True) -> None:
     """Show the task where it stands on every open board (its log row, its agent's Kanban),
     once committed: the board reads the task. ``also_agent_id``: an agent it was moved away
-    from, whose Kanban loses it."""
+    from, whose Kanban loses it; ``owner`` False: only that one (the save announced the task's
+    own agent already)."""
     emit(
         *(
             TaskChanged(
@@ -61,7 +62,7 @@ def task_announce(task: AgentTask, *, also_agent_id: str | None = None) -> None:
                 progress=task.progress or 0,
                 created_at=task.created_at.isoformat() if task.created_at else "",
             )
-            for agent_id in dict.fromkeys([task.agent_id, also_agent_id])
+            for agent_id in dict.fromkeys([task.agent_id if owner else None, also_agent_id])
             if agent_id
         )
     )

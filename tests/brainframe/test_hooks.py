@@ -112,7 +112,12 @@ def test_a_deterministic_hook_wakes_its_agent_and_queues_a_message(
     fired = EventLogEntry.objects.get(name="hook:fired", subject=hook["id"])
     assert fired.payload["event_ref"] == origin.metadata["event"]
     assert [e["type"] for e in fired.payload["effects"]] == ["wake", "message"]
-    assert EventLogEntry.objects.filter(name="hook:evaluated", subject=hook["id"]).count() == 1
+    verdicts = EventLogEntry.objects.filter(name="hook:evaluated", subject=hook["id"])
+    # The firing's verdict, and the quiet one kept with the run's count.
+    assert sorted(v.payload["detail"] for v in verdicts) == [
+        "1 event(s): the condition did not hold",
+        "condition holds",
+    ]
 
     # Read again (a crash before the cursor was saved): nothing fires twice.
     from brainframe.models import HookCursor
@@ -264,7 +269,7 @@ def test_a_hybrid_hook_asks_the_agents_model_after_its_prefilter(
     _inbound(voice, "sms-6", "Thanks for the lovely outing yesterday!")
     _inbound(voice, "sms-7", "I am very disappointed the bus never came, again.")
     counts = hooks_run()
-    assert counts["evaluated"] == 2 and counts["fired"] == 1 and counts["quiet"] == 1
+    assert counts["evaluated"] == 2 and counts["fired"] == 1 and counts["declined"] == 1
     assert len(model.requests) == 2  # both passed the prefilter; the model judged each
     verdicts = EventLogEntry.objects.filter(name="hook:evaluated", subject=proposed["id"])
     assert sorted(v.payload["detail"][:3] for v in verdicts) == ["no:", "yes"]
@@ -345,3 +350,38 @@ def test_hooks_are_the_agents_own_to_read_enable_and_disable(
     assert EventLogEntry.objects.filter(name="hook:disabled", subject=hook["id"]).exists()
     assert henry.post(HOOKS, FALL).status_code == 409  # the name is taken
     assert [h["id"] for h in henry.get(HOOKS).json()] == [hook["id"]]
+
+
+def test_an_llm_hook_fires_when_the_agents_model_says_yes(
+    henry: SignedClient, voice: SignedClient, model: OpenAICompatibleServer
+) -> None:
+    llm_upstream_set(
+        name="local",
+        base_url=model.base_url,
+        served_models=["small-model"],
+        api_key="",
+        price_in=Decimal("1"),
+        price_out=Decimal("1"),
+        external=False,
+    )
+    LLMBudget.objects.create(
+        agent=Agent.objects.get(agent_id="henry"), allowed_models=["small-model"]
+    )
+    proposed = henry.post(
+        HOOKS,
+        {
+            "name": "unhappy messages",
+            "kind": "llm",
+            "events": ["inbound:received"],
+            "prompt": "Is the sender unhappy?",
+            "effects": [{"type": "message", "text": "Someone is unhappy: reply kindly."}],
+        },
+    ).json()
+    hook_review(hook=Hook.objects.get(pk=proposed["id"]), reviewer=f.UserFactory(), approve=True)
+    _inbound(voice, "sms-l1", "I am disappointed nobody called back.")
+    _inbound(voice, "sms-l2", "See you on Monday!")
+    counts = hooks_run()
+    assert counts["fired"] == 1 and counts["declined"] == 1
+    assert len(model.requests) == 2  # no condition: the model judged every event it saw
+    messages = henry.get("/api/v1/context/").json()["messages"]
+    assert [m["text"] for m in messages] == ["Someone is unhappy: reply kindly."]
