@@ -228,9 +228,15 @@ class Sockets:
 
     def __init__(self) -> None:
         self.routes: list[Any] = []
+        #: While set, a reconnecting board is turned away (as by a server still restarting),
+        #: so that what the test does meanwhile is surely before the reconnection.
+        self.held = False
 
     def route(self, page: Any) -> None:
         def connect(ws: Any) -> None:
+            if self.held:
+                ws.close(code=1012, reason="still restarting")
+                return
             ws.connect_to_server()
             self.routes.append(ws)
 
@@ -251,11 +257,13 @@ def test_a_dropped_board_catches_up_on_reconnect_keeping_what_is_typed(
     page.locator(f"#approval-{first.id} button.modify").click()  # editing the arguments
     page.locator(f"#args-{first.id}").fill('{"shift_id": "SH-4411", "to_staff_id": "ST-099"}')
 
+    sockets.held = True
     sockets.drop(page, code=1012)  # the server restarting: the extension reconnects
-    # While the board is away: a new approval (the factories publish no event, so only the
-    # catch-up can show it) and a decision on nothing the page holds.
+    # While the board is away: a new approval (the factories publish no approval event, so
+    # only the catch-up can show it) and a decision on nothing the page holds.
     missed = _pending("test.browser.missed")
-    page.wait_for_selector("#live-state[data-ok='1']", timeout=15000)
+    sockets.held = False
+    page.wait_for_selector("#live-state[data-ok='1']", timeout=20000)
     page.locator(f"#approval-{missed.id}").wait_for(timeout=5000)
 
     assert page.locator("#open-count").inner_text() == "2"
