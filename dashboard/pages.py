@@ -3,7 +3,6 @@ reject, enable and disable what agents proposed), reviewers' service levels."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 from urllib.parse import urlencode
 
@@ -12,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from brainframe.events import EVENT_FAMILIES, EVENT_TYPES
+from brainframe.events import EVENT_FAMILIES, event_from_wire
 from brainframe.models import Agent, Hook
 from brainframe.services.event_log import event_log_feed
 from brainframe.services.hook_checks import HookError
@@ -36,11 +35,8 @@ def events_page(request: HttpRequest) -> HttpResponse:
             status=400,
         )
     entries = event_log_feed(family=family, agent_id=agent_id, limit=200)
-    rows = [
-        render_feed_row(EVENT_TYPES[e.name](**_payload(e)), at=e.at, oob=False)
-        for e in entries
-        if e.name in EVENT_TYPES
-    ]
+    events = [(event_from_wire({"event": e.name, "payload": e.payload}), e.at) for e in entries]
+    rows = [render_feed_row(event, at=at, oob=False) for event, at in events if event is not None]
     socket = "/ws/board/?" + urlencode({"feed": family or "all", "agent": agent_id})
     return render(
         request,
@@ -54,16 +50,6 @@ def events_page(request: HttpRequest) -> HttpResponse:
             "socket": socket,
         },
     )
-
-
-def _payload(entry: Any) -> dict[str, Any]:
-    """A logged payload as its event's fields (lists back to tuples; fields since added keep
-    their defaults, fields since removed are dropped)."""
-    cls = EVENT_TYPES[entry.name]
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {
-        k: tuple(v) if isinstance(v, list) else v for k, v in entry.payload.items() if k in names
-    }
 
 
 @login_required

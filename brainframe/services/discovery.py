@@ -72,9 +72,11 @@ def discovery_sync() -> None:
         )
 
 
-def discovery_index(*, limit: int = 500) -> int:
-    """Embed entries that have no vector yet. Returns how many; raises IndexerUnavailable."""
-    discovery_sync()
+def discovery_index(*, limit: int = 500, sync: bool = True) -> int:
+    """Embed entries that have no vector yet (``sync``: bring their texts up to date first).
+    Returns how many; raises IndexerUnavailable."""
+    if sync:
+        discovery_sync()
     # Plans first (an agent's own experience), then tools.
     waiting = list(
         DiscoveryEntry.objects.filter(vector__isnull=True).order_by(
@@ -137,7 +139,7 @@ def discover(*, agent: Agent, query: str, limit: int = 10) -> dict[str, Any]:
     mode = "hybrid"
     vector = None
     try:
-        discovery_index(limit=EMBED_ON_SEARCH)
+        discovery_index(limit=EMBED_ON_SEARCH, sync=False)  # synced just above
         vector = get_indexer().embed([query])[0]
     except IndexerUnavailable as exc:
         log.warning("discovery without embeddings: %s", exc)

@@ -112,11 +112,7 @@ def event_log_after(
     wanted = set(families)
     if wanted:
         entries = [e for e in entries if e.family in wanted]
-    return Unseen(_in_stream_order(entries), moved)
-
-
-def _in_stream_order(entries: list[EventLogEntry]) -> list[EventLogEntry]:
-    return sorted(entries, key=lambda e: (e.at, e.id))
+    return Unseen(entries, moved)  # oldest first, as the statement ordered them
 
 
 def event_log_feed(

@@ -4,7 +4,6 @@ at fault), and which hooks policy lets go live without staff review."""
 from __future__ import annotations
 
 import copy
-import logging
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -23,8 +22,6 @@ from brainframe.models import (
 )
 from brainframe.safety.conditions import _CONDITION
 from brainframe.selectors import tools_for_agent
-
-log = logging.getLogger(__name__)
 
 EFFECT_TYPES = ("wake", "message", "invoke")
 MAX_EFFECTS = 5

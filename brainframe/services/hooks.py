@@ -22,7 +22,6 @@ the audit; the O-Tag names the hook). Every verdict and effect is in the event l
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.db import transaction
@@ -43,8 +42,6 @@ from brainframe.models import (
 )
 
 from .hook_checks import DEFINITION_FIELDS, HookError, auto_approved, hook_definition_check
-
-log = logging.getLogger(__name__)
 
 
 def hook_event(cls: type[HookEvent], hook: Hook, **extra: Any) -> HookEvent:

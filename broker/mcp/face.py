@@ -8,7 +8,6 @@ The async server (``server.py``) runs these on worker threads. Every answer is M
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from ..errors import BrokerRefusal
 from ..pipeline.context import CallRequest
 from ..services.calls import CallAnswer, call_answer, tool_call_submit
 from . import loop_tools
+from .results import json_text
 
 #: Keys an MCP client may put in a ``tools/call`` request's ``_meta`` (the Tag Trinity and the
 #: rest of what a REST call carries in its body).
@@ -269,10 +269,6 @@ def settled(answer: CallAnswer) -> bool:
     return status == "executed" and answer.body.get("outcome") not in (None, "pending", "not_run")
 
 
-def _text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, indent=1)
-
-
 def tool_result(answer: CallAnswer, *, tool: types.Tool | None = None) -> types.CallToolResult:
     """A CallAnswer as MCP's CallToolResult (see docs/mcp.md for the table)."""
     body = answer.body
@@ -286,7 +282,7 @@ def tool_result(answer: CallAnswer, *, tool: types.Tool | None = None) -> types.
             if structured is None and tool is not None and tool.output_schema:
                 structured = {"result": result}
             return types.CallToolResult(
-                content=[types.TextContent(text=_text(result))],
+                content=[types.TextContent(text=json_text(result))],
                 structured_content=structured,
             )
         error = body.get("error") or f"the call {outcome}"
@@ -340,18 +336,6 @@ def tool_result(answer: CallAnswer, *, tool: types.Tool | None = None) -> types.
             "errors": errors,
             **tags,
         },
-        is_error=True,
-    )
-
-
-def refusal_result(refusal: BrokerRefusal) -> types.CallToolResult:
-    """A request the broker refused before it became a call (an unknown task, a bad _meta)."""
-    detail = {"status": "refused", "code": refusal.code, "reason": refusal.detail}
-    if refusal.field:
-        detail["field"] = refusal.field
-    return types.CallToolResult(
-        content=[types.TextContent(text=f"refused ({refusal.code}): {refusal.detail}")],
-        structured_content=detail,
         is_error=True,
     )
 
@@ -421,10 +405,10 @@ def resource_read(agent: Agent, uri: str) -> tuple[str, str]:
                 agent=agent, status__in=[ApprovalRequest.Status.PENDING, "escalated"]
             ).order_by("timeout_at")[:100]
         ]
-        return "application/json", _text(waiting)
+        return "application/json", json_text(waiting)
     if uri == "rabs://calls":
         calls = ToolCall.objects.filter(agent=agent).order_by("-timestamp")[:50]
-        return "application/json", _text([_call_row(c) for c in calls])
+        return "application/json", json_text([_call_row(c) for c in calls])
     if uri == "rabs://tasks":
         tasks = AgentTask.objects.filter(agent=agent).exclude(status=AgentTask.Status.DONE)
         rows = [
@@ -436,7 +420,7 @@ def resource_read(agent: Agent, uri: str) -> tuple[str, str]:
             }
             for t in tasks.order_by("-priority", "created_at")[:100]
         ]
-        return "application/json", _text(rows)
+        return "application/json", json_text(rows)
     if uri.startswith("loop://hooks/"):
         try:
             hook_pk = uuid.UUID(uri.removeprefix("loop://hooks/"))
@@ -444,7 +428,7 @@ def resource_read(agent: Agent, uri: str) -> tuple[str, str]:
             raise UnknownResource(uri) from None
         hook = Hook.objects.filter(pk=hook_pk, agent=agent).first()
         if hook is not None:
-            return "application/json", _text(hook_resource(hook))
+            return "application/json", json_text(hook_resource(hook))
     if uri.startswith("rabs://calls/"):
         try:
             pk = uuid.UUID(uri.removeprefix("rabs://calls/"))
@@ -452,7 +436,7 @@ def resource_read(agent: Agent, uri: str) -> tuple[str, str]:
             raise UnknownResource(uri) from None
         call = ToolCall.objects.filter(pk=pk, agent=agent).first()
         if call is not None:
-            return "application/json", _text(call_answer(call).body)
+            return "application/json", json_text(call_answer(call).body)
     raise UnknownResource(uri)
 
 

@@ -4,7 +4,6 @@ Each answers as its REST endpoint does."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -17,25 +16,11 @@ from brainframe.services.hook_checks import HookError
 from brainframe.services.hooks import hook_propose, hook_resource, hook_set_enabled
 
 from ..errors import BrokerRefusal
+from .results import json_text, refusal_result
 
 DISCOVER = "rabs.discover"
 ENABLE_HOOK = "loop.enable_hook"
 HOOK_STATE = "loop.hook_state"
-
-
-def _text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, indent=1)
-
-
-def _refusal(refusal: BrokerRefusal) -> types.CallToolResult:
-    detail = {"status": "refused", "code": refusal.code, "reason": refusal.detail}
-    if refusal.field:
-        detail["field"] = refusal.field
-    return types.CallToolResult(
-        content=[types.TextContent(text=f"refused ({refusal.code}): {refusal.detail}")],
-        structured_content=detail,
-        is_error=True,
-    )
 
 
 DISCOVER_TOOL = types.Tool(
@@ -107,7 +92,7 @@ NAMES = frozenset(t.name for t in TOOLS)
 
 
 def _hook_refusal(error: HookError) -> types.CallToolResult:
-    return _refusal(BrokerRefusal(error.status, error.code, error.detail, field=error.field))
+    return refusal_result(BrokerRefusal(error.status, error.code, error.detail, field=error.field))
 
 
 def hook_tool_result(agent: Agent, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -124,7 +109,7 @@ def hook_tool_result(agent: Agent, name: str, arguments: dict[str, Any]) -> type
                 pk = None
             found = Hook.objects.filter(pk=pk, agent=agent).first() if pk else None
             if found is None or not isinstance(arguments.get("enabled"), bool):
-                return _refusal(
+                return refusal_result(
                     BrokerRefusal(404, "unknown_hook", "no such hook of yours", field="hook_id")
                 )
             hook = hook_set_enabled(
@@ -137,7 +122,7 @@ def hook_tool_result(agent: Agent, name: str, arguments: dict[str, Any]) -> type
         return _hook_refusal(error)
     resource = hook_resource(hook)
     return types.CallToolResult(
-        content=[types.TextContent(text=_text(resource))], structured_content=resource
+        content=[types.TextContent(text=json_text(resource))], structured_content=resource
     )
 
 
@@ -152,14 +137,14 @@ def discover_result(agent: Agent, arguments: dict[str, Any]) -> types.CallToolRe
         or not isinstance(limit, int)
         or not 1 <= limit <= 50
     ):
-        return _refusal(
+        return refusal_result(
             BrokerRefusal(
                 400, "invalid_arguments", "query is 1-1000 characters; limit is 1-50", field="query"
             )
         )
     found = discover(agent=agent, query=query.strip(), limit=limit)
     return types.CallToolResult(
-        content=[types.TextContent(text=_text(found))], structured_content=found
+        content=[types.TextContent(text=json_text(found))], structured_content=found
     )
 
 

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from brainframe.models import Agent
 
 from ..errors import BrokerRefusal
-from . import face, loop_tools
+from . import face, loop_tools, results
 
 #: The ASGI scope key under which the gateway leaves the authenticated agent.
 AGENT_SCOPE_KEY = "rabs.agent"
@@ -76,7 +76,7 @@ async def call_tool(
     except face.UnknownTool:
         raise MCPError(face.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
     except BrokerRefusal as refusal:
-        return face.refusal_result(refusal)
+        return results.refusal_result(refusal)
     answer = submitted.answer
     if submitted.approval_id is not None and not face.settled(answer):
         waited = await _wait(agent, submitted.approval_id, face.approval_wait_seconds())
@@ -95,7 +95,7 @@ async def _follow_up(agent: Agent, name: str, arguments: dict[str, Any]) -> type
             or not 0 <= timeout <= face.MAX_WAIT_SECONDS
         )
     ):
-        return face.refusal_result(
+        return results.refusal_result(
             BrokerRefusal(
                 400,
                 "invalid_arguments",
@@ -107,7 +107,7 @@ async def _follow_up(agent: Agent, name: str, arguments: dict[str, Any]) -> type
     else:
         answer = await _run(face.approval_answer, agent, approval_id)
     if answer is None:
-        return face.refusal_result(
+        return results.refusal_result(
             BrokerRefusal(404, "unknown_approval", "no such approval of yours")
         )
     return face.tool_result(answer)

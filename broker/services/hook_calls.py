@@ -4,12 +4,12 @@ pipeline (every stage, the audit), with the hook's firing as its O-Tag origin.""
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from typing import Any
 
 from brainframe.models import Agent, ToolCall
 
+from ..audit.hashing import canonical_json
 from ..errors import BrokerRefusal
 from ..pipeline.context import CallRequest
 from .calls import tool_call_submit
@@ -25,9 +25,7 @@ def hook_invoke(
     idempotency_key: str,
 ) -> tuple[int, dict[str, Any]]:
     """Submit the call; a repeat with the same ``idempotency_key`` gets the first answer."""
-    request_hash = hashlib.sha256(
-        json.dumps([tool_id, arguments, reason], sort_keys=True, default=str).encode()
-    ).hexdigest()
+    request_hash = hashlib.sha256(canonical_json([tool_id, arguments, reason])).hexdigest()
     try:
         answer = tool_call_submit(
             agent=agent,

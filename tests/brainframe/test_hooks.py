@@ -236,9 +236,9 @@ def model() -> Iterator[OpenAICompatibleServer]:
         yield server
 
 
-def test_a_hybrid_hook_asks_the_agents_model_after_its_prefilter(
-    henry: SignedClient, voice: SignedClient, model: OpenAICompatibleServer
-) -> None:
+@pytest.fixture
+def henrys_model(seeded: None, model: OpenAICompatibleServer) -> OpenAICompatibleServer:
+    """Henry may use ``small-model``, served by the local model server."""
     llm_upstream_set(
         name="local",
         base_url=model.base_url,
@@ -251,6 +251,13 @@ def test_a_hybrid_hook_asks_the_agents_model_after_its_prefilter(
     LLMBudget.objects.create(
         agent=Agent.objects.get(agent_id="henry"), allowed_models=["small-model"]
     )
+    return model
+
+
+def test_a_hybrid_hook_asks_the_agents_model_after_its_prefilter(
+    henry: SignedClient, voice: SignedClient, henrys_model: OpenAICompatibleServer
+) -> None:
+    model = henrys_model
     proposed = henry.post(
         HOOKS,
         {
@@ -353,20 +360,9 @@ def test_hooks_are_the_agents_own_to_read_enable_and_disable(
 
 
 def test_an_llm_hook_fires_when_the_agents_model_says_yes(
-    henry: SignedClient, voice: SignedClient, model: OpenAICompatibleServer
+    henry: SignedClient, voice: SignedClient, henrys_model: OpenAICompatibleServer
 ) -> None:
-    llm_upstream_set(
-        name="local",
-        base_url=model.base_url,
-        served_models=["small-model"],
-        api_key="",
-        price_in=Decimal("1"),
-        price_out=Decimal("1"),
-        external=False,
-    )
-    LLMBudget.objects.create(
-        agent=Agent.objects.get(agent_id="henry"), allowed_models=["small-model"]
-    )
+    model = henrys_model
     proposed = henry.post(
         HOOKS,
         {
