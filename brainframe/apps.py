@@ -16,10 +16,12 @@ class BrainframeConfig(AppConfig):
     def ready(self) -> None:
         # Services import models, which cannot be imported before the app registry is ready.
         from .jobs import job_register
+        from .services.cards import cards_review_due
         from .services.council import proposals_close_due
         from .services.grants import grants_expire
         from .services.hook_runner import hooks_run, hooks_tick
         from .services.indexing import index_sweep
+        from .services.ledger import timer_tick
         from .services.nightly import alignment_nightly
         from .services.relevance import decay_run
         from .services.sinks import sinks_deliver
@@ -37,7 +39,10 @@ class BrainframeConfig(AppConfig):
         job_register("close_council_votes", lambda day: {"closed": proposals_close_due()})
         job_register("deliver_events", lambda day: {"sinks": sinks_deliver()})
         job_register("run_hooks", lambda day: hooks_run())
-        job_register("hook_timer", lambda day: hooks_tick())
+        # The minute timer (seed 003): scheduled hooks, and the tick counted in the events
+        # ledger's hourly aggregate.
+        job_register("hook_timer", lambda day: {**hooks_tick(), "tick": timer_tick().ticks})
+        job_register("learning_cards", lambda day: cards_review_due())
         _policy_signals()
         _task_signals()
         from .services.views import views_register  # services import models: registry ready now

@@ -141,3 +141,13 @@ def default_permission_tier(risk_level: str) -> str:
         RiskLevel.WRITE: PermissionTier.WRITE_SAFE,
         RiskLevel.CRITICAL: PermissionTier.WRITE_DESTRUCTIVE,
     }[RiskLevel(risk_level)]
+
+
+class MemorySource(models.TextChoices):
+    """Where a memory item came from (seed 001 provenance)."""
+
+    SESSION = "session", "An agent's session"
+    API = "api", "The API"
+    SCHEDULED = "scheduled", "A scheduled job"
+    PERSON = "person", "A person (a message)"
+    STAFF = "staff", "Staff (admin or board)"

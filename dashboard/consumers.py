@@ -10,7 +10,14 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from brainframe.events import BOARD_GROUP, Event, ToolCallChanged, event_from_wire
 
-from .render import render_call_event, render_event, render_feed_row, renders
+from .render import (
+    CONVERSATION_FAMILY,
+    render_call_event,
+    render_conversation_refresh,
+    render_event,
+    render_feed_row,
+    renders,
+)
 
 
 class BoardConsumer(AsyncWebsocketConsumer):
@@ -18,6 +25,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     feed = ""
     feed_agent = ""
+    conversation = ""  # the conversations page ("all") or one thread's page (its id)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -29,6 +37,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode())
         self.feed = (query.get("feed") or [""])[0]
         self.feed_agent = (query.get("agent") or [""])[0]
+        self.conversation = (query.get("conversation") or [""])[0]
         await self.channel_layer.group_add(BOARD_GROUP, self.channel_name)
         await self.accept()
 
@@ -51,6 +60,10 @@ class BoardConsumer(AsyncWebsocketConsumer):
     async def _show(self, event: Event) -> None:
         if self._feed_wants(event):
             await self.send(text_data=render_feed_row(event))
+        if self.conversation and event.family() == CONVERSATION_FAMILY:
+            html = render_conversation_refresh(event, self.conversation)
+            if html:
+                await self.send(text_data=html)
         # A tool call's row needs no database read: render it here rather than queue it on the
         # consumers' one synchronous thread at high call rates; events the board does not show
         # (a Guardian assessment per call) are dropped here.

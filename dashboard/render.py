@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from brainframe.events import (
     AgentChanged,
@@ -66,6 +67,30 @@ def render_feed_row(event: Event, *, at: datetime | None = None, oob: bool = Tru
         link,
     )
     return f'<ol hx-swap-oob="afterbegin:#event-feed">{row}</ol>' if oob else str(row)
+
+
+CONVERSATION_FAMILY = "conversation"
+
+
+def render_conversation_refresh(event: Event, conversation: str) -> str:
+    """For a page showing conversations: an element that, swapped in, reloads what the event
+    changed (the open thread's turns, or the conversations list). Empty: not this page's."""
+    thread_id = event.__dict__.get("thread_id")
+    if conversation == "all":
+        url, target = reverse("dashboard:conversations"), "#conversations"
+        select = ' hx-select="#conversations"'
+    elif thread_id and thread_id == conversation:
+        url = reverse("dashboard:conversation", args=[thread_id]) + "?partial=1"
+        target, select = "#conversation-turns", ""
+    else:
+        return ""
+    return format_html(
+        '<div id="conversation-refresh" hx-swap-oob="true"><span hx-get="{}" '
+        'hx-trigger="load" hx-target="{}" hx-swap="outerHTML"{}></span></div>',
+        url,
+        target,
+        mark_safe(select),
+    )
 
 
 def _log_row(entry: dict[str, Any]) -> str:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import pages, views
+from . import conversations, pages, views
 
 app_name = "dashboard"
 
@@ -22,6 +22,12 @@ urlpatterns = [
     path("service-levels/", pages.service_levels_page, name="service-levels"),
     path("events/", pages.events_page, name="events"),
     path("hooks/", pages.hooks_page, name="hooks"),
+    path("conversations/", conversations.conversations_page, name="conversations"),
+    path(
+        "conversations/<uuid:thread_id>/",
+        conversations.conversation_page,
+        name="conversation",
+    ),
     path("hooks/<uuid:hook_id>/<str:action>/", pages.hook_action, name="hook-action"),
     path("preferences/digest/", views.digest_preference, name="digest-preference"),
     path("council/", views.council, name="council"),

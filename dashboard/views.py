@@ -26,10 +26,12 @@ from brainframe.models import (
     ApprovalRequest,
     CouncilProposal,
     Deliverable,
+    LedgerEvent,
     LLMBudget,
     ReviewerPreference,
     StandingApproval,
     ToolCall,
+    Turn,
 )
 from brainframe.selectors import flatten, origin_chain
 from brainframe.services.council import CouncilError, is_member, proposal_vote, tally
@@ -355,6 +357,7 @@ def approval_action(request: HttpRequest, approval_id: str, action: str) -> Http
             action=action,
             reason=request.POST.get("reason", ""),
             arguments=arguments,
+            lesson=request.POST.get("lesson", "")[:2000],
         )
     except ApprovalError as exc:
         approval.refresh_from_db()
@@ -451,7 +454,14 @@ def deliverable_download(request: HttpRequest, deliverable_id: str) -> FileRespo
 @login_required
 def chain(request: HttpRequest, o_tag: str) -> HttpResponse:
     origin, roots = origin_chain(o_tag=o_tag)  # type: ignore[arg-type]
-    return render(request, "dashboard/chain.html", {"origin": origin, "nodes": flatten(roots)})
+    # The chain's first link: the message that started it, and the turns that answered it.
+    started_by = LedgerEvent.objects.filter(origin=origin).select_related("person").first()
+    turns = Turn.objects.filter(origin=origin).select_related("thread").order_by("started_at")[:20]
+    return render(
+        request,
+        "dashboard/chain.html",
+        {"origin": origin, "nodes": flatten(roots), "started_by": started_by, "turns": turns},
+    )
 
 
 @login_required

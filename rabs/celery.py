@@ -90,4 +90,11 @@ app.conf.beat_schedule = {
         "args": ("alignment",),
         "options": {"expires": 6 * 3600},
     },
+    "learning-cards-nightly": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        # After the alignment job has rated the day's calls: the due cards graded by them.
+        "schedule": crontab(hour=2, minute=45),
+        "args": ("learning_cards",),
+        "options": {"expires": 6 * 3600},
+    },
 }

@@ -6,13 +6,14 @@ changes that carry rules in ``brainframe.services``. Audit tables are read-only 
 approval queue's admin is the broker's (it owns approval decisions).
 """
 
-from . import agents, audit, council, events, llm, memory, registry, trust, usage, work
+from . import agents, audit, council, events, ledger, llm, memory, registry, trust, usage, work
 
 __all__ = [
     "agents",
     "audit",
     "council",
     "events",
+    "ledger",
     "llm",
     "memory",
     "registry",

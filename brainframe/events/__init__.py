@@ -83,6 +83,7 @@ from .bus import (
     publish_after_commit,
     publish_tool_call,
 )
+from .conversations import Compacted, Delegated, MessageReceived, TurnEnded, TurnStarted
 from .records import (
     PLAN_EVENTS,
     RULE_CODE_PREFIXES,
@@ -164,7 +165,9 @@ __all__ = [
     "ApprovalExpired",
     "CallBlocked",
     "CallEvent",
+    "Compacted",
     "CouncilChanged",
+    "Delegated",
     "Escalated",
     "Event",
     "GuardianAssessmentComplete",
@@ -180,6 +183,7 @@ __all__ = [
     "InboundReceived",
     "LevelChanged",
     "MemoryRecorded",
+    "MessageReceived",
     "ModelToolCallFlagged",
     "PlanEvent",
     "PlanFailed",
@@ -193,6 +197,8 @@ __all__ = [
     "ToolCallChanged",
     "ToolExecuted",
     "ToolFailed",
+    "TurnEnded",
+    "TurnStarted",
     "append_events",
     "call_outcome_event",
     "call_refusal_event",

@@ -52,6 +52,11 @@ HOOK_DISABLED = "hook:disabled"
 HOOK_EVALUATED = "hook:evaluated"
 HOOK_FIRED = "hook:fired"
 HOOK_FAILED = "hook:failed"
+MESSAGE_RECEIVED = "conversation:message_received"
+TURN_STARTED = "conversation:turn_started"
+TURN_ENDED = "conversation:turn_ended"
+COMPACTED = "conversation:compacted"
+DELEGATED = "conversation:delegated"
 
 #: The payload fields that name what an event is about, in order of preference.
 _SUBJECT_FIELDS = (
@@ -64,6 +69,9 @@ _SUBJECT_FIELDS = (
     "policy_id",
     "subject_id",
     "hook_id",
+    "turn_id",
+    "delegation_id",
+    "event_id",
     "o_tag",
 )
 

@@ -36,6 +36,7 @@ from .board import (
     TaskChanged,
     ToolCallChanged,
 )
+from .conversations import Compacted, Delegated, MessageReceived, TurnEnded, TurnStarted
 from .records import (
     AlignmentSnapshotted,
     CallBlocked,
@@ -100,6 +101,11 @@ EVENT_TYPES: dict[str, type[Event]] = {
         HookEvaluated,
         HookFired,
         HookFailed,
+        MessageReceived,
+        TurnStarted,
+        TurnEnded,
+        Compacted,
+        Delegated,
     )
 }
 

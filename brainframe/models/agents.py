@@ -7,7 +7,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from brainframe.choices import MonitoringLevel, TrustLevel
+from brainframe.choices import MemorySource, MonitoringLevel, TrustLevel
 
 
 class Agent(models.Model):
@@ -156,6 +156,21 @@ class AgentNote(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Provenance (seed 001): who made it, from where, how reliable, how used.
+    author = models.CharField(
+        max_length=150, blank=True, default="", db_default="", help_text="agent:<id> or a username"
+    )
+    source = models.CharField(
+        max_length=12,
+        choices=MemorySource.choices,
+        default=MemorySource.STAFF,
+        db_default=MemorySource.STAFF,
+    )
+    confidence = models.FloatField(
+        default=1.0, db_default=1.0, help_text="0–1: how reliable it is."
+    )
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    access_count = models.PositiveIntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "agent_notes"

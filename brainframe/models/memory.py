@@ -7,7 +7,7 @@ import uuid
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
-from brainframe.choices import ContextBucket
+from brainframe.choices import ContextBucket, MemorySource
 
 from .agents import Agent
 from .audit import EMBEDDING_DIMENSIONS
@@ -44,6 +44,21 @@ class ContextBucketEntry(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     last_reinforced_at = models.DateTimeField(auto_now_add=True)
+    # Provenance (seed 001): who made it, from where, how reliable, how used.
+    created_by = models.CharField(
+        max_length=150, blank=True, default="", db_default="", help_text="agent:<id> or a username"
+    )
+    source = models.CharField(
+        max_length=12,
+        choices=MemorySource.choices,
+        default=MemorySource.API,
+        db_default=MemorySource.API,
+    )
+    confidence = models.FloatField(
+        default=1.0, db_default=1.0, help_text="0–1: how reliable it is."
+    )
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    access_count = models.PositiveIntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "context_buckets"

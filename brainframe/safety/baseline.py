@@ -283,4 +283,47 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
             },
         },
     },
+    {
+        "tool_id": "agents.delegate",
+        "description": (
+            "Hand work to another agent (manager and worker, seed 003): a task in its inbox "
+            "with your instructions and a thread of its own under your chain's O-Tag. The "
+            "worker may do on this task only what you may do yourself; a worker may delegate "
+            "in turn, up to the depth limit."
+        ),
+        "category": "system",
+        "agent_access": ["*"],
+        "risk_level": "write",
+        "execution_mode": "auto",
+        "validation_mode": "monitor",
+        "context_bucket": "compliance_regulatory",
+        "monitoring_level": 4,
+        "data_class": "logistics",
+        "permission_tier": "WRITE_SAFE",
+        "handler_type": "function",
+        "handler_config": {"callable": "rabs.agents_delegate"},
+        "input_schema": {
+            "type": "object",
+            "required": ["agent_id", "title", "instructions"],
+            "additionalProperties": False,
+            "properties": {
+                "agent_id": {"type": "string", "minLength": 1, "maxLength": 64},
+                "title": {"type": "string", "minLength": 1, "maxLength": 200},
+                "instructions": {"type": "string", "minLength": 1, "maxLength": 20000},
+                "priority": {"type": "integer", "minimum": 0, "maximum": 100},
+            },
+        },
+        "output_schema": {
+            "type": "object",
+            "required": ["delegation_id", "worker", "task_id", "thread_id", "depth"],
+            "properties": {
+                "delegation_id": {"type": "string"},
+                "worker": {"type": "string"},
+                "task_id": {"type": "string"},
+                "thread_id": {"type": "string"},
+                "turn_id": {"type": "string"},
+                "depth": {"type": "integer"},
+            },
+        },
+    },
 ]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
 
 from brainframe.models import Agent, AgentNote, AgentTask, ContextBucketEntry, PrimeDirective, Tool
+from brainframe.services.cards import card_as_dict, cards_due
 from brainframe.services.search import semantic_search
 
 
@@ -36,7 +40,11 @@ def agent_context(
     ``bucket``). With no text to search on, the highest-scoring observations come first.
     Observations whose score decayed below ``RABS_MIN_SURFACING_SCORE`` do not surface.
     """
-    notes = AgentNote.objects.filter(agent=agent, active=True).order_by("-priority", "created_at")
+    notes = (
+        AgentNote.objects.filter(agent=agent, active=True)
+        .select_related("created_by")
+        .order_by("-priority", "created_at")
+    )
     buckets = [bucket] if bucket else []
     if not buckets and task is not None:
         tool_ids = task.payload.get("tools", []) if isinstance(task.payload, dict) else []
@@ -50,7 +58,7 @@ def agent_context(
             text, kinds=("observation",), buckets=buckets, min_relevance=floor, limit=limit
         )
         mode = result.mode
-        observations = [
+        observations: list[dict[str, Any]] = [
             {
                 "id": str(hit.id),
                 "bucket": hit.bucket,
@@ -63,6 +71,9 @@ def agent_context(
             }
             for hit in result.hits
         ]
+        _with_provenance(observations)
+        # A less reliable memory ranks lower (rank × confidence), most used first among equals.
+        observations.sort(key=lambda o: (-o["rank"] * o["confidence"], -o["access_count"]))
     else:
         mode = "score"
         entries = ContextBucketEntry.objects.filter(current_score__gte=floor)
@@ -79,16 +90,83 @@ def agent_context(
                 "similarity": None,
                 "rank": round(o.current_score, 4),
             }
-            for o in entries.order_by("-current_score")[:limit]
+            for o in entries.order_by(
+                (F("current_score") * F("confidence")).desc(), "-access_count"
+            )[:limit]
         ]
+        _with_provenance(observations)
+    note_rows = list(notes)
+    cards = cards_due(agent)
+    _accessed([uuid.UUID(str(o["id"])) for o in observations], [n.pk for n in note_rows])
     return {
         "notes": [
-            {"note_type": n.note_type, "content": n.content, "priority": n.priority} for n in notes
+            {
+                "id": str(n.id),
+                "note_type": n.note_type,
+                "content": n.content,
+                "priority": n.priority,
+                "provenance": {
+                    "created_by": n.author or (n.created_by.get_username() if n.created_by else ""),
+                    "source": n.source,
+                    "confidence": n.confidence,
+                    "created_at": n.created_at.isoformat(),
+                    "last_accessed_at": _iso(n.last_accessed_at),
+                    "access_count": n.access_count,
+                },
+            }
+            for n in note_rows
         ],
         "directives_preamble": directives_preamble(),
         "search_mode": mode,
         "observations": observations,
+        # Learning cards due now (docs/ledgers.md): lessons from reviewers, until learned.
+        "learning_cards": [card_as_dict(c) for c in cards],
     }
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _with_provenance(observations: list[dict[str, Any]]) -> None:
+    """Each observation's provenance as it stood before this read."""
+    rows = {
+        str(row["id"]): row
+        for row in ContextBucketEntry.objects.filter(pk__in=[o["id"] for o in observations]).values(
+            "id",
+            "created_by",
+            "source",
+            "confidence",
+            "created_at",
+            "last_accessed_at",
+            "access_count",
+        )
+    }
+    for o in observations:
+        row: dict[str, Any] = dict(rows.get(o["id"], {}))
+        o["confidence"] = row.get("confidence", 1.0)
+        o["access_count"] = row.get("access_count", 0)
+        o["provenance"] = {
+            "created_by": row.get("created_by", ""),
+            "source": row.get("source", ""),
+            "confidence": o["confidence"],
+            "created_at": _iso(row.get("created_at")),
+            "last_accessed_at": _iso(row.get("last_accessed_at")),
+            "access_count": o["access_count"],
+        }
+
+
+def _accessed(observation_ids: list[uuid.UUID], note_ids: list[uuid.UUID]) -> None:
+    """Count this read on everything it returned (one statement per table)."""
+    now = timezone.now()
+    if observation_ids:
+        ContextBucketEntry.objects.filter(pk__in=observation_ids).update(
+            access_count=F("access_count") + 1, last_accessed_at=now
+        )
+    if note_ids:
+        AgentNote.objects.filter(pk__in=note_ids).update(
+            access_count=F("access_count") + 1, last_accessed_at=now
+        )
 
 
 def task_text(task: AgentTask) -> str:

@@ -22,9 +22,10 @@ from brainframe.events import (
     SecurityThreatDetected,
     emit,
 )
-from brainframe.models import Agent, AgentTask, OriginRegistry
+from brainframe.models import Agent, AgentTask, LedgerEvent, OriginRegistry
 from brainframe.safety.guardian import Assessment, assess
 from brainframe.services.indexing import classify_origin_after_commit
+from brainframe.services.ledger import ledger_event_append
 
 
 class InboundRefusal(Exception):
@@ -94,6 +95,18 @@ def inbound_event_record(
             source_ref=event.get("source_ref") or f"{event['platform']}:{event['event_id']}",
             metadata=metadata,
             registered_by=agent,
+        )
+        # The events ledger keeps the event as it arrived (permanent, hash-chained).
+        a2a = origin.origin_type == OriginRegistry.OriginType.A2A
+        ledger_event_append(
+            kind=LedgerEvent.Kind.A2A if a2a else LedgerEvent.Kind.WEBHOOK,
+            channel="a2a" if a2a else "webhook",
+            adapter=agent.agent_id,
+            external_id=str(event["event_id"]),
+            sender=str(event.get("platform", "")),
+            text=text,
+            payload=event,
+            origin=origin,
         )
         classify_origin_after_commit(origin.id)
         task = None

@@ -7,6 +7,7 @@ from typing import Any
 from django.db import connection
 from psycopg.types.json import Jsonb
 
+from brainframe.choices import MemorySource
 from brainframe.events import MemoryRecorded, emit
 from brainframe.models import Agent, ContextBucketEntry
 from brainframe.services.bucket_checker import bucket_classify
@@ -19,7 +20,7 @@ _UPSERT = """
 INSERT INTO context_buckets AS cb (
     id, bucket, pattern_type, entity, observation, scoring, severity, frequency, decay,
     repeatable, family_boost, current_score, source_agent_id, embedding_model,
-    created_at, last_reinforced_at
+    created_at, last_reinforced_at, created_by, source, confidence, access_count
 ) VALUES (
     gen_random_uuid(), %(bucket)s, %(pattern_type)s, %(entity)s, %(observation)s, %(scoring)s,
     %(severity)s, 1, 1.0, %(repeatable)s,
@@ -29,7 +30,7 @@ INSERT INTO context_buckets AS cb (
     %(severity)s * %(repeatable)s * LEAST(2.0, 1.0 + 0.25 * (
         SELECT COUNT(*) FROM context_buckets o
          WHERE o.bucket = %(bucket)s AND o.entity = %(entity)s)),
-    %(agent_id)s, '', now(), now()
+    %(agent_id)s, '', now(), now(), %(created_by)s, %(source)s, %(confidence)s, 0
 )
 ON CONFLICT (bucket, entity, pattern_type) DO UPDATE SET
     frequency = cb.frequency + 1,
@@ -42,7 +43,9 @@ ON CONFLICT (bucket, entity, pattern_type) DO UPDATE SET
     severity = GREATEST(cb.severity, EXCLUDED.severity),
     current_score = GREATEST(cb.severity, EXCLUDED.severity) * (cb.frequency + 1) * 1.0
                     * cb.repeatable * cb.family_boost,
-    last_reinforced_at = now()
+    last_reinforced_at = now(),
+    -- a repeat from a more reliable source raises the confidence; nothing lowers it here
+    confidence = GREATEST(cb.confidence, EXCLUDED.confidence)
 RETURNING id, (xmax = 0) AS created, vector IS NULL AS unembedded
 """
 
@@ -57,8 +60,15 @@ def observation_record(
     severity: int = 1,
     repeatable: float = 1.0,
     scoring: dict[str, Any] | None = None,
+    source: str = MemorySource.API,
+    confidence: float = 1.0,
+    created_by: str = "",
 ) -> tuple[ContextBucketEntry, bool]:
     """Record an observation, or reinforce the existing one. Returns (entry, created).
+
+    Provenance (seed 001): ``created_by`` (default ``agent:<id>``, or ``system``), ``source``
+    (session, api, scheduled, person, staff) and ``confidence`` 0–1 are kept with it; the
+    context endpoint counts each time it is read.
 
     The row is stored without a vector; its embedding is queued for after the commit.
     """
@@ -71,6 +81,9 @@ def observation_record(
         "severity": severity,
         "repeatable": repeatable,
         "agent_id": agent.agent_id if agent else None,
+        "created_by": created_by or (f"agent:{agent.agent_id}" if agent else "system"),
+        "source": source,
+        "confidence": confidence,
     }
     with connection.cursor() as cursor:
         cursor.execute(_UPSERT, params)
@@ -83,7 +96,7 @@ def observation_record(
             entry_id=str(entry_id),
             agent_id=params["agent_id"],
             bucket=bucket,
-            source=f"agent:{params['agent_id']}" if params["agent_id"] else "system",
+            source=params["created_by"],
         )
     )
     return ContextBucketEntry.objects.get(pk=entry_id), bool(created)

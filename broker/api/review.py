@@ -74,6 +74,13 @@ class ApprovalSerializer(serializers.ModelSerializer):
 class DecisionSerializer(StrictSerializer):
     reason = serializers.CharField(max_length=4000, required=False, default="", allow_blank=True)
     arguments = serializers.DictField(required=False)
+    lesson = serializers.CharField(
+        max_length=2000,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="With reject or modify: a learning card for the agent (docs/ledgers.md).",
+    )
 
 
 class ReviewerAPIView(APIView):
@@ -133,6 +140,7 @@ class ApprovalDecisionView(ReviewerAPIView):
             action=self.action_name,
             reason=serializer.validated_data["reason"],
             arguments=serializer.validated_data.get("arguments"),
+            lesson=serializer.validated_data["lesson"],
         )
         decided.approval.refresh_from_db()
         return Response(ApprovalSerializer(decided.approval).data)

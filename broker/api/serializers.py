@@ -221,6 +221,11 @@ class ObservationSerializer(StrictSerializer):
     observation = StrictCharField(max_length=4000)
     severity = serializers.IntegerField(min_value=1, max_value=5, default=1)
     repeatable = serializers.FloatField(min_value=0.5, max_value=1.5, default=1.0)
+    # Provenance (seed 001): how reliable the agent judges it, and where it came from.
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
+    source = serializers.ChoiceField(  # type: ignore[assignment]
+        choices=["session", "api", "scheduled", "person"], default="api"
+    )
 
 
 class DeliverableUploadSerializer(StrictSerializer):
@@ -334,3 +339,77 @@ class DiscoverAnswerSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(choices=["hybrid", "text"])
     tools = DiscoveredToolSerializer(many=True)
     plans = DiscoveredPlanSerializer(many=True)
+
+
+# --- conversations (docs/ledgers.md) ------------------------------------------------------------
+
+
+class TurnOpenSerializer(StrictSerializer):
+    """A turn the agent starts itself: its query, in one of its threads or a new one."""
+
+    text = StrictCharField(min_length=1, max_length=100_000)
+    thread = StrictUUIDField(required=False)
+    title = StrictCharField(max_length=200, required=False, allow_blank=True)
+    task_id = StrictUUIDField(required=False)
+    channel = serializers.ChoiceField(choices=["sms", "email", "chat"], required=False)
+
+
+class TurnMessageSerializer(StrictSerializer):
+    """Something the agent says or notes during a turn, before its answer."""
+
+    content = StrictCharField(min_length=1, max_length=100_000)
+
+
+class TurnCompleteSerializer(StrictSerializer):
+    answer = StrictCharField(max_length=100_000, allow_blank=True)
+    tool_calls = serializers.ListField(child=StrictUUIDField(), max_length=500, required=False)
+
+
+class CompactSerializer(StrictSerializer):
+    """A compaction the agent's model wrote: the summary of every turn up to
+    ``summarised_through``; ``first_kept``: the first turn kept whole after it."""
+
+    summary = StrictCharField(min_length=1, max_length=100_000)
+    summarised_through = StrictUUIDField()
+    first_kept = StrictUUIDField(required=False)
+
+
+class LedgerMessageSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    role = serializers.CharField()
+    author = serializers.CharField(allow_blank=True)
+    person = serializers.UUIDField(allow_null=True)
+    content = serializers.CharField(allow_blank=True)
+    event = serializers.UUIDField(allow_null=True)
+    at = serializers.DateTimeField()
+
+
+class TurnAnswerSerializer(serializers.Serializer):
+    turn_id = serializers.UUIDField()
+    thread = serializers.UUIDField()
+    seq = serializers.IntegerField()
+    turn_type = serializers.ChoiceField(choices=["normal", "compaction"])
+    status = serializers.ChoiceField(choices=["open", "completed", "interrupted"])
+    agent = serializers.CharField()
+    session = serializers.UUIDField(allow_null=True)
+    o_tag = serializers.UUIDField(allow_null=True)
+    task_id = serializers.UUIDField(allow_null=True)
+    channel_context = serializers.DictField()
+    answer = serializers.CharField(allow_blank=True)
+    tool_calls = serializers.ListField(child=serializers.UUIDField())
+    parent_hash = serializers.CharField()
+    hash = serializers.CharField(allow_null=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    completed_at = serializers.DateTimeField(allow_null=True)
+    summary = serializers.CharField(required=False, allow_blank=True)
+    summarised_through = serializers.UUIDField(required=False)
+    first_kept = serializers.UUIDField(required=False, allow_null=True)
+    interrupted_by = serializers.UUIDField(required=False)
+    messages = LedgerMessageSerializer(many=True, required=False)
+
+
+class ThreadContextSerializer(serializers.Serializer):
+    thread = serializers.UUIDField()
+    summary = serializers.CharField(allow_blank=True)
+    compaction = serializers.UUIDField(allow_null=True)
+    turns = TurnAnswerSerializer(many=True)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import loop_views, review, views
+from . import ledger_views, loop_views, review, views
 
 app_name = "broker"
 
@@ -22,6 +22,29 @@ urlpatterns = [
     path("inbound/events/", views.InboundEventsView.as_view(), name="inbound-events"),
     path("usage/", views.UsageView.as_view(), name="usage"),
     path("plans/events/", loop_views.PlanEventsView.as_view(), name="plan-events"),
+    path("turns/", ledger_views.TurnsView.as_view(), name="turns"),
+    path("turns/<uuid:turn_id>/", ledger_views.TurnDetailView.as_view(), name="turn"),
+    path(
+        "turns/<uuid:turn_id>/messages/",
+        ledger_views.TurnMessagesView.as_view(),
+        name="turn-messages",
+    ),
+    path(
+        "turns/<uuid:turn_id>/complete/",
+        ledger_views.TurnCompleteView.as_view(),
+        name="turn-complete",
+    ),
+    path(
+        "threads/<uuid:thread_id>/compact/",
+        ledger_views.ThreadCompactView.as_view(),
+        name="thread-compact",
+    ),
+    path(
+        "threads/<uuid:thread_id>/context/",
+        ledger_views.ThreadContextView.as_view(),
+        name="thread-context",
+    ),
+    path("channels/<slug:name>/", ledger_views.channel_inbound, name="channel-inbound"),
     path("discover/", loop_views.DiscoverView.as_view(), name="discover"),
     path("hooks/", loop_views.HooksView.as_view(), name="hooks"),
     path("hooks/<uuid:hook_id>/", loop_views.HookDetailView.as_view(), name="hook"),

@@ -6,7 +6,9 @@ import uuid
 from typing import Any
 
 from brainframe.models import ApprovalRequest, ToolCall
+from brainframe.services.conversations import delegate
 from brainframe.services.grants import GrantRefused, grant_apply
+from brainframe.services.ledger import LedgerRefusal
 from brainframe.services.supervisors import SupervisorError, supervisor_command
 
 from .base import HandlerFailure
@@ -45,8 +47,17 @@ def agent_restart_self(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str,
     }
 
 
+def agents_delegate(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
+    """An executed ``agents.delegate``: the worker's task and thread."""
+    try:
+        return delegate(call_id=call_id, arguments=args)
+    except LedgerRefusal as exc:
+        raise HandlerFailure(f"{exc.code}: {exc.detail}") from exc
+
+
 #: The callables by the name tools give in ``handler_config["callable"]``.
 CALLABLES: dict[str, ToolFunction] = {
     "rabs.capability_grant": capability_grant,
     "rabs.agent_restart_self": agent_restart_self,
+    "rabs.agents_delegate": agents_delegate,
 }

@@ -12,6 +12,7 @@ from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, Permiss
 from brainframe.models import PrimeDirective, Tool
 from brainframe.safety.conditions import first_match
 from brainframe.selectors import tool_allows
+from brainframe.services.conversations import delegation_managers, delegation_of_task
 from brainframe.services.standing import ROUTINE_REVIEW, standing_match
 
 from . import threat
@@ -83,6 +84,54 @@ def check_permission_tier(ctx: CallContext) -> Verdict | None:
             f"needs {needed} trust, agent is {ctx.agent.trust_level}: a senior reviewer confirms",
         )
     )
+    return None
+
+
+DELEGATE_TOOL = "agents.delegate"
+
+
+def _tier_allows(tool: Tool, trust_level: str) -> bool:
+    return (
+        TRUST_RANK[trust_level] >= TRUST_RANK[TIER_REQUIRES[PermissionTier(tool.permission_tier)]]
+    )
+
+
+def check_delegation(ctx: CallContext) -> Verdict | None:
+    """Managers and workers (seed 003): a worker's call on a delegated task is allowed only where
+    every manager above it may make it too (allowlist and tier); ``agents.delegate`` beyond
+    ``RABS_DELEGATION_MAX_DEPTH`` is refused. A call with no task is the agent's own."""
+    tool = ctx.tool
+    assert tool is not None
+    task_id = ctx.task.pk if ctx.task is not None else None
+    if task_id is None and ctx.parent is not None:
+        task_id = ctx.parent.tool_calls.values_list("task_id", flat=True).first()
+    if task_id is None or not _may_be_delegated(ctx):
+        return _depth_verdict(tool, 0)
+    delegation = delegation_of_task(task_id)
+    for link, manager in delegation_managers(delegation):
+        if not tool_allows(tool, manager.agent_id) or not _tier_allows(tool, manager.trust_level):
+            return Verdict(
+                Outcome.DENY,
+                "exceeds_manager",
+                f"{ctx.agent.agent_id} works here for {manager.agent_id} (delegation "
+                f"{link.pk}), who may not call {tool.tool_id}: a worker never exceeds its manager",
+            )
+    return _depth_verdict(tool, delegation.depth if delegation else 0)
+
+
+def _may_be_delegated(ctx: CallContext) -> bool:
+    # Only tasks made by agents.delegate carry delegated_by; knock-on calls are looked up.
+    return ctx.task is None or bool((ctx.task.payload or {}).get("delegated_by"))
+
+
+def _depth_verdict(tool: Tool, depth: int) -> Verdict | None:
+    limit = settings.RABS_DELEGATION_MAX_DEPTH
+    if tool.tool_id == DELEGATE_TOOL and depth + 1 > limit:
+        return Verdict(
+            Outcome.DENY,
+            "delegation_too_deep",
+            f"this task is already {depth} delegation(s) deep; the limit is {limit}",
+        )
     return None
 
 
@@ -190,6 +239,7 @@ STAGES: tuple[Stage, ...] = (
     resolve_tool,
     check_allowlist,
     check_permission_tier,
+    check_delegation,
     validate_arguments,
     assess_threat,
     check_directives,

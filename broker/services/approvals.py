@@ -35,6 +35,7 @@ from brainframe.models import (
     ValidationPolicy,
 )
 from brainframe.services.alignment import alignment_signal
+from brainframe.services.cards import card_from_decision
 from brainframe.services.standing import StandingRefused, standing_check, standing_grant
 
 from ..audit.hashing import arguments_hash
@@ -176,8 +177,10 @@ def approval_decide(
     action: str,
     reason: str = "",
     arguments: dict[str, Any] | None = None,
+    lesson: str = "",
 ) -> Decided:
-    """Decide an open approval. ``action``: approve, reject, modify or escalate."""
+    """Decide an open approval. ``action``: approve, reject, modify or escalate. ``lesson``
+    (with reject or modify): a learning card for the agent, made in the same transaction."""
     if action not in ("approve", "reject", "modify", "escalate"):
         raise ApprovalError("unknown_action", f"unknown action {action!r}", status=400)
     if action == "reject" and not reason.strip():
@@ -244,6 +247,8 @@ def approval_decide(
             event = ApprovalDecided
             if action == "reject" and pre_execution and approval.tool_call is not None:
                 record_cancelled(approval.tool_call, f"rejected: {reason}")
+            if lesson.strip() and action in ("reject", "modify") and approval.tool_call:
+                card_from_decision(approval=approval, lesson=lesson, user=reviewer)
 
         runs = action in ("approve", "modify") and pre_execution
         if runs:

@@ -228,6 +228,11 @@ RABS_HOOKS_AUTO_APPROVE = env.list(
     "RABS_HOOKS_AUTO_APPROVE", default=["deterministic", "scheduled"]
 )
 RABS_HOOK_MAX_ERRORS = env.int("RABS_HOOK_MAX_ERRORS", default=3)
+# Conversations (docs/ledgers.md): what a message arriving mid-turn does when neither its
+# session nor its agent says (steer, followup, collect, interrupt), and how deep managers may
+# delegate to workers who delegate in turn.
+RABS_QUEUE_MODE = env.str("RABS_QUEUE_MODE", default="followup")
+RABS_DELEGATION_MAX_DEPTH = env.int("RABS_DELEGATION_MAX_DEPTH", default=3)
 # OpenTelemetry (docs/events.md): OTLP/HTTP export of decision and execution spans and counters
 # to this collector (e.g. http://127.0.0.1:4318); empty: off.
 RABS_OTEL_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")

@@ -1,6 +1,6 @@
-"""Check every agent's tool_calls hash chain (and the council's vote chains and the event
-log's chains); exit non-zero
-naming the first row that breaks."""
+"""Check every agent's tool_calls hash chain (and the council's vote chains, the event log's
+chains, the events ledger and every conversation thread's Merkle chain); exit non-zero naming
+the first row that breaks."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from brainframe.models import ToolCall
 from brainframe.services.council import council_votes_verify
 from brainframe.services.event_log import event_log_verify
+from brainframe.services.ledger import ledgers_verify
 from broker.audit.verify import verify_chain
 
 
@@ -42,7 +43,11 @@ class Command(BaseCommand):
                 broken.append(str(problem))
                 self.stderr.write(str(problem))
         if not options["agent"]:
-            for other_problem in (*council_votes_verify(), *event_log_verify()):
+            for other_problem in (
+                *council_votes_verify(),
+                *event_log_verify(),
+                *ledgers_verify(),
+            ):
                 broken.append(other_problem)
                 self.stderr.write(other_problem)
         rows = ToolCall.objects.filter(agent_id__in=agents).count()

@@ -1,0 +1,608 @@
+"""Conversations: messages from people over a channel, the sessions they land in, the queue modes
+for a message that arrives mid-turn, channel formatting, and delegation between agents.
+
+A channel adapter (``ChannelAdapter``: SMS, e-mail, chat; a provider posts each message to
+``/api/v1/channels/<name>/``) normalises the message, resolves its sender to a person (or
+"unknown"), keeps it in the events ledger with a new O-Tag, assesses its text with the Guardian,
+and hands it to the adapter's agent in the session ``agent:<agent>:<channel>:<address>``:
+
+- no turn in progress: a turn opens with the message as its query, and a task in the agent's
+  inbox names it (``payload.turn_id``); the agent answers by completing the turn;
+- a turn in progress, by the session's queue mode (else the agent's ``config["queue_mode"]``,
+  else ``RABS_QUEUE_MODE``): ``steer`` adds it to the turn in progress (the agent reads it from
+  the turn); ``followup`` holds it until the turn ends, then it opens the next turn;
+  ``collect`` holds it, and every held message opens one turn together when the turn ends;
+  ``interrupt`` ends the turn in progress (interrupted, its task cancelled) and opens a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from brainframe.events import (
+    Compacted,
+    Delegated,
+    Event,
+    MessageReceived,
+    TurnEnded,
+    TurnStarted,
+    emit,
+)
+from brainframe.models import (
+    Agent,
+    AgentTask,
+    Channel,
+    ChannelAdapter,
+    Delegation,
+    LedgerEvent,
+    OriginRegistry,
+    Person,
+    QueuedMessage,
+    QueueMode,
+    Session,
+    Thread,
+    ToolCall,
+    Turn,
+)
+from brainframe.safety.guardian import assess
+from brainframe.services.indexing import classify_origin_after_commit
+from brainframe.services.ledger import (
+    LedgerRefusal,
+    MessageSpec,
+    _message_append,
+    compaction_write,
+    ledger_event_append,
+    normalise_address,
+    person_resolve,
+    thread_create,
+    turn_complete,
+    turn_interrupt,
+    turn_open,
+)
+
+# --- channels -----------------------------------------------------------------------------------
+
+#: What each channel can carry when its adapter does not say (seed 003 response formatting).
+CHANNEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    Channel.SMS: {"max_length": 1600, "markdown": False},
+    Channel.EMAIL: {"max_length": 0, "markdown": False},
+    Channel.CHAT: {"max_length": 4000, "markdown": True},
+}
+
+_GUIDANCE: dict[str, str] = {
+    Channel.SMS: "Plain text for a phone: short sentences, no Markdown, no links unless asked.",
+    Channel.EMAIL: "An e-mail: a greeting, plain paragraphs, a sign-off; no Markdown.",
+    Channel.CHAT: "A chat message: brief; Markdown is rendered.",
+}
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def adapter_authenticate(name: str, token: str) -> ChannelAdapter:
+    adapter = ChannelAdapter.objects.select_related("agent").filter(name=name).first()
+    if adapter is None or not adapter.active:
+        raise LedgerRefusal(404, "unknown_channel", f"no active channel adapter {name!r}")
+    if not token or not hmac.compare_digest(adapter.token_hash, token_hash(token)):
+        raise LedgerRefusal(401, "bad_channel_token", "the channel's bearer token does not match")
+    return adapter
+
+
+def channel_context(channel: str, adapter: ChannelAdapter | None = None) -> dict[str, Any]:
+    """What goes into a turn's context at its start: the delivery channel, its limits, and how
+    to write for it."""
+    caps = dict(CHANNEL_DEFAULTS.get(channel, {"max_length": 0, "markdown": True}))
+    if adapter is not None:
+        caps = {"max_length": adapter.max_length, "markdown": adapter.markdown}
+    guidance = _GUIDANCE.get(channel, "")
+    if caps["max_length"]:
+        guidance += f" At most {caps['max_length']} characters."
+    return {"channel": channel, **caps, "guidance": guidance.strip()}
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    external_id: str
+    sender: str
+    text: str
+    is_group: bool = False
+    conversation: str = ""  # a group chat's id: the session is the group's, not the sender's
+    subject: str = ""
+
+
+def _text_field(payload: dict[str, Any], name: str, *, required: bool = True) -> str:
+    value = payload.get(name, "")
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise LedgerRefusal(
+            400, "invalid_message", f"{name} is required and must be a non-empty string", name
+        )
+    if len(value) > 100_000:
+        raise LedgerRefusal(400, "invalid_message", f"{name} is longer than 100,000", name)
+    return value
+
+
+def message_parse(channel: str, payload: Any) -> InboundMessage:
+    """The provider's payload as one message. SMS: ``message_id``, ``from``, ``body``; e-mail:
+    ``message_id``, ``from``, ``subject``, ``text``; chat: ``message_id``, ``sender``, ``text``,
+    optionally ``chat_id`` and ``is_group``."""
+    if not isinstance(payload, dict):
+        raise LedgerRefusal(400, "invalid_message", "the body must be a JSON object", None)
+    external_id = _text_field(payload, "message_id")
+    if channel == Channel.SMS:
+        return InboundMessage(
+            external_id, _text_field(payload, "from"), _text_field(payload, "body")
+        )
+    if channel == Channel.EMAIL:
+        subject = _text_field(payload, "subject", required=False)
+        text = _text_field(payload, "text")
+        return InboundMessage(
+            external_id,
+            _text_field(payload, "from"),
+            f"{subject}\n\n{text}" if subject else text,
+            subject=subject,
+        )
+    is_group = payload.get("is_group", False)
+    if not isinstance(is_group, bool):
+        raise LedgerRefusal(400, "invalid_message", "is_group must be true or false", "is_group")
+    chat_id = _text_field(payload, "chat_id", required=is_group)
+    return InboundMessage(
+        external_id,
+        _text_field(payload, "sender"),
+        _text_field(payload, "text"),
+        is_group=is_group,
+        conversation=chat_id,
+    )
+
+
+# --- sessions and queue modes -------------------------------------------------------------------
+
+
+def session_for(
+    *,
+    agent: Agent,
+    channel: str,
+    address: str,
+    adapter: ChannelAdapter | None = None,
+    person: Person | None = None,
+) -> Session:
+    key = f"agent:{agent.agent_id}:{channel}:{address}"
+    session = Session.objects.select_for_update().filter(key=key).first()
+    if session is None:
+        title = f"{channel} with {person.name if person else address}"
+        session = Session.objects.create(
+            key=key,
+            agent=agent,
+            thread=thread_create(agent=agent, title=title),
+            channel=channel,
+            address=address,
+            adapter=adapter,
+            person=person,
+        )
+    return session
+
+
+def queue_mode_of(session: Session) -> str:
+    mode = session.queue_mode or (session.agent.config or {}).get("queue_mode")
+    if mode not in QueueMode.values:
+        mode = settings.RABS_QUEUE_MODE
+    return str(mode)
+
+
+def _task_for_turn(turn: Turn, *, title: str, text: str) -> AgentTask:
+    task = AgentTask.objects.create(
+        agent=turn.agent,
+        title=title[:200],
+        payload={
+            "turn_id": str(turn.pk),
+            "thread_id": str(turn.thread_id),
+            "session": turn.session.key if turn.session else None,
+            "channel_context": turn.channel_context,
+            "description": text,
+        },
+        o_tag=turn.origin,
+    )
+    Turn.objects.filter(pk=turn.pk).update(task=task)
+    turn.task = task
+    return task
+
+
+def _turn_started(turn: Turn) -> TurnStarted:
+    return TurnStarted(
+        turn_id=str(turn.pk),
+        thread_id=str(turn.thread_id),
+        agent_id=turn.agent_id,
+        seq=turn.seq,
+        session_id=str(turn.session_id) if turn.session_id else None,
+        o_tag=str(turn.origin_id) if turn.origin_id else None,
+    )
+
+
+def _turn_ended(turn: Turn) -> TurnEnded:
+    return TurnEnded(
+        turn_id=str(turn.pk),
+        thread_id=str(turn.thread_id),
+        agent_id=turn.agent_id,
+        seq=turn.seq,
+        status=turn.status,
+        session_id=str(turn.session_id) if turn.session_id else None,
+        o_tag=str(turn.origin_id) if turn.origin_id else None,
+        tool_calls=len(turn.tool_calls),
+    )
+
+
+def _session_turn(
+    session: Session, query: list[MessageSpec], origin: OriginRegistry | None
+) -> tuple[Turn, list[Event]]:
+    """Open the session's next turn with ``query`` and put its task in the agent's inbox."""
+    turn = turn_open(
+        thread=session.thread,
+        agent=session.agent,
+        query=query,
+        session=session,
+        origin=origin,
+        channel_context=channel_context(session.channel, session.adapter),
+    )
+    who = session.person.name if session.person else session.address
+    _task_for_turn(
+        turn,
+        title=f"Answer {who} on {session.channel}",
+        text="\n\n".join(spec.content for spec in query),
+    )
+    return turn, [_turn_started(turn)]
+
+
+def _open_turn(session: Session) -> Turn | None:
+    return (
+        Turn.objects.select_for_update()
+        .filter(thread_id=session.thread_id, status=Turn.Status.OPEN)
+        .first()
+    )
+
+
+def deliver(
+    session: Session, spec: MessageSpec, origin: OriginRegistry | None
+) -> tuple[str, Turn | None, list[Event]]:
+    """Hand one message to its session: (how it was handled, the turn it is in, events)."""
+    current = _open_turn(session)
+    if current is None:
+        turn, events = _session_turn(session, [spec], origin)
+        return "turn", turn, events
+    mode = queue_mode_of(session)
+    if mode == QueueMode.STEER:
+        _message_append(
+            current, MessageSpec("steer", spec.content, spec.author, spec.person, spec.event)
+        )
+        return "steer", current, []
+    if mode == QueueMode.INTERRUPT:
+        turn_interrupt(current)
+        if current.task_id:
+            AgentTask.objects.filter(pk=current.task_id).exclude(
+                status__in=[AgentTask.Status.DONE, AgentTask.Status.FAILED]
+            ).update(
+                status=AgentTask.Status.CANCELLED, failure_reason="interrupted by a newer message"
+            )
+        turn, events = _session_turn(session, [spec], origin)
+        return "interrupt", turn, [_turn_ended(current), *events]
+    QueuedMessage.objects.create(
+        session=session,
+        event=spec.event,
+        person=spec.person,
+        author=spec.author,
+        content=spec.content,
+        mode=mode,
+    )
+    return mode, current, []
+
+
+def queue_drain(session: Session) -> list[Event]:
+    """After a turn ends: the held messages open the next turn (followup: the oldest alone;
+    collect: all of them together)."""
+    waiting = list(
+        QueuedMessage.objects.select_for_update(of=("self",))
+        .filter(session=session, taken_by__isnull=True)
+        .select_related("event", "person")
+        .order_by("queued_at", "id")
+    )
+    if not waiting or _open_turn(session) is not None:
+        return []
+    take = waiting if queue_mode_of(session) == QueueMode.COLLECT else waiting[:1]
+    query = [MessageSpec("user", q.content, q.author, q.person, q.event) for q in take]
+    origin = take[0].event.origin if take[0].event is not None else None
+    turn, events = _session_turn(session, query, origin)
+    QueuedMessage.objects.filter(pk__in=[q.pk for q in take]).update(taken_by=turn)
+    return events
+
+
+# --- inbound messages ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MessageResult:
+    event: LedgerEvent
+    created: bool
+    handled: str
+    session: Session | None
+    turn: Turn | None
+    person: Person | None
+
+
+def message_receive(adapter: ChannelAdapter, payload: Any) -> MessageResult:
+    """One message from a channel provider: kept, resolved, assessed, handed to the agent.
+    Idempotent on the provider's message id (a redelivery answers with the first result)."""
+    message = message_parse(adapter.channel, payload)
+    person = person_resolve(adapter.channel, message.sender)
+    sender = normalise_address(adapter.channel, message.sender)
+    agent = adapter.agent
+    events: list[Event] = []
+    with transaction.atomic():
+        existing = LedgerEvent.objects.filter(
+            adapter=adapter.name, external_id=message.external_id
+        ).first()
+        if existing is not None:
+            turn = Turn.objects.filter(messages__event=existing).first()
+            return MessageResult(existing, False, "duplicate", None, turn, existing.person)
+        assessment = assess(message.text, trust="standard" if person else "untrusted")
+        origin = OriginRegistry.objects.create(
+            origin_type=adapter.channel,
+            source_ref=f"{adapter.name}:{message.external_id}",
+            metadata={
+                "channel": adapter.channel,
+                "sender": sender,
+                "person": str(person.pk) if person else None,
+                "is_group": message.is_group,
+                "text": message.text,
+                "guardian": assessment.as_dict(),
+            },
+            registered_by=agent,
+        )
+        event, _ = ledger_event_append(
+            kind=LedgerEvent.Kind.MESSAGE,
+            channel=adapter.channel,
+            adapter=adapter.name,
+            external_id=message.external_id,
+            sender=sender,
+            person=person,
+            is_group=message.is_group,
+            text=message.text,
+            payload=payload,
+            origin=origin,
+        )
+        address = (
+            normalise_address(adapter.channel, message.conversation)
+            if message.conversation
+            else sender
+        )
+        session = session_for(
+            agent=agent,
+            channel=adapter.channel,
+            address=address,
+            adapter=adapter,
+            person=None if message.is_group else person,
+        )
+        if assessment.action == "block":
+            handled, turn = "blocked", None
+        else:
+            spec = MessageSpec(
+                "user",
+                message.text,
+                author=person.name if person else sender,
+                person=person,
+                event=event,
+            )
+            handled, turn, events = deliver(session, spec, origin)
+        events.insert(
+            0,
+            MessageReceived(
+                event_id=str(event.pk),
+                channel=adapter.channel,
+                agent_id=agent.agent_id,
+                session_id=str(session.pk),
+                handled=handled,
+                known_sender=person is not None,
+                person_id=str(person.pk) if person else None,
+                turn_id=str(turn.pk) if turn else None,
+                thread_id=str(session.thread_id),
+                o_tag=str(origin.pk),
+            ),
+        )
+        emit(*events)
+        classify_origin_after_commit(origin.id)
+    return MessageResult(event, True, handled, session, turn, person)
+
+
+# --- turns the agent writes ---------------------------------------------------------------------
+
+
+def turn_begin(
+    *,
+    agent: Agent,
+    text: str,
+    thread_id: uuid.UUID | None = None,
+    title: str = "",
+    task_id: uuid.UUID | None = None,
+    channel: str = "",
+) -> Turn:
+    """A turn the agent starts itself (a task it works on, a scheduled job): in ``thread_id``
+    (one of its own) or a new thread; the task's O-Tag is the turn's."""
+    task = None
+    if task_id is not None:
+        task = AgentTask.objects.filter(pk=task_id, agent=agent).first()
+        if task is None:
+            raise LedgerRefusal(404, "unknown_task", "no such task in your inbox", field="task_id")
+    with transaction.atomic():
+        if thread_id is not None:
+            thread = Thread.objects.filter(pk=thread_id, agent=agent).first()
+            if thread is None:
+                raise LedgerRefusal(404, "unknown_thread", "no such thread of yours", "thread")
+        else:
+            thread = thread_create(agent=agent, title=title or (task.title if task else ""))
+        turn = turn_open(
+            thread=thread,
+            agent=agent,
+            query=[MessageSpec("user", text, author=f"agent:{agent.agent_id}")],
+            origin=task.o_tag if task else None,
+            task=task,
+            channel_context=channel_context(channel) if channel else {},
+        )
+        emit(_turn_started(turn))
+    return turn
+
+
+def turn_finish(
+    *, turn_id: uuid.UUID, agent: Agent, answer: str, tool_calls: list[uuid.UUID]
+) -> Turn:
+    """The agent's answer: the turn sealed, then whatever its session held opens the next."""
+    with transaction.atomic():
+        turn = turn_complete(turn_id=turn_id, agent=agent, answer=answer, tool_calls=tool_calls)
+        events: list[Event] = [_turn_ended(turn)]
+        if turn.session_id:
+            session = (
+                Session.objects.select_for_update(of=("self",))
+                .select_related("agent", "adapter", "person", "thread")
+                .get(pk=turn.session_id)
+            )
+            events.extend(queue_drain(session))
+        emit(*events)
+    return turn
+
+
+def compact(
+    *,
+    thread_id: uuid.UUID,
+    agent: Agent,
+    summary: str,
+    summarised_through: uuid.UUID,
+    first_kept: uuid.UUID | None,
+) -> Turn:
+    with transaction.atomic():
+        turn = compaction_write(
+            thread_id=thread_id,
+            agent=agent,
+            summary=summary,
+            summarised_through=summarised_through,
+            first_kept=first_kept,
+        )
+        emit(
+            Compacted(
+                turn_id=str(turn.pk),
+                thread_id=str(turn.thread_id),
+                agent_id=agent.agent_id,
+                seq=turn.seq,
+                turn_type=turn.turn_type,
+                status=turn.status,
+            )
+        )
+    return turn
+
+
+# --- delegation ---------------------------------------------------------------------------------
+
+
+def delegation_of_task(task_id: Any) -> Delegation | None:
+    return (
+        Delegation.objects.select_related("manager", "parent").filter(task_id=task_id).first()
+        if task_id
+        else None
+    )
+
+
+def delegation_managers(delegation: Delegation | None) -> list[tuple[Delegation, Agent]]:
+    """Every manager above a worker, nearest first."""
+    chain: list[tuple[Delegation, Agent]] = []
+    while delegation is not None:
+        chain.append((delegation, delegation.manager))
+        delegation = (
+            Delegation.objects.select_related("manager", "parent").get(pk=delegation.parent_id)
+            if delegation.parent_id
+            else None
+        )
+    return chain
+
+
+def delegate(*, call_id: uuid.UUID, arguments: dict[str, Any]) -> dict[str, Any]:
+    """An executed ``agents.delegate``: the worker's task (under the manager's O-Tag) and its
+    thread, a child of the manager's turn's thread when the call was made in a turn."""
+    call = ToolCall.objects.select_related("agent", "task", "o_tag").get(pk=call_id)
+    manager = call.agent
+    worker = Agent.objects.filter(agent_id=arguments["agent_id"]).first()
+    if worker is None or worker.type == Agent.Type.EXTERNAL:
+        raise LedgerRefusal(
+            400, "unknown_worker", "agent_id must name a native or sandboxed agent", "agent_id"
+        )
+    if worker.pk == manager.pk:
+        raise LedgerRefusal(
+            400, "self_delegation", "an agent cannot delegate to itself", "agent_id"
+        )
+    parent = delegation_of_task(call.task_id)
+    depth = parent.depth + 1 if parent else 1
+    manager_turn = Turn.objects.filter(tool_calls__contains=[call.pk]).first() or (
+        Turn.objects.filter(task_id=call.task_id).order_by("-seq").first() if call.task_id else None
+    )
+    parent_thread = manager_turn.thread if manager_turn else (parent.thread if parent else None)
+    with transaction.atomic():
+        thread = thread_create(
+            agent=worker,
+            title=f"from {manager.agent_id}: {arguments['title']}",
+            parent=parent_thread,
+        )
+        task = AgentTask.objects.create(
+            agent=worker,
+            title=arguments["title"][:200],
+            priority=int(arguments.get("priority", 50)),
+            payload={
+                "description": arguments["instructions"],
+                "delegated_by": manager.agent_id,
+                "thread_id": str(thread.pk),
+                "depth": depth,
+            },
+            o_tag=call.o_tag,
+        )
+        delegation = Delegation.objects.create(
+            manager=manager,
+            worker=worker,
+            call=call,
+            task=task,
+            thread=thread,
+            parent=parent,
+            depth=depth,
+            instructions=arguments["instructions"],
+        )
+        task.payload["delegation_id"] = str(delegation.pk)
+        AgentTask.objects.filter(pk=task.pk).update(payload=task.payload)
+        turn = turn_open(
+            thread=thread,
+            agent=worker,
+            query=[
+                MessageSpec("user", arguments["instructions"], author=f"agent:{manager.agent_id}")
+            ],
+            origin=call.o_tag,
+            task=task,
+        )
+        emit(
+            Delegated(
+                delegation_id=str(delegation.pk),
+                agent_id=manager.agent_id,
+                worker_id=worker.agent_id,
+                depth=depth,
+                task_id=str(task.pk),
+                thread_id=str(thread.pk),
+                call_id=str(call.pk),
+            ),
+            _turn_started(turn),
+        )
+    return {
+        "delegation_id": str(delegation.pk),
+        "worker": worker.agent_id,
+        "task_id": str(task.pk),
+        "thread_id": str(thread.pk),
+        "turn_id": str(turn.pk),
+        "depth": depth,
+    }

@@ -1,0 +1,538 @@
+"""Conversations on the record: inbound messages in the events ledger, turns in the agents ledger
+(Merkle-chained, tamper-evident), queue modes, compaction, delegation, memory provenance and
+learning cards."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection, transaction
+from django.test import Client
+from django.utils import timezone
+
+from brainframe.events import MessageReceived  # noqa: F401 - the event exists
+from brainframe.models import (
+    Agent,
+    AgentNote,
+    AgentTask,
+    ApprovalRequest,
+    ChannelAdapter,
+    ChannelIdentity,
+    ContextBucketEntry,
+    Delegation,
+    EventLogEntry,
+    LearningCard,
+    LedgerEvent,
+    Message,
+    Person,
+    QueuedMessage,
+    Session,
+    ToolCall,
+    Turn,
+)
+from brainframe.services.cards import Schedule, card_review, cards_review_due, sm2
+from brainframe.services.conversations import token_hash
+from brainframe.services.ledger import ledgers_verify, thread_verify
+from tests import factories as f
+from tests.signing import SignedClient
+
+pytestmark = pytest.mark.django_db
+
+SMS_TOKEN = "sms-provider-token-0123456789"
+CHAT_TOKEN = "chat-provider-token-0123456789"
+
+
+@pytest.fixture
+def people(seeded: None) -> dict[str, Any]:
+    """A participant, her mother (family member, acts for her) with a mobile number, and the
+    SMS and chat adapters that hand messages to Reggie."""
+    ruby = Person.objects.create(name="Ruby Tran", relationship="participant")
+    mum = Person.objects.create(name="Linh Tran", relationship="family", acts_for=ruby)
+    ChannelIdentity.objects.create(person=mum, channel="sms", address="+61412345678")
+    reggie = Agent.objects.get(agent_id="reggie")
+    sms = ChannelAdapter.objects.create(
+        name="sms-main", channel="sms", agent=reggie, token_hash=token_hash(SMS_TOKEN),
+        max_length=480,
+    )
+    chat = ChannelAdapter.objects.create(
+        name="chat-main", channel="chat", agent=reggie, token_hash=token_hash(CHAT_TOKEN),
+        markdown=True, max_length=4000,
+    )  # fmt: skip
+    f.ToolFactory(tool_id="test.notes.read", agent_access=["reggie", "henry"])
+    return {"ruby": ruby, "mum": mum, "reggie": reggie, "sms": sms, "chat": chat}
+
+
+def _sms(client: Client, message_id: str, text: str, sender: str = "0412 345 678") -> Any:
+    return client.post(
+        "/api/v1/channels/sms-main/",
+        json.dumps({"message_id": message_id, "from": sender, "to": "+61700000000", "body": text}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {SMS_TOKEN}",
+    )
+
+
+def _answer(agent: SignedClient, turn_id: str, answer: str, calls: list[str] = ()) -> Any:  # type: ignore[assignment]
+    return agent.post(
+        f"/api/v1/turns/{turn_id}/complete/", {"answer": answer, "tool_calls": list(calls)}
+    )
+
+
+def _call(agent: SignedClient, tool_id: str, **more: Any) -> dict[str, Any]:
+    response = agent.post(
+        "/api/v1/tool-calls/",
+        {"tool_id": tool_id, "arguments": {"q": "ruby"}, "reason": "answer the family", **more},
+    )
+    assert response.status_code in (200, 201, 202, 403), response.content
+    return response.json()
+
+
+def test_an_sms_from_a_family_member_is_kept_answered_and_linked(
+    people: dict[str, Any], reggie: SignedClient, client: Client, admin_client: Client
+) -> None:
+    response = _sms(client, "SM1", "Hi, is Ruby's Friday outing still on?")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["handled"] == "turn" and body["known_sender"] is True
+    event = LedgerEvent.objects.get(pk=body["event_id"])
+    assert (event.person, event.sender, event.channel) == (people["mum"], "+61412345678", "sms")
+    assert event.origin_id is not None and str(event.origin_id) == body["o_tag"]
+
+    turn = Turn.objects.get(pk=body["turn_id"])
+    assert turn.origin_id == event.origin_id and turn.status == "open"
+    assert turn.channel_context["channel"] == "sms"
+    assert turn.channel_context["max_length"] == 480 and turn.channel_context["markdown"] is False
+    task = AgentTask.objects.get(pk=turn.task_id)
+    assert task.agent_id == "reggie" and task.o_tag_id == event.origin_id
+    assert task.payload["turn_id"] == str(turn.pk)
+
+    # Reggie reads the turn, calls a tool under the message's O-Tag, and answers.
+    seen = reggie.get(f"/api/v1/turns/{turn.pk}/").json()
+    assert seen["messages"][0]["content"] == "Hi, is Ruby's Friday outing still on?"
+    assert seen["messages"][0]["person"] == str(people["mum"].pk)
+    call = _call(reggie, "test.notes.read", task_id=str(task.pk))
+    assert call["o_tag"] == str(event.origin_id)
+    done = _answer(reggie, str(turn.pk), "Yes, the bus leaves at 10.", [call["call_id"]])
+    assert done.status_code == 200, done.content
+    assert done.json()["status"] == "completed" and done.json()["hash"]
+    assert done.json()["tool_calls"] == [call["call_id"]]
+    assert [m["role"] for m in done.json()["messages"]] == ["user", "answer"]
+
+    # The board: the conversation shows the message, the call and the answer; the call's chain
+    # view links back to the conversation.
+    page = admin_client.get(f"/board/conversations/{turn.thread_id}/").content.decode()
+    assert "Ruby&#x27;s Friday outing" in page and "Yes, the bus leaves at 10." in page
+    assert "test.notes.read" in page and f"events ledger #{event.seq}" in page
+    chain = admin_client.get(f"/board/calls/{call['call_id']}/chain/").content.decode()
+    assert f"/board/conversations/{turn.thread_id}/#turn-{turn.pk}" in chain
+    assert "Linh Tran" in chain
+    listing = admin_client.get("/board/conversations/").content.decode()
+    assert "Linh Tran" in listing
+    assert ledgers_verify() == []
+    names = set(EventLogEntry.objects.values_list("name", flat=True))
+    assert {
+        "conversation:message_received",
+        "conversation:turn_started",
+        "conversation:turn_ended",
+    } <= names
+
+
+def test_a_redelivered_message_is_kept_once(people: dict[str, Any], client: Client) -> None:
+    first = _sms(client, "SM-dup", "hello")
+    again = _sms(client, "SM-dup", "hello")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["event_id"] == first.json()["event_id"]
+    assert LedgerEvent.objects.count() == 1 and Turn.objects.count() == 1
+
+
+def test_unknown_senders_group_chats_and_bad_requests(
+    people: dict[str, Any], client: Client
+) -> None:
+    unknown = _sms(client, "SM2", "who is this?", sender="+61499999999").json()
+    assert unknown["known_sender"] is False
+    assert LedgerEvent.objects.get(pk=unknown["event_id"]).person is None
+
+    def chat(payload: dict[str, Any], token: str = CHAT_TOKEN) -> Any:
+        return client.post(
+            "/api/v1/channels/chat-main/",
+            json.dumps(payload),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
+
+    group = chat(
+        {"message_id": "c1", "sender": "@Sam", "chat_id": "G-42", "is_group": True, "text": "hi"}
+    )
+    assert group.status_code == 201
+    assert group.json()["session"] == "agent:reggie:chat:g-42"
+    turn = Turn.objects.get(pk=group.json()["turn_id"])
+    assert turn.channel_context["markdown"] is True
+
+    refused = chat({"message_id": "c2", "sender": "@sam", "text": "hi"}, token="wrong")
+    assert refused.status_code == 401 and refused.json()["code"] == "bad_channel_token"
+    missing = chat({"message_id": "c3", "sender": "@sam"})
+    assert missing.status_code == 400
+    assert missing.json() == {
+        "code": "invalid_message",
+        "detail": "text is required and must be a non-empty string",
+        "field": "text",
+    }
+    assert chat({"message_id": "c4", "sender": "@sam", "is_group": True, "text": "x"}).json()[
+        "field"
+    ] == "chat_id"
+    nowhere = client.post(
+        "/api/v1/channels/nope/", "{}", content_type="application/json", HTTP_AUTHORIZATION="x"
+    )
+    assert nowhere.status_code == 404 and nowhere.json()["code"] == "unknown_channel"
+    assert LedgerEvent.objects.count() == 2  # nothing half-written by the refusals
+
+
+def _mode(people: dict[str, Any], mode: str) -> Session:
+    Agent.objects.filter(agent_id="reggie").update(config={"queue_mode": mode})
+    return Session.objects.get(key="agent:reggie:sms:+61412345678")
+
+
+def test_queue_mode_steer_adds_the_message_to_the_turn_in_progress(
+    people: dict[str, Any], reggie: SignedClient, client: Client
+) -> None:
+    first = _sms(client, "q1", "Can Ruby go to the beach Friday?").json()
+    session = _mode(people, "steer")
+    second = _sms(client, "q2", "Actually make it Saturday").json()
+    assert second["handled"] == "steer" and second["turn_id"] == first["turn_id"]
+    turn = reggie.get(f"/api/v1/turns/{first['turn_id']}/").json()
+    assert [(m["role"], m["content"]) for m in turn["messages"]] == [
+        ("user", "Can Ruby go to the beach Friday?"),
+        ("steer", "Actually make it Saturday"),
+    ]
+    assert Turn.objects.filter(thread=session.thread).count() == 1
+
+
+def test_queue_mode_followup_opens_one_turn_per_waiting_message_in_order(
+    people: dict[str, Any], reggie: SignedClient, client: Client
+) -> None:
+    first = _sms(client, "f1", "first").json()
+    _mode(people, "followup")
+    assert _sms(client, "f2", "second").json()["handled"] == "followup"
+    assert _sms(client, "f3", "third").json()["handled"] == "followup"
+    assert Turn.objects.count() == 1
+    _answer(reggie, first["turn_id"], "one")
+    second = Turn.objects.get(seq=2)
+    assert [m.content for m in second.messages.order_by("seq")] == ["second"]
+    assert second.task is not None and second.task.payload["turn_id"] == str(second.pk)
+    _answer(reggie, str(second.pk), "two")
+    third = Turn.objects.get(seq=3)
+    assert [m.content for m in third.messages.order_by("seq")] == ["third"]
+    assert not QueuedMessage.objects.filter(taken_by__isnull=True).exists()
+
+
+def test_queue_mode_collect_opens_one_turn_with_every_waiting_message(
+    people: dict[str, Any], reggie: SignedClient, client: Client
+) -> None:
+    first = _sms(client, "c1", "first").json()
+    session = _mode(people, "followup")
+    Session.objects.filter(pk=session.pk).update(queue_mode="collect")  # the session's own mode
+    assert _sms(client, "c2", "second").json()["handled"] == "collect"
+    assert _sms(client, "c3", "third").json()["handled"] == "collect"
+    _answer(reggie, first["turn_id"], "one")
+    turns = list(Turn.objects.order_by("seq"))
+    assert len(turns) == 2
+    assert [m.content for m in turns[1].messages.order_by("seq")] == ["second", "third"]
+
+
+def test_queue_mode_interrupt_ends_the_turn_and_starts_another(
+    people: dict[str, Any], reggie: SignedClient, client: Client
+) -> None:
+    first = _sms(client, "i1", "book the bus").json()
+    _mode(people, "interrupt")
+    second = _sms(client, "i2", "stop, cancel that").json()
+    assert second["handled"] == "interrupt" and second["turn_id"] != first["turn_id"]
+    old = Turn.objects.get(pk=first["turn_id"])
+    assert old.status == "interrupted" and old.row_hash
+    assert AgentTask.objects.get(pk=old.task_id).status == "cancelled"
+    late = _answer(reggie, first["turn_id"], "booked")
+    assert late.status_code == 409 and late.json()["code"] == "turn_interrupted"
+    new = Turn.objects.get(pk=second["turn_id"])
+    assert new.parent_id == old.pk and new.parent_hash == old.row_hash
+    assert _answer(reggie, str(new.pk), "cancelled").status_code == 200
+    assert ledgers_verify() == []
+
+
+def _thread_of_turns(reggie: SignedClient, n: int) -> tuple[str, list[str]]:
+    first = reggie.post("/api/v1/turns/", {"text": "turn 1", "title": "a long job"}).json()
+    thread, ids = first["thread"], [first["turn_id"]]
+    _answer(reggie, first["turn_id"], "answer 1")
+    for i in range(2, n + 1):
+        turn = reggie.post("/api/v1/turns/", {"text": f"turn {i}", "thread": thread}).json()
+        _answer(reggie, turn["turn_id"], f"answer {i}")
+        ids.append(turn["turn_id"])
+    return thread, ids
+
+
+def test_compaction_twice_keeps_the_whole_history(
+    people: dict[str, Any], reggie: SignedClient
+) -> None:
+    thread, ids = _thread_of_turns(reggie, 4)
+    one = reggie.post(
+        f"/api/v1/threads/{thread}/compact/",
+        {"summary": "S1: turns 1-2", "summarised_through": ids[1], "first_kept": ids[2]},
+    )
+    assert one.status_code == 201, one.content
+    assert one.json()["turn_type"] == "compaction" and one.json()["seq"] == 5
+    context = reggie.get(f"/api/v1/threads/{thread}/context/").json()
+    assert context["summary"] == "S1: turns 1-2"
+    assert [t["seq"] for t in context["turns"]] == [3, 4]
+
+    more = reggie.post("/api/v1/turns/", {"text": "turn 6", "thread": thread}).json()
+    assert more["parent_hash"] == one.json()["hash"]  # later turns point at the compaction
+    _answer(reggie, more["turn_id"], "answer 6")
+    two = reggie.post(
+        f"/api/v1/threads/{thread}/compact/",
+        {
+            "summary": "S2: S1 and turns 3-4",
+            "summarised_through": one.json()["turn_id"],
+            "first_kept": more["turn_id"],
+        },
+    )
+    assert two.status_code == 201
+    context = reggie.get(f"/api/v1/threads/{thread}/context/").json()
+    assert context["summary"] == "S2: S1 and turns 3-4"
+    assert [t["seq"] for t in context["turns"]] == [6]
+    # Nothing deleted: every turn is still there, in one verified chain.
+    assert Turn.objects.filter(thread_id=thread).count() == 7
+    assert Message.objects.filter(turn__thread_id=thread).count() == 10
+    assert thread_verify(Turn.objects.get(pk=ids[0]).thread_id) == []
+
+    bad = reggie.post(
+        f"/api/v1/threads/{thread}/compact/",
+        {"summary": "x", "summarised_through": ids[3], "first_kept": ids[0]},
+    )
+    assert bad.status_code == 400 and bad.json()["field"] == "first_kept"
+
+
+def test_a_changed_message_is_detected_and_breaks_every_later_hash(
+    people: dict[str, Any], reggie: SignedClient
+) -> None:
+    thread, ids = _thread_of_turns(reggie, 4)
+    call_command("verify_audit", stdout=StringIO())
+    # The application cannot rewrite a message or a sealed turn...
+    with pytest.raises(Exception, match="append_only"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE ledger_messages SET content = 'x' WHERE turn_id = %s", [ids[1]])
+    # ...someone with the table owner's rights can: the verification sees it.
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        cursor.execute(
+            "UPDATE ledger_messages SET content = 'turn 2 (edited)' WHERE turn_id = %s AND seq = 1",
+            [ids[1]],
+        )
+        cursor.execute("SET session_replication_role = DEFAULT")
+    problems = thread_verify(Turn.objects.get(pk=ids[0]).thread_id)
+    assert any("message 1 of turn" in p and ids[1] in p for p in problems)
+    broken = [p for p in problems if "hash does not match its messages" in p]
+    assert [p.split(" turn ")[1].split(" ")[0] for p in broken] == ["2", "3", "4"]
+    err = StringIO()
+    with pytest.raises(CommandError):
+        call_command("verify_audit", stdout=StringIO(), stderr=err)
+    assert ids[1] in err.getvalue()
+
+
+def test_the_events_ledger_is_chained_and_a_change_is_detected(
+    people: dict[str, Any], client: Client
+) -> None:
+    for n in range(3):
+        _sms(client, f"e{n}", f"message {n}")
+    assert [e.seq for e in LedgerEvent.objects.order_by("seq")] == [1, 2, 3]
+    assert ledgers_verify() == []
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        cursor.execute("UPDATE events_ledger SET text = 'forged' WHERE seq = 2")
+        cursor.execute("SET session_replication_role = DEFAULT")
+    assert ledgers_verify() == ["events ledger #2 (id %s): row hash does not match its content"
+                                % LedgerEvent.objects.get(seq=2).pk]  # fmt: skip
+
+
+def test_type3_webhooks_are_kept_in_the_events_ledger(seeded: None) -> None:
+    from brainframe.services.inbound import inbound_event_record
+
+    voice = Agent.objects.get(agent_id="reggie-voice")
+    event = {"event_id": "call-1", "event_type": "call.ended", "platform": "livekit", "text": "hi"}
+    result = inbound_event_record(agent=voice, event=event)
+    kept = LedgerEvent.objects.get(external_id="call-1")
+    assert (kept.kind, kept.channel, kept.origin_id) == ("webhook", "webhook", result.origin.pk)
+    inbound_event_record(agent=voice, event=event)  # a redelivery: kept once
+    assert LedgerEvent.objects.count() == 1
+
+
+# The handler runs in its worker thread, which sees committed rows only.
+@pytest.mark.django_db(transaction=True)
+def test_delegation_within_and_beyond_the_depth_limit(
+    people: dict[str, Any], reggie: SignedClient, henry: SignedClient, settings: Any
+) -> None:
+    settings.RABS_DELEGATION_MAX_DEPTH = 2
+    f.AgentFactory(agent_id="wendy")
+    first = _call(
+        reggie,
+        "agents.delegate",
+        arguments={"agent_id": "henry", "title": "Check the bus", "instructions": "Is it free?"},
+    )
+    assert first["status"] == "executed" and first["outcome"] == "succeeded", first
+    result = first["result"]
+    assert result["depth"] == 1
+    delegation = Delegation.objects.get(pk=result["delegation_id"])
+    assert (delegation.manager_id, delegation.worker_id) == ("reggie", "henry")
+    task = AgentTask.objects.get(pk=result["task_id"])
+    assert task.agent_id == "henry" and task.o_tag_id is not None
+    worker_turn = Turn.objects.get(pk=result["turn_id"])
+    assert worker_turn.messages.get().author == "agent:reggie"
+
+    # Henry, on that task, delegates on: depth 2 is allowed...
+    second = _call(
+        henry,
+        "agents.delegate",
+        arguments={"agent_id": "wendy", "title": "Ask the driver", "instructions": "Call Bob"},
+        task_id=result["task_id"],
+    )
+    assert second["status"] == "executed", second
+    assert second["result"]["depth"] == 2
+    # ...and Wendy, on hers, may not go to depth 3.
+    wendy = Agent.objects.get(agent_id="wendy")
+    from brainframe.services.credentials import agent_credential_issue
+
+    wendy_client = SignedClient(Client(), "wendy", agent_credential_issue(agent=wendy))
+    third = _call(
+        wendy_client,
+        "agents.delegate",
+        arguments={"agent_id": "henry", "title": "x", "instructions": "y"},
+        task_id=second["result"]["task_id"],
+    )
+    assert third["status"] == "denied" and third["code"] == "delegation_too_deep"
+    assert Delegation.objects.count() == 2
+
+
+# The handler runs in its worker thread, which sees committed rows only.
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_is_refused_what_its_manager_may_not_do(
+    people: dict[str, Any], reggie: SignedClient, henry: SignedClient
+) -> None:
+    f.ToolFactory(tool_id="test.henry.only", agent_access=["henry"])
+    handed = _call(
+        reggie,
+        "agents.delegate",
+        arguments={"agent_id": "henry", "title": "Look it up", "instructions": "use your tools"},
+    )["result"]
+    refused = _call(henry, "test.henry.only", task_id=handed["task_id"])
+    assert refused["status"] == "denied" and refused["code"] == "exceeds_manager"
+    assert "reggie" in refused["detail"] and "test.henry.only" in refused["detail"]
+    # A knock-on call of the same chain is held to it too.
+    allowed = _call(henry, "test.notes.read", task_id=handed["task_id"])
+    assert allowed["status"] == "executed"
+    knock_on = _call(henry, "test.henry.only", parent_r_tag=allowed["r_tag"])
+    assert knock_on["code"] == "exceeds_manager"
+    # On his own work, Henry keeps his own permissions.
+    assert _call(henry, "test.henry.only")["status"] == "executed"
+    page = Client()
+    from django.contrib.auth import get_user_model
+
+    page.force_login(get_user_model().objects.create_superuser("boss", "b@x.test", "pw"))
+    tree = page.get("/board/conversations/").content.decode()
+    assert f'data-delegation="{handed["delegation_id"]}"' in tree and "Look it up" in tree
+
+
+def test_provenance_is_kept_and_updated_on_read(
+    people: dict[str, Any], henry: SignedClient
+) -> None:
+    made = henry.post(
+        "/api/v1/observations/",
+        {
+            "bucket": "transportation",
+            "entity": "bus 2",
+            "pattern_type": "preference",
+            "observation": "bus 2 has the wheelchair lift",
+            "confidence": 0.7,
+            "source": "session",
+        },
+    )
+    assert made.status_code == 201, made.content
+    entry = ContextBucketEntry.objects.get(pk=made.json()["id"])
+    assert (entry.created_by, entry.source, entry.confidence, entry.access_count) == (
+        "agent:henry",
+        "session",
+        0.7,
+        0,
+    )
+    note = AgentNote.objects.filter(agent_id="henry", active=True).first()
+    assert note is not None
+    before = note.access_count
+    for n in (1, 2):
+        context = henry.get("/api/v1/context/?bucket=transportation&limit=50").json()
+        seen = next(o for o in context["observations"] if o["id"] == str(entry.pk))
+        assert seen["provenance"]["access_count"] == n - 1  # as it stood before this read
+        assert seen["provenance"]["created_by"] == "agent:henry"
+    entry.refresh_from_db()
+    note.refresh_from_db()
+    assert entry.access_count == 2 and entry.last_accessed_at is not None
+    assert note.access_count == before + 2
+
+
+def test_sm2_schedule_over_simulated_dates() -> None:
+    s = Schedule(2.5, 0, 0)
+    intervals = []
+    for grade in (5, 5, 4, 2, 4):
+        s = sm2(s, grade)
+        intervals.append((s.interval_days, s.repetitions, round(s.easiness, 2)))
+    assert intervals == [(1, 1, 2.6), (6, 2, 2.7), (16, 3, 2.7), (1, 0, 2.38), (1, 1, 2.38)]
+    assert sm2(Schedule(1.3, 10, 5), 0).easiness == 1.3  # never below 1.3
+    with pytest.raises(ValueError):
+        sm2(s, 6)
+
+
+def test_a_rejection_with_a_lesson_becomes_a_card_graded_by_later_calls(
+    people: dict[str, Any], henry: SignedClient
+) -> None:
+    from django.contrib.auth.models import Group
+
+    from broker.services.approvals import approval_decide
+
+    f.ToolFactory(
+        tool_id="test.bus.book",
+        risk_level="write",
+        execution_mode="review",
+        validation_mode="intercept",
+        agent_access=["henry"],
+    )
+    Agent.objects.filter(agent_id="henry").update(monitoring_level=0)
+    pending = _call(henry, "test.bus.book")
+    assert pending["status"] == "pending_approval", pending
+    alice = f.UserFactory(username="alice")
+    alice.groups.add(Group.objects.get(name="reviewers"))
+    approval = ApprovalRequest.objects.get(tool_call_id=pending["call_id"])
+    approval_decide(
+        approval_id=approval.pk,
+        reviewer=alice,
+        action="reject",
+        reason="8 passengers",
+        lesson="For more than 6 passengers, book the bus, not the van.",
+    )
+    card = LearningCard.objects.get()
+    assert (card.agent_id, card.tool_id, card.approval_id) == ("henry", "test.bus.book", approval.pk)
+    context = henry.get("/api/v1/context/").json()
+    assert context["learning_cards"][0]["lesson"].startswith("For more than 6 passengers")
+
+    # Simulated dates: no call since the card was made → it waits; aligned calls → grade 5.
+    day0 = timezone.now()
+    assert cards_review_due(now=day0) == {"reviewed": 0, "waiting": 1}
+    later = _call(henry, "test.bus.book")
+    ToolCall.objects.filter(pk=later["call_id"]).update(alignment_rating=1.0)
+    assert cards_review_due(now=day0 + timedelta(hours=1)) == {"reviewed": 1, "waiting": 0}
+    card.refresh_from_db()
+    assert (card.last_grade, card.interval_days, card.repetitions) == (5, 1, 1)
+    assert card.due_at == day0 + timedelta(hours=1, days=1)
+    assert henry.get("/api/v1/context/").json()["learning_cards"] == []  # not due: learned
+    # A poor later call: grade 1 → back to a one-day interval, repetitions 0.
+    card_review(card, 1, now=day0 + timedelta(days=2))
+    assert (card.repetitions, card.interval_days) == (0, 1)
+    assert len(card.reviews) == 2
