@@ -56,7 +56,10 @@ def people(seeded: None) -> dict[str, Any]:
     ChannelIdentity.objects.create(person=mum, channel="sms", address="+61412345678")
     reggie = Agent.objects.get(agent_id="reggie")
     sms = ChannelAdapter.objects.create(
-        name="sms-main", channel="sms", agent=reggie, token_hash=token_hash(SMS_TOKEN),
+        name="sms-main",
+        channel="sms",
+        agent=reggie,
+        token_hash=token_hash(SMS_TOKEN),
         max_length=480,
     )
     chat = ChannelAdapter.objects.create(
@@ -181,9 +184,10 @@ def test_unknown_senders_group_chats_and_bad_requests(
         "detail": "text is required and must be a non-empty string",
         "field": "text",
     }
-    assert chat({"message_id": "c4", "sender": "@sam", "is_group": True, "text": "x"}).json()[
-        "field"
-    ] == "chat_id"
+    assert (
+        chat({"message_id": "c4", "sender": "@sam", "is_group": True, "text": "x"}).json()["field"]
+        == "chat_id"
+    )
     nowhere = client.post(
         "/api/v1/channels/nope/", "{}", content_type="application/json", HTTP_AUTHORIZATION="x"
     )
@@ -316,12 +320,15 @@ def test_compaction_twice_keeps_the_whole_history(
 def test_a_changed_message_is_detected_and_breaks_every_later_hash(
     people: dict[str, Any], reggie: SignedClient
 ) -> None:
-    thread, ids = _thread_of_turns(reggie, 4)
+    _thread, ids = _thread_of_turns(reggie, 4)
     call_command("verify_audit", stdout=StringIO())
     # The application cannot rewrite a message or a sealed turn...
-    with pytest.raises(Exception, match="append_only"), transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("UPDATE ledger_messages SET content = 'x' WHERE turn_id = %s", [ids[1]])
+    with (
+        pytest.raises(Exception, match="append_only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("UPDATE ledger_messages SET content = 'x' WHERE turn_id = %s", [ids[1]])
     # ...someone with the table owner's rights can: the verification sees it.
     with connection.cursor() as cursor:
         cursor.execute("SET session_replication_role = replica")
@@ -351,8 +358,10 @@ def test_the_events_ledger_is_chained_and_a_change_is_detected(
         cursor.execute("SET session_replication_role = replica")
         cursor.execute("UPDATE events_ledger SET text = 'forged' WHERE seq = 2")
         cursor.execute("SET session_replication_role = DEFAULT")
-    assert ledgers_verify() == ["events ledger #2 (id %s): row hash does not match its content"
-                                % LedgerEvent.objects.get(seq=2).pk]  # fmt: skip
+    forged = LedgerEvent.objects.get(seq=2).pk
+    assert ledgers_verify() == [
+        f"events ledger #2 (id {forged}): row hash does not match its content"
+    ]
 
 
 def test_type3_webhooks_are_kept_in_the_events_ledger(seeded: None) -> None:
@@ -518,7 +527,8 @@ def test_a_rejection_with_a_lesson_becomes_a_card_graded_by_later_calls(
         lesson="For more than 6 passengers, book the bus, not the van.",
     )
     card = LearningCard.objects.get()
-    assert (card.agent_id, card.tool_id, card.approval_id) == ("henry", "test.bus.book", approval.pk)
+    assert (card.agent_id, card.tool_id) == ("henry", "test.bus.book")
+    assert card.approval_id == approval.pk
     context = henry.get("/api/v1/context/").json()
     assert context["learning_cards"][0]["lesson"].startswith("For more than 6 passengers")
 
