@@ -28,6 +28,8 @@ Example (``agents_vm/example-config.toml``)::
     poll_seconds = 2.0
     approval_wait_seconds = 600
     max_model_turns = 40
+    compact_after_turns = 20                  # a thread longer than this is compacted…
+    compact_keep_turns = 5                    # …keeping its last turns whole
 
 A missing or malformed setting stops the service at start with the setting's name.
 """
@@ -71,6 +73,8 @@ class Config:
     approval_wait_seconds: float
     max_model_turns: int
     source: Path
+    compact_after_turns: int = 20
+    compact_keep_turns: int = 5
     #: Reggie's modes: model per mode ("normal", "super"); empty = one mode, the full loop.
     modes: dict[str, str] = field(default_factory=dict)
 
@@ -180,5 +184,7 @@ def load_config(path: str | Path) -> Config:
         approval_wait_seconds=_get(loop, "approval_wait_seconds", float, "loop.", 600.0),
         max_model_turns=_get(loop, "max_model_turns", int, "loop.", 40),
         source=source,
+        compact_after_turns=_get(loop, "compact_after_turns", int, "loop.", 20),
+        compact_keep_turns=_get(loop, "compact_keep_turns", int, "loop.", 5),
         modes=dict(modes),
     )

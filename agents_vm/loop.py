@@ -33,11 +33,12 @@ from typing import Any
 from .modes import ModeChoice, select_mode
 from .phases import Drain, Phases
 from .prompting import fn_name, function_specs, offered, step_prompt, system_prompt, task_prompt
+from .turns import TurnInterrupted, Turns, transcript
 
 logger = logging.getLogger("agents_vm.loop")
 
 
-class CognitiveLoop(Phases):
+class CognitiveLoop(Phases, Turns):
     """Takes tasks one at a time and runs each in the mode its query calls for (seed 000 §8):
     Normal (read-only tools, one turn) or Super (the full loop with a plan)."""
 
@@ -95,8 +96,45 @@ class CognitiveLoop(Phases):
             self.broker.fail(task_id, f"not for this agent: {choice.reason}")
             return {"status": "failed", "mode": "external"}
         self._tools = {fn_name(t["tool_id"]): t for t in self.broker.tools()}
-        if choice.mode == "normal":
-            return self._run_normal(task, str(query), choice.reason)
+        if not hasattr(self, "_steered"):
+            self._steered = {}
+        turn_id = self.ledger_turn(task, self.memory, str(query or task_prompt(task)))
+        try:
+            if choice.mode == "normal":
+                result = self._run_normal(task, str(query), choice.reason)
+                self._record_turn(task_id, turn_id, str(result.get("answer", "")))
+                return result
+            return self._run_super(task, turn_id)
+        except TurnInterrupted:
+            # A newer message ended this turn; its task was cancelled and a new one opened.
+            logger.info("task %s: turn %s interrupted by a newer message", task_id, turn_id)
+            self.memory.task_state_save(task_id, status="cancelled")
+            return {"status": "interrupted"}
+
+    def _record_turn(self, task_id: str, turn_id: str | None, answer: str) -> None:
+        calls = [c["call_id"] for c in self.memory.calls(task_id) if c.get("call_id")]
+        turn = self.turn_done(turn_id, answer, calls)
+        if turn:
+            self.maybe_compact(
+                turn,
+                self.config.compact_after_turns,
+                self.config.compact_keep_turns,
+                lambda previous, folded: self._summarise(task_id, previous, folded),
+            )
+
+    def _summarise(self, task_id: str, previous: str, folded: list[dict[str, Any]]) -> str:
+        """The model's summary of a thread's older turns (and of the summary before them)."""
+        prompt = (
+            "Summarise this conversation for your own later reference: who asked what, what "
+            "was decided and done, what is still open. Be brief and factual.\n\n"
+            + (f"Summary so far:\n{previous}\n\n" if previous else "")
+            + transcript(folded)
+        )
+        reply = self._chat(task_id, [{"role": "user", "content": prompt}], [])
+        return str(reply.get("content") or "(no summary)")
+
+    def _run_super(self, task: dict[str, Any], turn_id: str | None) -> dict[str, Any]:
+        task_id = task["task_id"]
         state = self.memory.task_state(task_id)
         messages = self.memory.messages(task_id)
         if state is None or not messages:
@@ -136,6 +174,10 @@ class CognitiveLoop(Phases):
         for _turn in range(self.config.max_model_turns):
             if self.stop.is_set():
                 raise Drain
+            for said in self.steering(turn_id):  # the person wrote again while we worked
+                message = {"role": "user", "content": said}
+                self._append(task_id, message)
+                messages.append(message)
             step = self._current_step(plan, done_steps)
             logger.info("phase=decide task=%s step=%s", task_id, step.id if step else "-")
             reply = self._chat(task_id, messages, offered(self._tools, plan, step))
@@ -172,7 +214,9 @@ class CognitiveLoop(Phases):
                 self._append(task_id, message)
                 messages.append(message)
                 continue
-            return self._finish(task_id, task, plan, done_steps, reply.get("content") or "")
+            result = self._finish(task_id, task, plan, done_steps, reply.get("content") or "")
+            self._record_turn(task_id, turn_id, str(result.get("summary", "")))
+            return result
         reason = f"gave up after {self.config.max_model_turns} model turns"
         if plan is not None:
             self._plan_report("plan_failed", task_id, plan, status="failed", detail=reason)

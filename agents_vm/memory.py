@@ -94,6 +94,10 @@ MIGRATIONS: list[str] = [
         updated_at REAL NOT NULL
     );
     """,
+    # 4 → 5: the control plane's turn (agents ledger) each task is written to.
+    """
+    ALTER TABLE task_state ADD COLUMN turn_id TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 _AAD = b"rabs-agent:self:v1"
@@ -253,6 +257,20 @@ class AgentMemory:
                 status,
                 time.time(),
             ),
+        )
+
+    def turn_get(self, task_id: str) -> str | None:
+        """The ledger turn this task's work is recorded in (None: not started yet)."""
+        row = self.db.execute(
+            "SELECT turn_id FROM task_state WHERE task_id = ?", (task_id,)
+        ).fetchone()
+        return row[0] if row and row[0] else None
+
+    def turn_set(self, task_id: str, turn_id: str) -> None:
+        self.db.execute(
+            "INSERT INTO task_state (task_id, status, updated_at, turn_id) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (task_id) DO UPDATE SET turn_id = excluded.turn_id",
+            (task_id, "in_progress", time.time(), turn_id),
         )
 
     def usage_add(

@@ -356,6 +356,45 @@ class BrokerClient:
             )
         )
 
+    # --- the agents ledger (docs/ledgers.md) ----------------------------------------------
+
+    def turn_start(
+        self, text: str, *, task_id: str | None = None, thread: str | None = None, title: str = ""
+    ) -> dict[str, Any]:
+        """Open a turn of this agent's own with its query (in ``thread``, or a new one)."""
+        body: dict[str, Any] = {"text": text}
+        if task_id:
+            body["task_id"] = task_id
+        if thread:
+            body["thread"] = thread
+        if title:
+            body["title"] = title[:200]
+        return dict(self._json(self.request("POST", "/api/v1/turns/", body), ok=(201,)))
+
+    def turn(self, turn_id: str) -> dict[str, Any]:
+        """A turn with its messages (steering messages from the person arrive here)."""
+        return dict(self._json(self.request("GET", f"/api/v1/turns/{turn_id}/")))
+
+    def turn_note(self, turn_id: str, content: str) -> dict[str, Any]:
+        path = f"/api/v1/turns/{turn_id}/messages/"
+        return dict(self._json(self.request("POST", path, {"content": content}), ok=(201,)))
+
+    def turn_complete(self, turn_id: str, answer: str, tool_calls: list[str]) -> dict[str, Any]:
+        body = {"answer": answer, "tool_calls": tool_calls}
+        return dict(self._json(self.request("POST", f"/api/v1/turns/{turn_id}/complete/", body)))
+
+    def thread_context(self, thread: str) -> dict[str, Any]:
+        return dict(self._json(self.request("GET", f"/api/v1/threads/{thread}/context/")))
+
+    def compact(
+        self, thread: str, summary: str, summarised_through: str, first_kept: str | None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"summary": summary, "summarised_through": summarised_through}
+        if first_kept:
+            body["first_kept"] = first_kept
+        path = f"/api/v1/threads/{thread}/compact/"
+        return dict(self._json(self.request("POST", path, body), ok=(201,)))
+
     def context(self, task_id: str | None = None) -> dict[str, Any]:
         path = "/api/v1/context/" + (f"?task_id={task_id}" if task_id else "")
         return dict(self._json(self.request("GET", path)))

@@ -26,7 +26,7 @@ from brainframe.models import (
     TimerTicks,
     Turn,
 )
-from brainframe.services.conversations import token_hash
+from brainframe.services.channels import token_hash
 from brainframe.services.ledger import normalise_address
 
 from .common import ReadOnlyAdmin, ReadOnlyInline
@@ -193,3 +193,20 @@ class LearningCardAdmin(admin.ModelAdmin):
         "reviews",
         "approval",
     )
+
+
+@admin.register(ChannelIdentity)
+class ChannelIdentityAdmin(admin.ModelAdmin):
+    fields = ("person", "channel", "address")
+    list_display = ("address", "channel", "person")
+    list_filter = ("channel",)
+    search_fields = ("address", "person__name")
+    autocomplete_fields = ("person",)
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "turn", "seq", "role", "author")
+    list_filter = ("role",)
+    search_fields = ("content", "author")
+    show_full_result_count = False

@@ -1,5 +1,6 @@
 """Conversations: messages from people over a channel, the sessions they land in, the queue modes
-for a message that arrives mid-turn, channel formatting, and delegation between agents.
+for a message that arrives mid-turn, and the turns agents write (channels in
+``brainframe/services/channels.py``, delegation in ``brainframe/services/delegation.py``).
 
 A channel adapter (``ChannelAdapter``: SMS, e-mail, chat; a provider posts each message to
 ``/api/v1/channels/<name>/``) normalises the message, resolves its sender to a person (or
@@ -17,18 +18,15 @@ and hands it to the adapter's agent in the session ``agent:<agent>:<channel>:<ad
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from brainframe.events import (
     Compacted,
-    Delegated,
     Event,
     MessageReceived,
     TurnEnded,
@@ -38,9 +36,7 @@ from brainframe.events import (
 from brainframe.models import (
     Agent,
     AgentTask,
-    Channel,
     ChannelAdapter,
-    Delegation,
     LedgerEvent,
     OriginRegistry,
     Person,
@@ -48,119 +44,26 @@ from brainframe.models import (
     QueueMode,
     Session,
     Thread,
-    ToolCall,
     Turn,
 )
 from brainframe.safety.guardian import assess
+from brainframe.services.channels import channel_context, message_parse
 from brainframe.services.indexing import classify_origin_after_commit
 from brainframe.services.ledger import (
     LedgerRefusal,
-    MessageSpec,
-    _message_append,
-    compaction_write,
     ledger_event_append,
     normalise_address,
     person_resolve,
+)
+from brainframe.services.turns import (
+    MessageSpec,
+    _message_append,
+    compaction_write,
     thread_create,
     turn_complete,
     turn_interrupt,
     turn_open,
 )
-
-# --- channels -----------------------------------------------------------------------------------
-
-#: What each channel can carry when its adapter does not say (seed 003 response formatting).
-CHANNEL_DEFAULTS: dict[str, dict[str, Any]] = {
-    Channel.SMS: {"max_length": 1600, "markdown": False},
-    Channel.EMAIL: {"max_length": 0, "markdown": False},
-    Channel.CHAT: {"max_length": 4000, "markdown": True},
-}
-
-_GUIDANCE: dict[str, str] = {
-    Channel.SMS: "Plain text for a phone: short sentences, no Markdown, no links unless asked.",
-    Channel.EMAIL: "An e-mail: a greeting, plain paragraphs, a sign-off; no Markdown.",
-    Channel.CHAT: "A chat message: brief; Markdown is rendered.",
-}
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def adapter_authenticate(name: str, token: str) -> ChannelAdapter:
-    adapter = ChannelAdapter.objects.select_related("agent").filter(name=name).first()
-    if adapter is None or not adapter.active:
-        raise LedgerRefusal(404, "unknown_channel", f"no active channel adapter {name!r}")
-    if not token or not hmac.compare_digest(adapter.token_hash, token_hash(token)):
-        raise LedgerRefusal(401, "bad_channel_token", "the channel's bearer token does not match")
-    return adapter
-
-
-def channel_context(channel: str, adapter: ChannelAdapter | None = None) -> dict[str, Any]:
-    """What goes into a turn's context at its start: the delivery channel, its limits, and how
-    to write for it."""
-    caps = dict(CHANNEL_DEFAULTS.get(channel, {"max_length": 0, "markdown": True}))
-    if adapter is not None:
-        caps = {"max_length": adapter.max_length, "markdown": adapter.markdown}
-    guidance = _GUIDANCE.get(channel, "")
-    if caps["max_length"]:
-        guidance += f" At most {caps['max_length']} characters."
-    return {"channel": channel, **caps, "guidance": guidance.strip()}
-
-
-@dataclass(frozen=True)
-class InboundMessage:
-    external_id: str
-    sender: str
-    text: str
-    is_group: bool = False
-    conversation: str = ""  # a group chat's id: the session is the group's, not the sender's
-    subject: str = ""
-
-
-def _text_field(payload: dict[str, Any], name: str, *, required: bool = True) -> str:
-    value = payload.get(name, "")
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise LedgerRefusal(
-            400, "invalid_message", f"{name} is required and must be a non-empty string", name
-        )
-    if len(value) > 100_000:
-        raise LedgerRefusal(400, "invalid_message", f"{name} is longer than 100,000", name)
-    return value
-
-
-def message_parse(channel: str, payload: Any) -> InboundMessage:
-    """The provider's payload as one message. SMS: ``message_id``, ``from``, ``body``; e-mail:
-    ``message_id``, ``from``, ``subject``, ``text``; chat: ``message_id``, ``sender``, ``text``,
-    optionally ``chat_id`` and ``is_group``."""
-    if not isinstance(payload, dict):
-        raise LedgerRefusal(400, "invalid_message", "the body must be a JSON object", None)
-    external_id = _text_field(payload, "message_id")
-    if channel == Channel.SMS:
-        return InboundMessage(
-            external_id, _text_field(payload, "from"), _text_field(payload, "body")
-        )
-    if channel == Channel.EMAIL:
-        subject = _text_field(payload, "subject", required=False)
-        text = _text_field(payload, "text")
-        return InboundMessage(
-            external_id,
-            _text_field(payload, "from"),
-            f"{subject}\n\n{text}" if subject else text,
-            subject=subject,
-        )
-    is_group = payload.get("is_group", False)
-    if not isinstance(is_group, bool):
-        raise LedgerRefusal(400, "invalid_message", "is_group must be true or false", "is_group")
-    chat_id = _text_field(payload, "chat_id", required=is_group)
-    return InboundMessage(
-        external_id,
-        _text_field(payload, "sender"),
-        _text_field(payload, "text"),
-        is_group=is_group,
-        conversation=chat_id,
-    )
-
 
 # --- sessions and queue modes -------------------------------------------------------------------
 
@@ -174,6 +77,10 @@ def session_for(
     person: Person | None = None,
 ) -> Session:
     key = f"agent:{agent.agent_id}:{channel}:{address}"
+    # One message of a session at a time, from its first: the session, its open turn and its
+    # queue are decided under this lock (held to the end of the caller's transaction).
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
     session = Session.objects.select_for_update().filter(key=key).first()
     if session is None:
         title = f"{channel} with {person.name if person else address}"
@@ -206,6 +113,9 @@ def _task_for_turn(turn: Turn, *, title: str, text: str) -> AgentTask:
             "session": turn.session.key if turn.session else None,
             "channel_context": turn.channel_context,
             "description": text,
+            # what the agent's mode selection reads (agents_vm.modes)
+            "query": text,
+            "channel": turn.channel_context.get("channel", "text"),
         },
         o_tag=turn.origin,
     )
@@ -214,7 +124,7 @@ def _task_for_turn(turn: Turn, *, title: str, text: str) -> AgentTask:
     return task
 
 
-def _turn_started(turn: Turn) -> TurnStarted:
+def turn_started_event(turn: Turn) -> TurnStarted:
     return TurnStarted(
         turn_id=str(turn.pk),
         thread_id=str(turn.thread_id),
@@ -256,7 +166,7 @@ def _session_turn(
         title=f"Answer {who} on {session.channel}",
         text="\n\n".join(spec.content for spec in query),
     )
-    return turn, [_turn_started(turn)]
+    return turn, [turn_started_event(turn)]
 
 
 def _open_turn(session: Session) -> Turn | None:
@@ -452,7 +362,7 @@ def turn_begin(
             task=task,
             channel_context=channel_context(channel) if channel else {},
         )
-        emit(_turn_started(turn))
+        emit(turn_started_event(turn))
     return turn
 
 
@@ -501,108 +411,3 @@ def compact(
             )
         )
     return turn
-
-
-# --- delegation ---------------------------------------------------------------------------------
-
-
-def delegation_of_task(task_id: Any) -> Delegation | None:
-    return (
-        Delegation.objects.select_related("manager", "parent").filter(task_id=task_id).first()
-        if task_id
-        else None
-    )
-
-
-def delegation_managers(delegation: Delegation | None) -> list[tuple[Delegation, Agent]]:
-    """Every manager above a worker, nearest first."""
-    chain: list[tuple[Delegation, Agent]] = []
-    while delegation is not None:
-        chain.append((delegation, delegation.manager))
-        delegation = (
-            Delegation.objects.select_related("manager", "parent").get(pk=delegation.parent_id)
-            if delegation.parent_id
-            else None
-        )
-    return chain
-
-
-def delegate(*, call_id: uuid.UUID, arguments: dict[str, Any]) -> dict[str, Any]:
-    """An executed ``agents.delegate``: the worker's task (under the manager's O-Tag) and its
-    thread, a child of the manager's turn's thread when the call was made in a turn."""
-    call = ToolCall.objects.select_related("agent", "task", "o_tag").get(pk=call_id)
-    manager = call.agent
-    worker = Agent.objects.filter(agent_id=arguments["agent_id"]).first()
-    if worker is None or worker.type == Agent.Type.EXTERNAL:
-        raise LedgerRefusal(
-            400, "unknown_worker", "agent_id must name a native or sandboxed agent", "agent_id"
-        )
-    if worker.pk == manager.pk:
-        raise LedgerRefusal(
-            400, "self_delegation", "an agent cannot delegate to itself", "agent_id"
-        )
-    parent = delegation_of_task(call.task_id)
-    depth = parent.depth + 1 if parent else 1
-    manager_turn = Turn.objects.filter(tool_calls__contains=[call.pk]).first() or (
-        Turn.objects.filter(task_id=call.task_id).order_by("-seq").first() if call.task_id else None
-    )
-    parent_thread = manager_turn.thread if manager_turn else (parent.thread if parent else None)
-    with transaction.atomic():
-        thread = thread_create(
-            agent=worker,
-            title=f"from {manager.agent_id}: {arguments['title']}",
-            parent=parent_thread,
-        )
-        task = AgentTask.objects.create(
-            agent=worker,
-            title=arguments["title"][:200],
-            priority=int(arguments.get("priority", 50)),
-            payload={
-                "description": arguments["instructions"],
-                "delegated_by": manager.agent_id,
-                "thread_id": str(thread.pk),
-                "depth": depth,
-            },
-            o_tag=call.o_tag,
-        )
-        delegation = Delegation.objects.create(
-            manager=manager,
-            worker=worker,
-            call=call,
-            task=task,
-            thread=thread,
-            parent=parent,
-            depth=depth,
-            instructions=arguments["instructions"],
-        )
-        task.payload["delegation_id"] = str(delegation.pk)
-        AgentTask.objects.filter(pk=task.pk).update(payload=task.payload)
-        turn = turn_open(
-            thread=thread,
-            agent=worker,
-            query=[
-                MessageSpec("user", arguments["instructions"], author=f"agent:{manager.agent_id}")
-            ],
-            origin=call.o_tag,
-            task=task,
-        )
-        emit(
-            Delegated(
-                delegation_id=str(delegation.pk),
-                agent_id=manager.agent_id,
-                worker_id=worker.agent_id,
-                depth=depth,
-                task_id=str(task.pk),
-                thread_id=str(thread.pk),
-                call_id=str(call.pk),
-            ),
-            _turn_started(turn),
-        )
-    return {
-        "delegation_id": str(delegation.pk),
-        "worker": worker.agent_id,
-        "task_id": str(task.pk),
-        "thread_id": str(thread.pk),
-        "turn_id": str(turn.pk),
-        "depth": depth,
-    }

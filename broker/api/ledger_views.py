@@ -16,20 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brainframe.models import Thread, Turn
-from brainframe.services.conversations import (
-    adapter_authenticate,
-    compact,
-    message_receive,
-    turn_begin,
-    turn_finish,
-)
-from brainframe.services.ledger import (
-    LedgerRefusal,
-    MessageSpec,
-    message_add,
-    thread_context,
-    turn_as_dict,
-)
+from brainframe.services.channels import adapter_authenticate
+from brainframe.services.conversations import compact, message_receive, turn_begin, turn_finish
+from brainframe.services.ledger import LedgerRefusal
+from brainframe.services.turns import MessageSpec, message_add, thread_context, turn_as_dict
 
 from ..errors import BrokerRefusal
 from . import serializers as s

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from brainframe.models import ApprovalRequest, ToolCall
-from brainframe.services.conversations import delegate
+from brainframe.services.delegation import delegate
 from brainframe.services.grants import GrantRefused, grant_apply
 from brainframe.services.ledger import LedgerRefusal
 from brainframe.services.supervisors import SupervisorError, supervisor_command

@@ -1,5 +1,6 @@
 """The agent's own tools on the MCP face beside its registry tools: ``rabs.discover`` (tools and
-proven plans for a goal), ``loop.enable_hook`` and ``loop.hook_state`` (seed 003's hook manager).
+proven plans for a goal), ``loop.enable_hook`` and ``loop.hook_state`` (seed 003's hook manager),
+and the agents ledger's ``ledger.*`` (``broker/mcp/ledger_tools.py``).
 Each answers as its REST endpoint does."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from brainframe.services.hook_checks import HookError
 from brainframe.services.hooks import hook_propose, hook_resource, hook_set_enabled
 
 from ..errors import BrokerRefusal
+from . import ledger_tools
 from .results import json_text, refusal_result
 
 DISCOVER = "rabs.discover"
@@ -87,7 +89,7 @@ HOOK_TOOLS = [
     ),
 ]
 HOOK_TOOL_NAMES = frozenset(t.name for t in HOOK_TOOLS)
-TOOLS = [DISCOVER_TOOL, *HOOK_TOOLS]
+TOOLS = [DISCOVER_TOOL, *HOOK_TOOLS, *ledger_tools.TOOLS]
 NAMES = frozenset(t.name for t in TOOLS)
 
 
@@ -153,6 +155,8 @@ def call(agent: Agent, name: str, arguments: dict[str, Any]) -> types.CallToolRe
     try:
         if name == DISCOVER:
             return discover_result(agent, arguments)
+        if name in ledger_tools.NAMES:
+            return ledger_tools.call(agent, name, arguments)
         return hook_tool_result(agent, name, arguments)
     finally:
         close_old_connections()

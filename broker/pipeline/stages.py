@@ -12,7 +12,7 @@ from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, Permiss
 from brainframe.models import PrimeDirective, Tool
 from brainframe.safety.conditions import first_match
 from brainframe.selectors import tool_allows
-from brainframe.services.conversations import delegation_managers, delegation_of_task
+from brainframe.services.delegation import delegation_managers, delegation_of_task
 from brainframe.services.standing import ROUTINE_REVIEW, standing_match
 
 from . import threat

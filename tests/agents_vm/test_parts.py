@@ -123,10 +123,14 @@ def test_schema_upgrades_itself(tmp_path: Path) -> None:
     old.commit()
     old.close()
     memory = AgentMemory(path, journal_key=KEY)
-    assert memory.version == SCHEMA_VERSION == 4
+    assert memory.version == SCHEMA_VERSION == 5
     assert memory.preferences() == {"tea": "white"}  # kept across the upgrade
     memory.task_state_save("t1", status="in_progress")  # the v2 table exists
     assert memory.task_state("t1") == {"plan": None, "done_steps": [], "status": "in_progress"}
+    assert memory.turn_get("t1") is None  # the v5 column exists
+    memory.turn_set("t1", "turn-1")
+    assert memory.turn_get("t1") == "turn-1"
+    assert memory.task_state("t1")["status"] == "in_progress"  # type: ignore[index]
     memory.db.execute("PRAGMA user_version = 99")
     with pytest.raises(RuntimeError, match="newer than this agent's"):
         memory.upgrade()

@@ -479,3 +479,71 @@ def test_reggie_modes_and_their_cost(
     assert normal.cost_usd == price.cost(normal.prompt_tokens, normal.completion_tokens, 0)
     assert normal.cost_usd > 0
     assert usage[write.task_id].mode == "super" and usage[write.task_id].model == "gpt-4o"
+
+
+QUESTION = "When is Tom's next shift?"
+
+
+def ledger_script(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    if messages[-1]["content"].startswith("Summarise this conversation"):
+        return {"content": "Linh asked twice when Tom works next: Monday 9 am to 3 pm."}
+    return reggie_script(messages, tools)
+
+
+def test_messages_answered_by_the_agent_service_are_on_the_record(
+    live_server_url: str, start_service: Any, llm: OpenAICompatibleServer
+) -> None:
+    """An SMS from a family member reaches Reggie's VM as a turn; the VM answers it through the
+    broker (its lookup call linked to the turn), and compacts the thread with its model."""
+    from brainframe.models import ChannelAdapter, ChannelIdentity, Person, Turn
+    from brainframe.services.channels import token_hash
+    from brainframe.services.ledger import ledgers_verify
+
+    seed_brainframe()
+    Tool.objects.filter(tool_id="roster.shift.read").update(execution_mode="auto")
+    AgentTask.objects.filter(agent_id="reggie").delete()
+    reggie = Agent.objects.get(agent_id="reggie")
+    mum = Person.objects.create(name="Linh Tran", relationship="family")
+    ChannelIdentity.objects.create(person=mum, channel="sms", address="+61412345678")
+    ChannelAdapter.objects.create(
+        name="sms", channel="sms", agent=reggie, token_hash=token_hash("sms-token-0123456789")
+    )
+    llm.chat_script = ledger_script
+    secret = agent_credential_issue(agent=reggie)
+    # A thread of more than one turn is compacted, keeping the last one whole.
+    loop = "compact_after_turns = 1\ncompact_keep_turns = 1\n"
+    start_service("reggie", secret, loop + '[modes]\nnormal = "gpt-4o-mini"\nsuper = "gpt-4o"\n')
+
+    def sms(message_id: str) -> dict[str, Any]:
+        response = httpx.post(
+            f"{live_server_url}/api/v1/channels/sms/",
+            json={"message_id": message_id, "from": "0412 345 678", "body": QUESTION},
+            headers={"Authorization": "Bearer sms-token-0123456789"},
+            timeout=20,
+        )
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
+    first = sms("SM-1")
+
+    def answered(turn_id: str) -> Turn | None:
+        return Turn.objects.filter(pk=turn_id, status="completed").first()
+
+    turn = _wait(lambda: answered(first["turn_id"]), 120, "Reggie's answer")
+    assert turn.answer.startswith("Tom's next shift")
+    (call,) = ToolCall.objects.filter(pk__in=turn.tool_calls)
+    assert call.requested_tool_id == "roster.shift.read"
+    assert str(call.o_tag_id) == first["o_tag"] == str(turn.origin_id)
+    assert [m.role for m in turn.messages.order_by("seq")] == ["user", "answer"]
+
+    second = sms("SM-2")
+    _wait(lambda: answered(second["turn_id"]), 120, "Reggie's second answer")
+    compaction = _wait(
+        lambda: Turn.objects.filter(thread_id=turn.thread_id, turn_type="compaction").first(),
+        60,
+        "the compaction",
+    )
+    assert compaction.summary.startswith("Linh asked twice")
+    assert compaction.summarised_through_id == turn.pk
+    assert ledgers_verify() == []
+    assert not llm.errors

@@ -115,6 +115,40 @@ def populated(seeded: None) -> None:
     LLMBudget.objects.create(agent=agent, aliases={"actuator": "m"})
     LLMKey.objects.create(agent=agent, prefix="rabs-llm-abc", key_sha256="0" * 64)
     LLMRequest.objects.create(agent=agent, endpoint="chat/completions", model="m", status=200)
+    # Conversations: a person, a channel, a message in the events ledger and its turn, a second
+    # message waiting (follow-up), a timer tick, a delegation, a learning card.
+    from brainframe.models import (
+        ChannelAdapter,
+        ChannelIdentity,
+        Delegation,
+        LearningCard,
+        Person,
+        Thread,
+    )
+    from brainframe.services.channels import token_hash
+    from brainframe.services.conversations import message_receive
+    from brainframe.services.ledger import timer_tick
+
+    linh = Person.objects.create(name="Linh henry", relationship="family")
+    ChannelIdentity.objects.create(person=linh, channel="sms", address="+61412345678")
+    adapter = ChannelAdapter.objects.create(
+        name="sms", channel="sms", agent=agent, token_hash=token_hash("t" * 20)
+    )
+    message_receive(adapter, {"message_id": "m1", "from": "0412345678", "body": "hello"})
+    message_receive(adapter, {"message_id": "m2", "from": "0412345678", "body": "again"})
+    timer_tick()
+    Delegation.objects.create(
+        manager=Agent.objects.get(agent_id="reggie"),
+        worker=agent,
+        call=call,
+        task=f.AgentTaskFactory(agent=agent, title="delegated"),
+        thread=Thread.objects.create(agent=agent, title="delegated"),
+        depth=1,
+        instructions="check the bus",
+    )
+    LearningCard.objects.create(
+        agent=agent, tool_id=tool.tool_id, lesson="use the bus", due_at="2030-01-01T00:00:00Z"
+    )
 
     AgentSupervisor.objects.create(
         agent=agent, control_url="http://127.0.0.1:8765", token_encrypted="x"

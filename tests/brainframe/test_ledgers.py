@@ -36,7 +36,7 @@ from brainframe.models import (
     Turn,
 )
 from brainframe.services.cards import Schedule, card_review, cards_review_due, sm2
-from brainframe.services.conversations import token_hash
+from brainframe.services.channels import token_hash
 from brainframe.services.ledger import ledgers_verify, thread_verify
 from tests import factories as f
 from tests.signing import SignedClient
@@ -546,3 +546,21 @@ def test_a_rejection_with_a_lesson_becomes_a_card_graded_by_later_calls(
     card_review(card, 1, now=day0 + timedelta(days=2))
     assert (card.repetitions, card.interval_days) == (0, 1)
     assert len(card.reviews) == 2
+
+
+def test_the_minute_timer_is_kept_as_hourly_aggregates(db: None) -> None:
+    from brainframe.jobs import job_run
+    from brainframe.models import TimerTicks
+    from brainframe.services.ledger import timer_tick
+
+    base = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=5)
+
+    for minute in (0, 1, 59):
+        timer_tick(base + timedelta(minutes=minute, seconds=3))
+    timer_tick(base + timedelta(hours=1, seconds=1))
+    rows = list(TimerTicks.objects.order_by("hour").values_list("hour", "ticks"))
+    assert rows == [(base, 3), (base + timedelta(hours=1), 1)]
+    assert TimerTicks.objects.get(hour=base).last_at == base + timedelta(minutes=59, seconds=3)
+    # The beat's minute job counts its tick.
+    result = job_run(name="hook_timer")
+    assert result["tick"] >= 1

@@ -83,6 +83,9 @@ def test_tools_cover_the_six_categories_with_the_seed_defaults(seeded: None) -> 
         if tool.execution_mode == "disabled":
             continue
         expected = "auto" if tool.risk_level == "read" else "review"
+        if tool.tool_id == "agents.delegate":
+            # It only hands a task on: every call the worker makes is governed on its own.
+            expected = "auto"
         assert tool.execution_mode == expected, tool.tool_id
         assert json_schema_errors(tool.input_schema, require_object=True) == [], tool.tool_id
         assert json_schema_errors(tool.output_schema, require_object=False) == [], tool.tool_id

@@ -27,7 +27,7 @@ from django.conf import settings
 from google.protobuf.json_format import ParseDict
 from google.protobuf.struct_pb2 import Struct
 
-from brainframe.models import Agent, AgentTask, OriginRegistry
+from brainframe.models import Agent, AgentTask, LedgerEvent, OriginRegistry
 from brainframe.services.credentials import agent_credential_issue, agent_token_issue
 from brainframe.services.seed import seed_brainframe
 from rabs.devstack import free_port, start_daphne, wait_until_up
@@ -124,6 +124,10 @@ def test_send_message_hands_henry_a_task_he_runs(server: str, world: dict[str, A
     origin = OriginRegistry.objects.get(pk=stored.o_tag_id)
     assert origin.origin_type == "a2a" and origin.registered_by_id == "reggie-voice"
     assert task.context_id == str(origin.id)
+    # The message is kept in the events ledger as it arrived, with its O-Tag.
+    kept = LedgerEvent.objects.get(origin=origin)
+    assert (kept.kind, kept.channel, kept.adapter) == ("a2a", "a2a", "reggie-voice")
+    assert "Hiace 2" in kept.text
 
     # Henry runs it through the broker, as any task.
     for step, body in (("claim", {}), ("complete", {"result": {"tyres": "ok"}})):

@@ -122,6 +122,12 @@ def test_tools_list_is_exactly_the_agents_own(server: str, world: dict[str, Any]
         "rabs.discover",
         "loop.enable_hook",
         "loop.hook_state",
+        "ledger.turn_start",
+        "ledger.turn",
+        "ledger.turn_note",
+        "ledger.turn_complete",
+        "ledger.compact",
+        "ledger.thread_context",
     }
     assert set(reggies) != set(henrys)  # never another agent's
     read = henrys["roster.shift.read"]
@@ -485,3 +491,47 @@ def test_an_imported_upstream_tool_is_called_over_mcp_and_audited(
     assert result.structured_content["target"]["datetime"].endswith("23:30:00+00:00")
     call = ToolCall.objects.get(requested_tool_id="time.convert_time")
     assert call.face == "mcp" and call.outcome == "succeeded" and call.outcome_hash
+
+
+def test_turns_over_mcp(server: str, world: dict[str, Any]) -> None:
+    """The agents ledger over MCP answers as its REST endpoints: a turn started, noted,
+    completed with a call of the agent's own, compacted; another agent's turn is not found."""
+    token = world["henry_token"]
+    started = _call(
+        server, token, "ledger.turn_start", {"text": "check the roster", "title": "mcp"}
+    )
+    assert not started.is_error, started
+    turn = started.structured_content
+    assert turn["status"] == "open" and turn["messages"][0]["content"] == "check the roster"
+    noted = _call(server, token, "ledger.turn_note", {"turn_id": turn["turn_id"], "content": "ok"})
+    assert [m["role"] for m in noted.structured_content["messages"]] == ["user", "agent"]
+    _call(server, token, "roster.shift.read", {"date_from": "2026-03-02", "date_to": "2026-03-03"})
+    from brainframe.models import ToolCall
+
+    latest = ToolCall.objects.filter(agent_id="henry").order_by("-seq").first()
+    assert latest is not None and latest.requested_tool_id == "roster.shift.read"
+    call_id = str(latest.pk)
+    done = _call(
+        server,
+        token,
+        "ledger.turn_complete",
+        {"turn_id": turn["turn_id"], "answer": "all covered", "tool_calls": [call_id]},
+    )
+    assert done.structured_content["status"] == "completed"
+    assert done.structured_content["tool_calls"] == [call_id]
+    again = _call(server, token, "ledger.turn_complete", {"turn_id": turn["turn_id"], "answer": ""})
+    assert again.is_error and again.structured_content["code"] == "turn_closed"
+    compacted = _call(
+        server,
+        token,
+        "ledger.compact",
+        {"thread": turn["thread"], "summary": "roster checked",
+         "summarised_through": turn["turn_id"]},
+    )  # fmt: skip
+    assert compacted.structured_content["turn_type"] == "compaction"
+    context = _call(server, token, "ledger.thread_context", {"thread": turn["thread"]})
+    assert context.structured_content["summary"] == "roster checked"
+    theirs = _call(server, world["reggie_token"], "ledger.turn", {"turn_id": turn["turn_id"]})
+    assert theirs.is_error and theirs.structured_content["code"] == "unknown_turn"
+    bad = _call(server, token, "ledger.turn", {"turn_id": "nope"})
+    assert bad.is_error and bad.structured_content["field"] == "turn_id"
