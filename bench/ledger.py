@@ -4,10 +4,13 @@
 
 In a database of its own (``rabs_bench_ledger``, migrated at start and dropped at the end).
 
-- **append**: a turn with 5 tool calls, as the agent writes it: ``turn_begin`` (the turn and its
-  query message), then ``turn_finish`` (the answer message, the 5 call ids checked as the
-  agent's own, the turn sealed with its Merkle hash, its events kept). ``--turns`` turns, one
-  thread, one at a time; p50 / p99 of each part and of the whole.
+- **floor**: one committed single-row INSERT, the same number of times: what any durable write
+  costs on this machine in this run.
+- **append**: a turn with 5 tool calls appended whole (``turn_append``: query, a note, the 5
+  call ids checked as the agent's own, the answer, sealed with its Merkle hash, its event kept:
+  two statements); and as the agent service writes it while it works: ``turn_begin`` (the turn
+  and its query), then ``turn_finish`` (the answer, the calls, the seal). ``--turns`` turns each,
+  one thread, one at a time; p50 / p95 / p99.
 - **inbound**: an SMS through ``message_receive`` (events ledger row, O-Tag, Guardian, session,
   turn, task), for the same count.
 - **view**: a thread of ``--thread-turns`` turns (2 messages and 5 tool calls each, the calls
@@ -64,13 +67,49 @@ def _calls(agent: Any, n: int) -> list[uuid.UUID]:
     return ids
 
 
+def floor(n: int) -> None:
+    """What one committed single-row INSERT costs on this machine in the same run: the floor
+    under any durable write."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial, note text)")
+    times: list[float] = []
+    for i in range(n + 50):
+        started = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute("INSERT INTO bench_floor (note) VALUES (%s)", ["x"])
+        if i >= 50:
+            times.append((time.perf_counter() - started) * 1000)
+    print(f"the floor: one committed single-row INSERT (autocommit), {n}:")
+    _line("INSERT + commit", times)
+
+
 def append(turns: int) -> None:
     from brainframe.models import Agent, Tool
-    from brainframe.services.conversations import turn_begin, turn_finish
+    from brainframe.services.conversations import turn_append, turn_begin, turn_finish
 
     Tool.objects.filter(tool_id="roster.shift.read").update(execution_mode="auto")
     agent = Agent.objects.get(agent_id="henry")
     calls = _calls(agent, 5)
+    appended: list[float] = []
+    thread = None
+    for i in range(turns + 50):
+        started = time.perf_counter()
+        turn = turn_append(
+            agent=agent,
+            text=f"question {i}",
+            notes=["looked it up"],
+            answer=f"answer {i}",
+            tool_calls=calls,
+            thread_id=thread,
+            title="bench",
+        )
+        if i >= 50:
+            appended.append((time.perf_counter() - started) * 1000)
+        thread = turn.thread_id
+    print(f"a turn with 5 tool calls appended whole, {turns} turns in one thread:")
+    _line("turn_append", appended)
     opened: list[float] = []
     finished: list[float] = []
     whole: list[float] = []
@@ -86,7 +125,7 @@ def append(turns: int) -> None:
             opened.append((middle - started) * 1000)
             finished.append((ended - middle) * 1000)
             whole.append((ended - started) * 1000)
-    print(f"a turn with 5 tool calls, {turns} turns in one thread:")
+    print(f"a turn with 5 tool calls written as the agent works, {turns} turns:")
     _line("open (turn + query message)", opened)
     _line("complete (answer, 5 calls, seal)", finished)
     _line("whole turn", whole)
@@ -177,6 +216,7 @@ def main() -> None:
         from brainframe.services.seed import seed_brainframe
 
         seed_brainframe()
+        floor(args.turns)
         append(args.turns)
         inbound(args.turns)
         view(args.thread_turns, args.views)

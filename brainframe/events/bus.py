@@ -211,9 +211,15 @@ def append_events(events: Sequence[Event], at: datetime | None = None) -> int:
         cursor.execute(
             "SELECT brainframe_append_events(%s::jsonb)", [json.dumps(rows, default=str)]
         )
-        for projector in _projectors:
-            projector(rows)
+        projectors_run(rows)
     return len(rows)
+
+
+def projectors_run(rows: list[dict[str, Any]]) -> None:
+    """Keep the views current from ``rows`` just appended (by ``append_events`` or by a
+    statement that appended them itself), in the appending transaction."""
+    for projector in _projectors:
+        projector(rows)
 
 
 def event_log_rows(events: Sequence[Event], at: datetime | None = None) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ and hands it to the adapter's agent in the session ``agent:<agent>:<channel>:<ad
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +30,6 @@ from brainframe.events import (
     Compacted,
     Event,
     MessageReceived,
-    TurnEnded,
-    TurnStarted,
     emit,
 )
 from brainframe.models import (
@@ -52,6 +51,7 @@ from brainframe.services.indexing import classify_origin_after_commit
 from brainframe.services.ledger import (
     LedgerRefusal,
     ledger_event_append,
+    ledger_unit,
     normalise_address,
     person_resolve,
 )
@@ -61,8 +61,10 @@ from brainframe.services.turns import (
     compaction_write,
     thread_create,
     turn_complete,
+    turn_ended_event,
     turn_interrupt,
     turn_open,
+    turn_record,
 )
 
 # --- sessions and queue modes -------------------------------------------------------------------
@@ -124,30 +126,6 @@ def _task_for_turn(turn: Turn, *, title: str, text: str) -> AgentTask:
     return task
 
 
-def turn_started_event(turn: Turn) -> TurnStarted:
-    return TurnStarted(
-        turn_id=str(turn.pk),
-        thread_id=str(turn.thread_id),
-        agent_id=turn.agent_id,
-        seq=turn.seq,
-        session_id=str(turn.session_id) if turn.session_id else None,
-        o_tag=str(turn.origin_id) if turn.origin_id else None,
-    )
-
-
-def _turn_ended(turn: Turn) -> TurnEnded:
-    return TurnEnded(
-        turn_id=str(turn.pk),
-        thread_id=str(turn.thread_id),
-        agent_id=turn.agent_id,
-        seq=turn.seq,
-        status=turn.status,
-        session_id=str(turn.session_id) if turn.session_id else None,
-        o_tag=str(turn.origin_id) if turn.origin_id else None,
-        tool_calls=len(turn.tool_calls),
-    )
-
-
 def _session_turn(
     session: Session, query: list[MessageSpec], origin: OriginRegistry | None
 ) -> tuple[Turn, list[Event]]:
@@ -166,7 +144,7 @@ def _session_turn(
         title=f"Answer {who} on {session.channel}",
         text="\n\n".join(spec.content for spec in query),
     )
-    return turn, [turn_started_event(turn)]
+    return turn, []  # its conversation:turn_started is written with it
 
 
 def _open_turn(session: Session) -> Turn | None:
@@ -200,7 +178,7 @@ def deliver(
                 status=AgentTask.Status.CANCELLED, failure_reason="interrupted by a newer message"
             )
         turn, events = _session_turn(session, [spec], origin)
-        return "interrupt", turn, [_turn_ended(current), *events]
+        return "interrupt", turn, [turn_ended_event(current), *events]
     QueuedMessage.objects.create(
         session=session,
         event=spec.event,
@@ -331,6 +309,25 @@ def message_receive(adapter: ChannelAdapter, payload: Any) -> MessageResult:
 # --- turns the agent writes ---------------------------------------------------------------------
 
 
+def _thread_and_task(
+    agent: Agent, thread_id: uuid.UUID | None, title: str, task_id: uuid.UUID | None
+) -> tuple[Thread, AgentTask | None]:
+    """The agent's task (if named) and thread: the one named (checked as the agent's when its
+    turn is written) or a new one."""
+    task = None
+    if task_id is not None:
+        task = AgentTask.objects.filter(pk=task_id, agent=agent).first()
+        if task is None:
+            raise LedgerRefusal(404, "unknown_task", "no such task in your inbox", field="task_id")
+    if thread_id is not None:
+        return Thread(pk=thread_id, agent=agent), task
+    return thread_create(agent=agent, title=title or (task.title if task else "")), task
+
+
+def _origin_of(task: AgentTask | None) -> OriginRegistry | None:
+    return OriginRegistry(pk=task.o_tag_id) if task is not None and task.o_tag_id else None
+
+
 def turn_begin(
     *,
     agent: Agent,
@@ -342,37 +339,59 @@ def turn_begin(
 ) -> Turn:
     """A turn the agent starts itself (a task it works on, a scheduled job): in ``thread_id``
     (one of its own) or a new thread; the task's O-Tag is the turn's."""
-    task = None
-    if task_id is not None:
-        task = AgentTask.objects.filter(pk=task_id, agent=agent).first()
-        if task is None:
-            raise LedgerRefusal(404, "unknown_task", "no such task in your inbox", field="task_id")
-    with transaction.atomic():
-        if thread_id is not None:
-            thread = Thread.objects.filter(pk=thread_id, agent=agent).first()
-            if thread is None:
-                raise LedgerRefusal(404, "unknown_thread", "no such thread of yours", "thread")
-        else:
-            thread = thread_create(agent=agent, title=title or (task.title if task else ""))
-        turn = turn_open(
+    with ledger_unit():
+        thread, task = _thread_and_task(agent, thread_id, title, task_id)
+        return turn_open(
             thread=thread,
             agent=agent,
             query=[MessageSpec("user", text, author=f"agent:{agent.agent_id}")],
-            origin=task.o_tag if task else None,
+            origin=_origin_of(task),
             task=task,
             channel_context=channel_context(channel) if channel else {},
         )
-        emit(turn_started_event(turn))
-    return turn
+
+
+def turn_append(
+    *,
+    agent: Agent,
+    text: str,
+    answer: str,
+    tool_calls: list[uuid.UUID],
+    notes: list[str] | None = None,
+    thread_id: uuid.UUID | None = None,
+    title: str = "",
+    task_id: uuid.UUID | None = None,
+    channel: str = "",
+) -> Turn:
+    """A whole turn the agent records once it is over: its query, its notes, the tool calls it
+    made, the answer (``turn_record``)."""
+    author = f"agent:{agent.agent_id}"
+    # In a thread of the agent's: no transaction of its own (turn_record's write is one
+    # statement). A new thread is made in the same transaction as its first turn.
+    with ledger_unit() if thread_id is None else nullcontext():
+        thread, task = _thread_and_task(agent, thread_id, title, task_id)
+        return turn_record(
+            thread=thread,
+            agent=agent,
+            query=[
+                MessageSpec("user", text, author=author),
+                *(MessageSpec("agent", note, author=author) for note in notes or ()),
+            ],
+            answer=answer,
+            tool_calls=tool_calls,
+            origin=_origin_of(task),
+            task=task,
+            channel_context=channel_context(channel) if channel else {},
+        )
 
 
 def turn_finish(
     *, turn_id: uuid.UUID, agent: Agent, answer: str, tool_calls: list[uuid.UUID]
 ) -> Turn:
     """The agent's answer: the turn sealed, then whatever its session held opens the next."""
-    with transaction.atomic():
+    with ledger_unit():
         turn = turn_complete(turn_id=turn_id, agent=agent, answer=answer, tool_calls=tool_calls)
-        events: list[Event] = [_turn_ended(turn)]
+        events: list[Event] = []  # its conversation:turn_ended is written with it
         if turn.session_id:
             session = (
                 Session.objects.select_for_update(of=("self",))

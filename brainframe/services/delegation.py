@@ -11,7 +11,6 @@ from django.db import transaction
 
 from brainframe.events import Delegated, emit
 from brainframe.models import Agent, AgentTask, Delegation, ToolCall, Turn
-from brainframe.services.conversations import turn_started_event
 from brainframe.services.ledger import LedgerRefusal
 from brainframe.services.turns import MessageSpec, thread_create, turn_open
 
@@ -106,7 +105,6 @@ def delegate(*, call_id: uuid.UUID, arguments: dict[str, Any]) -> dict[str, Any]
                 thread_id=str(thread.pk),
                 call_id=str(call.pk),
             ),
-            turn_started_event(turn),
         )
     return {
         "delegation_id": str(delegation.pk),

@@ -19,10 +19,12 @@ import hashlib
 import json
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from brainframe.models import (
@@ -46,6 +48,21 @@ class LedgerRefusal(Exception):
     def __init__(self, status: int, code: str, detail: str, field: str | None = None) -> None:
         super().__init__(detail)
         self.status, self.code, self.detail, self.field = status, code, detail, field
+
+
+@contextmanager
+def ledger_unit() -> Iterator[None]:
+    """One transaction for a ledger write: its own, or part of the caller's without a savepoint
+    (two round trips fewer). A refusal is raised before anything is written, so when the unit is
+    part of the caller's transaction, that transaction goes on usable."""
+    nested = connection.in_atomic_block
+    try:
+        with transaction.atomic(savepoint=False):
+            yield
+    except LedgerRefusal:
+        if nested:
+            transaction.set_rollback(False)
+        raise
 
 
 def _sha(value: Any) -> str:
@@ -256,7 +273,7 @@ def turn_hash(row: dict[str, Any], message_hashes: list[str]) -> str:
     )
 
 
-_TURN_FIELDS = (
+TURN_FIELDS = (
     "id",
     "thread_id",
     "seq",
@@ -292,7 +309,7 @@ def _seal(turn: Turn, status: str) -> Turn:
     change)."""
     turn.status = status
     turn.completed_at = timezone.now()
-    row = {f: getattr(turn, f) for f in _TURN_FIELDS if f != "row_hash"}
+    row = {f: getattr(turn, f) for f in TURN_FIELDS if f != "row_hash"}
     # jsonb round trip, as verification will read it
     row["channel_context"] = json.loads(json.dumps(turn.channel_context, default=str))
     hashes = list(
@@ -331,7 +348,7 @@ def thread_verify(thread_id: uuid.UUID) -> list[str]:
             )
         messages.setdefault(m["turn_id"], []).append(recomputed)
     expected_parent, seq = GENESIS, 0
-    for row in Turn.objects.filter(thread_id=thread_id).order_by("seq").values(*_TURN_FIELDS):
+    for row in Turn.objects.filter(thread_id=thread_id).order_by("seq").values(*TURN_FIELDS):
         where = f"thread {thread_id} turn {row['seq']} (id {row['id']})"
         if row["seq"] != seq + 1:
             problems.append(f"{where}: sequence jumps from {seq}")

@@ -4,14 +4,23 @@ their Merkle hash: ``brainframe.services.ledger``), and what a thread shows the 
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from brainframe.events import (
+    Event,
+    TurnEnded,
+    TurnStarted,
+    event_log_rows,
+    projectors_run,
+    publish_after_commit,
+)
 from brainframe.models import (
     Agent,
     AgentTask,
@@ -24,7 +33,15 @@ from brainframe.models import (
     ToolCall,
     Turn,
 )
-from brainframe.services.ledger import GENESIS, LedgerRefusal, _seal, message_hash
+from brainframe.services.ledger import (
+    GENESIS,
+    TURN_FIELDS,
+    LedgerRefusal,
+    _seal,
+    ledger_unit,
+    message_hash,
+    turn_hash,
+)
 
 # --- agents ledger: writing ---------------------------------------------------------------------
 
@@ -56,6 +73,65 @@ def thread_create(*, agent: Agent, title: str = "", parent: Thread | None = None
     return Thread.objects.create(agent=agent, title=title[:200], parent=parent)
 
 
+_OPEN_READ = """
+SELECT t.turns_count, t.head_id, h.row_hash,
+       EXISTS (SELECT 1 FROM ledger_turns o WHERE o.thread_id = t.id AND o.status = 'open')
+  FROM ledger_threads t LEFT JOIN ledger_turns h ON h.id = t.head_id
+ WHERE t.id = %s AND t.agent_id = %s
+   FOR UPDATE OF t
+"""
+
+# The turn, its messages and the thread's new head in one statement (the foreign keys are
+# checked at commit).
+_OPEN_WRITE = """
+WITH turn AS (
+    INSERT INTO ledger_turns (id, thread_id, seq, parent_id, parent_hash, turn_type, status,
+        agent_id, session_id, origin_id, task_id, channel_context, answer, tool_calls, summary,
+        started_at, completed_at, row_hash)
+    VALUES (%(id)s, %(thread_id)s, %(seq)s, %(parent_id)s, %(parent_hash)s, 'normal',
+        %(status)s, %(agent_id)s, %(session_id)s, %(origin_id)s, %(task_id)s,
+        %(channel_context)s::jsonb, %(answer)s, %(calls)s::uuid[], '', %(started_at)s,
+        %(completed_at)s, %(row_hash)s)
+), messages AS (
+    INSERT INTO ledger_messages (id, turn_id, seq, role, person_id, author, content, event_id,
+        created_at, content_hash)
+    SELECT r.id, r.turn_id, r.seq, r.role, r.person_id, r.author, r.content, r.event_id,
+        r.created_at, r.content_hash
+      FROM jsonb_to_recordset(%(messages)s::jsonb) AS r(id uuid, turn_id uuid, seq integer,
+        role text, person_id uuid, author text, content text, event_id uuid,
+        created_at timestamptz, content_hash text)
+), head AS (
+    UPDATE ledger_threads SET head_id = %(id)s, turns_count = turns_count + 1, updated_at = now()
+     WHERE id = %(thread_id)s RETURNING id
+)
+"""
+
+
+def _message_rows(
+    turn_id: uuid.UUID, first_seq: int, specs: list[MessageSpec]
+) -> list[dict[str, Any]]:
+    rows = []
+    for seq, spec in enumerate(specs, start=first_seq):
+        row: dict[str, Any] = {
+            "turn_id": turn_id,
+            "seq": seq,
+            "role": spec.role,
+            "person_id": spec.person.pk if spec.person else None,
+            "author": spec.author,
+            "content": spec.content,
+            "event_id": spec.event.pk if spec.event else None,
+            "created_at": timezone.now(),
+        }
+        row["content_hash"] = message_hash(row)
+        row["id"] = uuid.uuid4()
+        rows.append(row)
+    return rows
+
+
+def _as_json(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
 def turn_open(
     *,
     thread: Thread,
@@ -67,45 +143,83 @@ def turn_open(
     channel_context: dict[str, Any] | None = None,
 ) -> Turn:
     """Open the thread's next turn with its query. Refused while another turn of the thread is
-    open (``turn_in_progress``)."""
-    with transaction.atomic():
-        thread = Thread.objects.select_for_update().get(pk=thread.pk)
-        if Turn.objects.filter(thread=thread, status=Turn.Status.OPEN).exists():
+    open (``turn_in_progress``). Two statements: the thread locked and read, then the turn, its
+    messages, the thread's head and its ``conversation:turn_started`` event written together."""
+    with ledger_unit(), connection.cursor() as cursor:
+        cursor.execute(_OPEN_READ, [thread.pk, agent.pk])
+        found = cursor.fetchone()
+        if found is None:
+            raise LedgerRefusal(404, "unknown_thread", "no such thread of yours", field="thread")
+        count, head_id, head_hash, busy = found
+        if busy:
             raise LedgerRefusal(
                 409, "turn_in_progress", "the thread has a turn in progress", field="thread"
             )
-        parent = thread.head
-        turn = Turn.objects.create(
-            thread=thread,
-            seq=thread.turns_count + 1,
-            parent=parent,
-            parent_hash=parent.row_hash if parent is not None else GENESIS,
+        turn = Turn(
+            id=uuid.uuid4(),
+            thread_id=thread.pk,
+            seq=count + 1,
+            parent_id=head_id,
+            parent_hash=head_hash or GENESIS,
             agent=agent,
             session=session,
             origin=origin,
             task=task,
             channel_context=channel_context or {},
+            started_at=timezone.now(),
+            status=Turn.Status.OPEN.value,
+            tool_calls=[],
         )
-        for seq, spec in enumerate(query, start=1):
-            _message_write(turn, seq, spec)
-        Thread.objects.filter(pk=thread.pk).update(head=turn, turns_count=F("turns_count") + 1)
+        turn._state.adding, turn._state.db = False, "default"
+        _write(
+            cursor,
+            _OPEN_WRITE,
+            _turn_params(turn, _message_rows(turn.pk, 1, query)),
+            [turn_started_event(turn)],
+        )
     return turn
+
+
+def _turn_params(turn: Turn, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": turn.pk,
+        "thread_id": turn.thread_id,
+        "seq": turn.seq,
+        "parent_id": turn.parent_id,
+        "parent_hash": turn.parent_hash,
+        "status": str(turn.status),
+        "agent_id": turn.agent_id,
+        "session_id": turn.session_id,
+        "origin_id": turn.origin_id,
+        "task_id": turn.task_id,
+        "channel_context": _as_json(turn.channel_context),
+        "answer": turn.answer,
+        "calls": [str(c) for c in turn.tool_calls],
+        "started_at": turn.started_at,
+        "completed_at": turn.completed_at,
+        "row_hash": turn.row_hash,
+        "messages": _as_json(messages),
+    }
 
 
 def _open_turn_for(turn_id: uuid.UUID, agent: Agent) -> Turn:
     turn = Turn.objects.select_for_update().filter(pk=turn_id, agent=agent).first()
     if turn is None:
         raise LedgerRefusal(404, "unknown_turn", "no such turn of yours", field="turn")
-    if turn.status == Turn.Status.INTERRUPTED:
+    _check_open(turn.status)
+    return turn
+
+
+def _check_open(status: str) -> None:
+    if status == Turn.Status.INTERRUPTED:
         raise LedgerRefusal(
             409,
             "turn_interrupted",
             "a newer message interrupted this turn; answer the turn that replaced it",
             field="turn",
         )
-    if turn.status != Turn.Status.OPEN:
+    if status != Turn.Status.OPEN:
         raise LedgerRefusal(409, "turn_closed", "the turn is already complete", field="turn")
-    return turn
 
 
 def message_add(*, turn_id: uuid.UUID, agent: Agent, spec: MessageSpec) -> Message:
@@ -134,17 +248,233 @@ def _tool_calls_of(agent: Agent, call_ids: list[uuid.UUID]) -> list[uuid.UUID]:
     return unique
 
 
+_COMPLETE_READ = """
+SELECT tr.thread_id, tr.seq, tr.parent_hash, tr.turn_type, tr.status, tr.origin_id,
+       tr.channel_context, tr.session_id, tr.task_id, tr.started_at,
+       (SELECT coalesce(array_agg(m.content_hash ORDER BY m.seq), '{}')
+          FROM ledger_messages m WHERE m.turn_id = tr.id),
+       (SELECT coalesce(array_agg(c.id), '{}') FROM tool_calls c
+         WHERE c.id = ANY(%(calls)s::uuid[]) AND c.agent_id = %(agent_id)s)
+  FROM ledger_turns tr
+ WHERE tr.id = %(id)s AND tr.agent_id = %(agent_id)s
+   FOR UPDATE OF tr
+"""
+
+_COMPLETE_WRITE = """
+WITH messages AS (
+    INSERT INTO ledger_messages (id, turn_id, seq, role, person_id, author, content, event_id,
+        created_at, content_hash)
+    SELECT r.id, r.turn_id, r.seq, r.role, r.person_id, r.author, r.content, r.event_id,
+        r.created_at, r.content_hash
+      FROM jsonb_to_recordset(%(messages)s::jsonb) AS r(id uuid, turn_id uuid, seq integer,
+        role text, person_id uuid, author text, content text, event_id uuid,
+        created_at timestamptz, content_hash text)
+), head AS (
+    UPDATE ledger_turns SET status = 'completed', completed_at = %(completed_at)s,
+           answer = %(answer)s, tool_calls = %(calls)s::uuid[], row_hash = %(row_hash)s
+     WHERE id = %(id)s RETURNING id
+)
+"""
+
+
+def _write(cursor: Any, ctes: str, params: dict[str, Any], events: list[Event]) -> None:
+    """Run the write (CTEs ending in ``head``) and append its events in the same statement;
+    the views follow in this transaction, the board hears of them after the commit."""
+    rows = event_log_rows(events)
+    cursor.execute(
+        ctes + "SELECT brainframe_append_events(%(events)s::jsonb) FROM head",
+        {**params, "events": json.dumps(rows, default=str)},
+    )
+    projectors_run(rows)
+    publish_after_commit(*events)
+
+
+def turn_started_event(turn: Turn) -> TurnStarted:
+    return TurnStarted(
+        turn_id=str(turn.pk),
+        thread_id=str(turn.thread_id),
+        agent_id=turn.agent_id,
+        seq=turn.seq,
+        session_id=str(turn.session_id) if turn.session_id else None,
+        o_tag=str(turn.origin_id) if turn.origin_id else None,
+    )
+
+
+def turn_ended_event(turn: Turn) -> TurnEnded:
+    return TurnEnded(
+        turn_id=str(turn.pk),
+        thread_id=str(turn.thread_id),
+        agent_id=turn.agent_id,
+        seq=turn.seq,
+        status=turn.status,
+        session_id=str(turn.session_id) if turn.session_id else None,
+        o_tag=str(turn.origin_id) if turn.origin_id else None,
+        tool_calls=len(turn.tool_calls),
+    )
+
+
 def turn_complete(
     *, turn_id: uuid.UUID, agent: Agent, answer: str, tool_calls: list[uuid.UUID]
 ) -> Turn:
-    """Seal an open turn with its answer and the tool calls it made (the agent's own calls)."""
-    with transaction.atomic():
-        turn = _open_turn_for(turn_id, agent)
-        turn.tool_calls = _tool_calls_of(agent, tool_calls)
-        turn.answer = answer
-        if answer:
-            _message_append(turn, MessageSpec("answer", answer, author=f"agent:{agent.agent_id}"))
-        return _seal(turn, Turn.Status.COMPLETED)
+    """Seal an open turn with its answer and the tool calls it made (the agent's own calls).
+    Two statements: the turn locked and read (with its messages' hashes and which of the calls
+    are the agent's), then the answer, the sealed turn and its ``conversation:turn_ended`` event
+    written together."""
+    calls = list(dict.fromkeys(tool_calls))
+    with ledger_unit(), connection.cursor() as cursor:
+        params: dict[str, Any] = {
+            "id": turn_id,
+            "agent_id": agent.pk,
+            "calls": [str(c) for c in calls],
+        }
+        cursor.execute(_COMPLETE_READ, params)
+        found = cursor.fetchone()
+        if found is None:
+            raise LedgerRefusal(404, "unknown_turn", "no such turn of yours", field="turn")
+        (thread_id, seq, parent_hash, turn_type, status, origin_id, context, session_id,
+         task_id, started_at, hashes, mine) = found  # fmt: skip
+        _check_open(status)
+        missing = [str(c) for c in calls if c not in set(mine)]
+        if missing:
+            raise LedgerRefusal(
+                400,
+                "unknown_tool_calls",
+                f"not tool calls of yours: {', '.join(missing[:5])}",
+                field="tool_calls",
+            )
+        turn = Turn(
+            id=turn_id,
+            thread_id=thread_id,
+            seq=seq,
+            parent_hash=parent_hash,
+            turn_type=turn_type,
+            status=Turn.Status.COMPLETED.value,
+            agent=agent,
+            origin_id=origin_id,
+            # jsonb comes back as text on Django's connection (JSONField parses it)
+            channel_context=json.loads(context) if isinstance(context, str) else context,
+            session_id=session_id,
+            task_id=task_id,
+            started_at=started_at,
+            answer=answer,
+            tool_calls=calls,
+            completed_at=timezone.now(),
+        )
+        turn._state.adding, turn._state.db = False, "default"
+        added = (
+            _message_rows(
+                turn_id,
+                len(hashes) + 1,
+                [MessageSpec("answer", answer, author=f"agent:{agent.agent_id}")],
+            )
+            if answer
+            else []
+        )
+        row = {f: getattr(turn, f) for f in TURN_FIELDS if f != "row_hash"}
+        turn.row_hash = turn_hash(row, [*hashes, *(m["content_hash"] for m in added)])
+        _write(
+            cursor,
+            _COMPLETE_WRITE,
+            {
+                "id": turn_id,
+                "messages": _as_json(added),
+                "completed_at": turn.completed_at,
+                "answer": answer,
+                "calls": [str(c) for c in calls],
+                "row_hash": turn.row_hash,
+            },
+            [turn_ended_event(turn)],
+        )
+    return turn
+
+
+def turn_record(
+    *,
+    thread: Thread,
+    agent: Agent,
+    query: list[MessageSpec],
+    answer: str,
+    tool_calls: list[uuid.UUID],
+    origin: OriginRegistry | None = None,
+    task: AgentTask | None = None,
+    channel_context: dict[str, Any] | None = None,
+) -> Turn:
+    """A whole turn at once (its query and notes, the tool calls it made, the answer), sealed as
+    it is written: for an agent that records a turn once it is over.
+
+    Two statements and no transaction of its own: a read (the thread's head, whether a turn is
+    open, which of the calls are the agent's), then one statement that moves the thread's head
+    only if it is still where the read found it and writes the turn, its messages and its
+    ``conversation:turn_ended`` event with it — all or nothing, as any single statement. Another
+    turn written in between: read again and retry."""
+    calls = list(dict.fromkeys(tool_calls))
+    said = list(query)
+    if answer:
+        said.append(MessageSpec("answer", answer, author=f"agent:{agent.agent_id}"))
+    for _attempt in range(5):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT * FROM brainframe_turn_head(%s, %s, %s::uuid[])",
+                [thread.pk, agent.pk, [str(c) for c in calls]],
+            )
+            found = cursor.fetchone()
+        if found is None:
+            raise LedgerRefusal(404, "unknown_thread", "no such thread of yours", field="thread")
+        count, head_id, head_hash, busy, mine = found
+        if busy:
+            raise LedgerRefusal(
+                409, "turn_in_progress", "the thread has a turn in progress", field="thread"
+            )
+        missing = [str(c) for c in calls if c not in set(mine)]
+        if missing:
+            raise LedgerRefusal(
+                400,
+                "unknown_tool_calls",
+                f"not tool calls of yours: {', '.join(missing[:5])}",
+                field="tool_calls",
+            )
+        now = timezone.now()
+        turn = Turn(
+            id=uuid.uuid4(),
+            thread_id=thread.pk,
+            seq=count + 1,
+            parent_id=head_id,
+            parent_hash=head_hash or GENESIS,
+            agent=agent,
+            origin=origin,
+            task=task,
+            channel_context=channel_context or {},
+            started_at=now,
+            completed_at=now,
+            status=Turn.Status.COMPLETED.value,
+            answer=answer,
+            tool_calls=calls,
+        )
+        turn._state.adding, turn._state.db = False, "default"
+        messages = _message_rows(turn.pk, 1, said)
+        row = {f: getattr(turn, f) for f in TURN_FIELDS if f != "row_hash"}
+        turn.row_hash = turn_hash(row, [m["content_hash"] for m in messages])
+        events = [turn_ended_event(turn)]
+        rows = event_log_rows(events)
+        # One statement, atomic on its own (migration 0031): the head moves only if it is still
+        # where the read found it and no turn is open; then the turn, its messages, its event.
+        document = {
+            **_turn_params(turn, messages),
+            "channel_context": turn.channel_context,
+            "messages": messages,
+            "expected": count,
+            "events": rows,
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT brainframe_record_turn(%s::jsonb)", [json.dumps(document, default=str)]
+            )
+            written = bool(cursor.fetchone()[0])
+        if written:
+            projectors_run(rows)
+            publish_after_commit(*events)
+            return turn
+    raise LedgerRefusal(409, "thread_busy", "the thread kept changing; try again", field="thread")
 
 
 def turn_interrupt(turn: Turn, *, by: Turn | None = None) -> Turn:

@@ -17,7 +17,13 @@ from rest_framework.response import Response
 
 from brainframe.models import Thread, Turn
 from brainframe.services.channels import adapter_authenticate
-from brainframe.services.conversations import compact, message_receive, turn_begin, turn_finish
+from brainframe.services.conversations import (
+    compact,
+    message_receive,
+    turn_append,
+    turn_begin,
+    turn_finish,
+)
 from brainframe.services.ledger import LedgerRefusal
 from brainframe.services.turns import MessageSpec, message_add, thread_context, turn_as_dict
 
@@ -50,6 +56,32 @@ class TurnsView(AgentAPIView):
             turn = turn_begin(
                 agent=agent,
                 text=data["text"],
+                thread_id=data.get("thread"),
+                title=data.get("title", ""),
+                task_id=data.get("task_id"),
+                channel=data.get("channel", ""),
+            )
+        except LedgerRefusal as exc:
+            raise _refused(exc) from exc
+        return Response(turn_as_dict(_turn(turn.pk, agent)), status=201)
+
+
+class TurnRecordView(AgentAPIView):
+    @extend_schema(
+        request=s.TurnRecordSerializer,
+        responses={201: s.TurnAnswerSerializer},
+        summary="Record a whole turn once it is over: query, notes, tool calls, answer",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.valid(s.TurnRecordSerializer, request.data)
+        agent = self.agent(request)
+        try:
+            turn = turn_append(
+                agent=agent,
+                text=data["text"],
+                answer=data["answer"],
+                tool_calls=list(data.get("tool_calls") or []),
+                notes=list(data.get("notes") or []),
                 thread_id=data.get("thread"),
                 title=data.get("title", ""),
                 task_id=data.get("task_id"),

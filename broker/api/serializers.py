@@ -354,6 +354,17 @@ class TurnOpenSerializer(StrictSerializer):
     channel = serializers.ChoiceField(choices=["sms", "email", "chat"], required=False)
 
 
+class TurnRecordSerializer(TurnOpenSerializer):
+    """A whole turn, recorded once it is over: its query (``text``), the agent's notes, the tool
+    calls it made (the agent's own), the answer."""
+
+    answer = StrictCharField(max_length=100_000, allow_blank=True)
+    tool_calls = serializers.ListField(child=StrictUUIDField(), max_length=500, required=False)
+    notes = serializers.ListField(
+        child=StrictCharField(min_length=1, max_length=100_000), max_length=50, required=False
+    )
+
+
 class TurnMessageSerializer(StrictSerializer):
     """Something the agent says or notes during a turn, before its answer."""
 

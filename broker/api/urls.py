@@ -23,6 +23,7 @@ urlpatterns = [
     path("usage/", views.UsageView.as_view(), name="usage"),
     path("plans/events/", loop_views.PlanEventsView.as_view(), name="plan-events"),
     path("turns/", ledger_views.TurnsView.as_view(), name="turns"),
+    path("turns/record/", ledger_views.TurnRecordView.as_view(), name="turn-record"),
     path("turns/<uuid:turn_id>/", ledger_views.TurnDetailView.as_view(), name="turn"),
     path(
         "turns/<uuid:turn_id>/messages/",

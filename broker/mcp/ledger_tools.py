@@ -9,7 +9,7 @@ from typing import Any
 import mcp_types as types
 
 from brainframe.models import Agent, Thread, Turn
-from brainframe.services.conversations import compact, turn_begin, turn_finish
+from brainframe.services.conversations import compact, turn_append, turn_begin, turn_finish
 from brainframe.services.ledger import LedgerRefusal
 from brainframe.services.turns import MessageSpec, message_add, thread_context, turn_as_dict
 
@@ -49,6 +49,22 @@ TOOLS = [
             "task_id": _UUID,
         },
         ["text"],
+    ),
+    _tool(
+        "ledger.turn_record",
+        "Record a whole turn",
+        "Record a turn once it is over: its query (text), your notes, the ids of the tool calls "
+        "it made, your answer; sealed as it is written.",
+        {
+            "text": _TEXT,
+            "answer": {"type": "string", "maxLength": 100_000},
+            "tool_calls": {"type": "array", "items": _UUID, "maxItems": 500},
+            "notes": {"type": "array", "items": _TEXT, "maxItems": 50},
+            "thread": _UUID,
+            "title": {"type": "string", "maxLength": 200},
+            "task_id": _UUID,
+        },
+        ["text", "answer"],
     ),
     _tool(
         "ledger.turn",
@@ -138,6 +154,25 @@ def call(agent: Agent, name: str, arguments: dict[str, Any]) -> types.CallToolRe
             turn = turn_begin(
                 agent=agent,
                 text=_text(arguments, "text"),
+                thread_id=_uuid(arguments, "thread", required=False),
+                title=str(arguments.get("title", ""))[:200],
+                task_id=_uuid(arguments, "task_id", required=False),
+            )
+            return _turn_answer(turn.pk, agent)
+        if name == "ledger.turn_record":
+            notes = arguments.get("notes") or []
+            raw = arguments.get("tool_calls") or []
+            if not isinstance(notes, list) or not all(isinstance(n, str) and n for n in notes):
+                raise _Bad("notes")
+            if not isinstance(raw, list):
+                raise _Bad("tool_calls")
+            calls = [_uuid({"c": c}, "c") for c in raw]
+            turn = turn_append(
+                agent=agent,
+                text=_text(arguments, "text"),
+                answer=_text(arguments, "answer", blank=True),
+                tool_calls=[c for c in calls if c is not None],
+                notes=notes[:50],
                 thread_id=_uuid(arguments, "thread", required=False),
                 title=str(arguments.get("title", ""))[:200],
                 task_id=_uuid(arguments, "task_id", required=False),

@@ -564,3 +564,50 @@ def test_the_minute_timer_is_kept_as_hourly_aggregates(db: None) -> None:
     # The beat's minute job counts its tick.
     result = job_run(name="hook_timer")
     assert result["tick"] >= 1
+
+
+def test_a_whole_turn_recorded_at_once_joins_the_chain(
+    people: dict[str, Any], reggie: SignedClient, henry: SignedClient
+) -> None:
+    call = _call(reggie, "test.notes.read")
+    first = reggie.post(
+        "/api/v1/turns/record/",
+        {
+            "text": "Linh rang: is the bus booked?",
+            "notes": ["looked it up"],
+            "answer": "Yes, for 10 am.",
+            "tool_calls": [call["call_id"]],
+            "title": "a call",
+            "channel": "sms",
+        },
+    )
+    assert first.status_code == 201, first.content
+    body = first.json()
+    assert body["status"] == "completed" and body["hash"] and body["seq"] == 1
+    assert [m["role"] for m in body["messages"]] == ["user", "agent", "answer"]
+    assert body["channel_context"]["channel"] == "sms"
+    second = reggie.post(
+        "/api/v1/turns/record/",
+        {"text": "and the van?", "answer": "Not needed.", "thread": body["thread"]},
+    ).json()
+    assert second["seq"] == 2 and second["parent_hash"] == body["hash"]
+    assert ledgers_verify() == []
+    # Not another agent's calls, not another agent's thread, not while a turn is open.
+    theirs = _call(henry, "test.notes.read")
+    refused = reggie.post(
+        "/api/v1/turns/record/",
+        {"text": "x", "answer": "y", "tool_calls": [theirs["call_id"]]},
+    )
+    assert refused.status_code == 400 and refused.json()["field"] == "tool_calls"
+    assert (
+        henry.post(
+            "/api/v1/turns/record/", {"text": "x", "answer": "y", "thread": body["thread"]}
+        ).json()["code"]
+        == "unknown_thread"
+    )
+    reggie.post("/api/v1/turns/", {"text": "open", "thread": body["thread"]})
+    busy = reggie.post(
+        "/api/v1/turns/record/", {"text": "x", "answer": "y", "thread": body["thread"]}
+    )
+    assert busy.status_code == 409 and busy.json()["code"] == "turn_in_progress"
+    assert Turn.objects.filter(thread_id=body["thread"]).count() == 3  # nothing half-written

@@ -123,6 +123,7 @@ def test_tools_list_is_exactly_the_agents_own(server: str, world: dict[str, Any]
         "loop.enable_hook",
         "loop.hook_state",
         "ledger.turn_start",
+        "ledger.turn_record",
         "ledger.turn",
         "ledger.turn_note",
         "ledger.turn_complete",
@@ -533,5 +534,13 @@ def test_turns_over_mcp(server: str, world: dict[str, Any]) -> None:
     assert context.structured_content["summary"] == "roster checked"
     theirs = _call(server, world["reggie_token"], "ledger.turn", {"turn_id": turn["turn_id"]})
     assert theirs.is_error and theirs.structured_content["code"] == "unknown_turn"
+    whole = _call(
+        server,
+        token,
+        "ledger.turn_record",
+        {"text": "who drives?", "answer": "Bob", "tool_calls": [call_id], "notes": ["asked"]},
+    )
+    assert whole.structured_content["status"] == "completed"
+    assert [m["role"] for m in whole.structured_content["messages"]] == ["user", "agent", "answer"]
     bad = _call(server, token, "ledger.turn", {"turn_id": "nope"})
     assert bad.is_error and bad.structured_content["field"] == "turn_id"
