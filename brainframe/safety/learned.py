@@ -74,7 +74,7 @@ def fit(texts: list[str], labels: list[int]) -> dict[str, Any]:
     from scipy.sparse import hstack
     from sklearn.linear_model import LogisticRegression
 
-    char, word = _vectorizers()
+    char, word = (_limited(v, texts) for v in _vectorizers())
     features = hstack([char.fit_transform(texts), word.fit_transform(texts)]).tocsr()
     model = LogisticRegression(
         C=C, class_weight="balanced", solver="liblinear", random_state=0, max_iter=1000
@@ -87,6 +87,29 @@ def fit(texts: list[str], labels: list[int]) -> dict[str, Any]:
         "intercept": round(float(model.intercept_[0]), 6),
         "threshold": DEFAULT_THRESHOLD,
     }
+
+
+def _limited(vectorizer: Any, texts: list[str]) -> Any:
+    """``vectorizer`` with its vocabulary chosen as scikit-learn's ``max_features`` does (the
+    terms most frequent over the corpus, after ``min_df``), but with ties broken by the term's
+    place in alphabetical order: scikit-learn's own unstable sort breaks them differently on
+    CPUs with different vector instructions, so the same data gave different weights on
+    different machines."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    params = vectorizer.get_params()
+    limit = params.pop("max_features")
+    counter = CountVectorizer(
+        analyzer=params["analyzer"],
+        ngram_range=params["ngram_range"],
+        min_df=params["min_df"],
+        lowercase=params["lowercase"],
+    )
+    counts = counter.fit_transform(texts)
+    terms = counter.get_feature_names_out()  # alphabetical
+    totals = np.asarray(counts.sum(axis=0)).ravel()
+    chosen = np.argsort(-totals, kind="stable")[:limit]
+    return vectorizer.set_params(max_features=None, min_df=1, vocabulary=sorted(terms[chosen]))
 
 
 def _vocabulary(vectorizer: Any) -> list[str]:
