@@ -715,6 +715,22 @@ NOTES: list[dict[str, Any]] = [
     },
 ]
 
+#: The people agents deal with (docs/ledgers.md): name, relationship, the participant they act
+#: for, groups, and their identities (channel, address as stored: +61… numbers).
+PEOPLE: list[dict[str, Any]] = [
+    {"name": "Ruby Tran", "relationship": "participant", "groups": ["participants"],
+     "identities": [("sms", "+61400000101")]},
+    {"name": "Linh Tran", "relationship": "family", "acts_for": "Ruby Tran",
+     "groups": ["families"], "identities": [("sms", "+61400000102"),
+                                             ("email", "linh.tran@example.org")]},
+    {"name": "Marco Rossi", "relationship": "carer", "acts_for": "Ruby Tran",
+     "groups": ["carers"], "identities": [("sms", "+61400000103")]},
+    {"name": "Priya Nair", "relationship": "staff", "groups": ["coordinators"],
+     "identities": [("email", "priya.nair@rabs.example"), ("chat", "priya")]},
+    {"name": "Hills Bus Co", "relationship": "supplier", "groups": ["suppliers"],
+     "identities": [("email", "bookings@hillsbus.example")]},
+]  # fmt: skip
+
 #: (agent, title, status, priority, payload) — the board's example Kanban.
 TASKS: list[tuple[str, str, str, int, dict[str, Any]]] = [
     (HENRY, "Roster update for week 12", "todo", 70, {"week": "2026-W12"}),

@@ -117,6 +117,7 @@ def _seed_demo(created: Counter[str]) -> None:
         )[1]
 
     _seed_hooks(created)
+    _seed_people(created)
 
     for (
         bucket,
@@ -150,6 +151,28 @@ def _seed_hooks(created: Counter[str]) -> None:
                 proposed_by="demo data",
             )
             created["hooks"] += 1
+
+
+def _seed_people(created: Counter[str]) -> None:
+    """The demo people and their channel identities (kept as they are if already there)."""
+    from brainframe.models import ChannelIdentity, Person
+
+    by_name: dict[str, Person] = {}
+    for spec in demo_data.PEOPLE:
+        person, made = Person.objects.get_or_create(
+            name=spec["name"],
+            defaults={
+                "relationship": spec["relationship"],
+                "groups": spec["groups"],
+                "acts_for": by_name.get(spec.get("acts_for", "")),
+            },
+        )
+        by_name[person.name] = person
+        created["people"] += made
+        for channel, address in spec["identities"]:
+            ChannelIdentity.objects.get_or_create(
+                channel=channel, address=address, defaults={"person": person}
+            )
 
 
 def _create_missing(model: type[Model], key: str, rows: list[dict[str, Any]]) -> int:

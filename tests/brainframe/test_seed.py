@@ -140,3 +140,14 @@ def test_baseline_is_what_a_deployment_governs_with_and_nothing_of_the_demo() ->
     for table in ("prime_directives", "constitution_rules"):
         assert after[table] == baseline[table]
     assert Agent.objects.exists() and Tool.objects.exists()
+
+
+def test_demo_people_resolve_from_their_identities(seeded: None) -> None:
+    from brainframe.services.ledger import person_resolve
+
+    linh = person_resolve("sms", "0400 000 102")
+    assert linh is not None and linh.name == "Linh Tran" and linh.relationship == "family"
+    assert linh.acts_for is not None and linh.acts_for.name == "Ruby Tran"
+    assert person_resolve("email", "Linh <LINH.TRAN@example.org>") == linh
+    assert person_resolve("chat", "@Priya").name == "Priya Nair"  # type: ignore[union-attr]
+    assert person_resolve("sms", "+61 499 999 999") is None  # unknown
