@@ -95,6 +95,7 @@ def _limited(vectorizer: Any, texts: list[str]) -> Any:
     place in alphabetical order: scikit-learn's own unstable sort breaks them differently on
     CPUs with different vector instructions, so the same data gave different weights on
     different machines."""
+    # scikit-learn: only where the model is built (see _vectorizers).
     from sklearn.feature_extraction.text import CountVectorizer
 
     params = vectorizer.get_params()

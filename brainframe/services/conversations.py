@@ -64,8 +64,8 @@ from brainframe.services.turns import (
     turn_ended_event,
     turn_interrupt,
     turn_open,
-    turn_record,
 )
+from brainframe.services.whole_turns import turn_record
 
 # --- sessions and queue modes -------------------------------------------------------------------
 

@@ -28,11 +28,13 @@ from brainframe.models import (
     Agent,
     AgentNote,
     AgentTask,
+    ChannelIdentity,
     ConstitutionRule,
     ContextBucketDefinition,
     ContextBucketEntry,
     Hook,
     ModelPrice,
+    Person,
     PrimeDirective,
     Tool,
     ValidationPolicy,
@@ -155,8 +157,6 @@ def _seed_hooks(created: Counter[str]) -> None:
 
 def _seed_people(created: Counter[str]) -> None:
     """The demo people and their channel identities (kept as they are if already there)."""
-    from brainframe.models import ChannelIdentity, Person
-
     by_name: dict[str, Person] = {}
     for spec in demo_data.PEOPLE:
         person, made = Person.objects.get_or_create(

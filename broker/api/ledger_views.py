@@ -25,7 +25,8 @@ from brainframe.services.conversations import (
     turn_finish,
 )
 from brainframe.services.ledger import LedgerRefusal
-from brainframe.services.turns import MessageSpec, message_add, thread_context, turn_as_dict
+from brainframe.services.transcripts import thread_context, turn_as_dict
+from brainframe.services.turns import MessageSpec, message_add
 
 from ..errors import BrokerRefusal
 from . import serializers as s

@@ -39,6 +39,15 @@ class StrictCharField(serializers.CharField):
         return str(super().to_internal_value(data))
 
 
+class StrictFloatField(serializers.FloatField):
+    """A JSON number, and only a number: DRF would also take true/false and numeric strings."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictUUIDField(serializers.UUIDField):
     """A UUID written as a string (DRF would also take an integer)."""
 
@@ -220,9 +229,9 @@ class ObservationSerializer(StrictSerializer):
     pattern_type = serializers.RegexField(r"^[a-z][a-z0-9_]{0,59}$")
     observation = StrictCharField(max_length=4000)
     severity = serializers.IntegerField(min_value=1, max_value=5, default=1)
-    repeatable = serializers.FloatField(min_value=0.5, max_value=1.5, default=1.0)
+    repeatable = StrictFloatField(min_value=0.5, max_value=1.5, default=1.0)
     # Provenance (seed 001): how reliable the agent judges it, and where it came from.
-    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
+    confidence = StrictFloatField(min_value=0.0, max_value=1.0, default=1.0)
     source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=["session", "api", "scheduled", "person"], default="api"
     )
