@@ -102,6 +102,11 @@ def api_schema(live_server_url: str) -> Any:
 @pytest.fixture
 def henry() -> RabsHmac:
     seed_brainframe()
+    # Discovery embeds every tool's text on its first search (seconds on two cores, past the
+    # client's timeout): index them first, for the same reason as the model's warm-up above.
+    from brainframe.services.discovery import discovery_index
+
+    discovery_index()
     return RabsHmac("henry", agent_credential_issue(agent=Agent.objects.get(agent_id="henry")))
 
 
