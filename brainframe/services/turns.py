@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -21,6 +21,7 @@ from brainframe.events import (
     projectors_run,
     publish_after_commit,
 )
+from brainframe.events.conversations import TurnEvent
 from brainframe.models import (
     Agent,
     AgentTask,
@@ -30,7 +31,6 @@ from brainframe.models import (
     Person,
     Session,
     Thread,
-    ToolCall,
     Turn,
 )
 from brainframe.services.ledger import (
@@ -56,22 +56,23 @@ class MessageSpec:
 
 
 def _message_write(turn: Turn, seq: int, spec: MessageSpec) -> Message:
-    row: dict[str, Any] = {
-        "turn_id": turn.pk,
-        "seq": seq,
-        "role": spec.role,
-        "person_id": spec.person.pk if spec.person else None,
-        "author": spec.author,
-        "content": spec.content,
-        "event_id": spec.event.pk if spec.event else None,
-        "created_at": timezone.now(),
-    }
-    return Message.objects.create(content_hash=message_hash(row), **row)
+    return Message.objects.create(**_message_rows(turn.pk, seq, [spec])[0])
 
 
 def thread_create(*, agent: Agent, title: str = "", parent: Thread | None = None) -> Thread:
     return Thread.objects.create(agent=agent, title=title[:200], parent=parent)
 
+
+# A write's messages (``_message_rows``, as JSON), inserted by one statement.
+_MESSAGES_INSERT = """
+    INSERT INTO ledger_messages (id, turn_id, seq, role, person_id, author, content, event_id,
+        created_at, content_hash)
+    SELECT r.id, r.turn_id, r.seq, r.role, r.person_id, r.author, r.content, r.event_id,
+        r.created_at, r.content_hash
+      FROM jsonb_to_recordset(%(messages)s::jsonb) AS r(id uuid, turn_id uuid, seq integer,
+        role text, person_id uuid, author text, content text, event_id uuid,
+        created_at timestamptz, content_hash text)
+"""
 
 _OPEN_READ = """
 SELECT t.turns_count, t.head_id, h.row_hash,
@@ -83,7 +84,8 @@ SELECT t.turns_count, t.head_id, h.row_hash,
 
 # The turn, its messages and the thread's new head in one statement (the foreign keys are
 # checked at commit).
-_OPEN_WRITE = """
+_OPEN_WRITE = (
+    """
 WITH turn AS (
     INSERT INTO ledger_turns (id, thread_id, seq, parent_id, parent_hash, turn_type, status,
         agent_id, session_id, origin_id, task_id, channel_context, answer, tool_calls, summary,
@@ -92,19 +94,14 @@ WITH turn AS (
         %(status)s, %(agent_id)s, %(session_id)s, %(origin_id)s, %(task_id)s,
         %(channel_context)s::jsonb, %(answer)s, %(calls)s::uuid[], '', %(started_at)s,
         %(completed_at)s, %(row_hash)s)
-), messages AS (
-    INSERT INTO ledger_messages (id, turn_id, seq, role, person_id, author, content, event_id,
-        created_at, content_hash)
-    SELECT r.id, r.turn_id, r.seq, r.role, r.person_id, r.author, r.content, r.event_id,
-        r.created_at, r.content_hash
-      FROM jsonb_to_recordset(%(messages)s::jsonb) AS r(id uuid, turn_id uuid, seq integer,
-        role text, person_id uuid, author text, content text, event_id uuid,
-        created_at timestamptz, content_hash text)
-), head AS (
+), messages AS ("""
+    + _MESSAGES_INSERT
+    + """), head AS (
     UPDATE ledger_threads SET head_id = %(id)s, turns_count = turns_count + 1, updated_at = now()
      WHERE id = %(thread_id)s RETURNING id
 )
 """
+)
 
 
 def _message_rows(
@@ -234,10 +231,9 @@ def _message_append(turn: Turn, spec: MessageSpec) -> Message:
     return _message_write(turn, (last or 0) + 1, spec)
 
 
-def _tool_calls_of(agent: Agent, call_ids: list[uuid.UUID]) -> list[uuid.UUID]:
-    unique = list(dict.fromkeys(call_ids))
-    found = set(ToolCall.objects.filter(pk__in=unique, agent=agent).values_list("id", flat=True))
-    missing = [str(c) for c in unique if c not in found]
+def _check_calls(calls: list[uuid.UUID], mine: list[uuid.UUID]) -> None:
+    """Refuse a turn that names tool calls that are not the agent's own."""
+    missing = [str(c) for c in calls if c not in set(mine)]
     if missing:
         raise LedgerRefusal(
             400,
@@ -245,7 +241,6 @@ def _tool_calls_of(agent: Agent, call_ids: list[uuid.UUID]) -> list[uuid.UUID]:
             f"not tool calls of yours: {', '.join(missing[:5])}",
             field="tool_calls",
         )
-    return unique
 
 
 _COMPLETE_READ = """
@@ -260,21 +255,17 @@ SELECT tr.thread_id, tr.seq, tr.parent_hash, tr.turn_type, tr.status, tr.origin_
    FOR UPDATE OF tr
 """
 
-_COMPLETE_WRITE = """
-WITH messages AS (
-    INSERT INTO ledger_messages (id, turn_id, seq, role, person_id, author, content, event_id,
-        created_at, content_hash)
-    SELECT r.id, r.turn_id, r.seq, r.role, r.person_id, r.author, r.content, r.event_id,
-        r.created_at, r.content_hash
-      FROM jsonb_to_recordset(%(messages)s::jsonb) AS r(id uuid, turn_id uuid, seq integer,
-        role text, person_id uuid, author text, content text, event_id uuid,
-        created_at timestamptz, content_hash text)
-), head AS (
+_COMPLETE_WRITE = (
+    """
+WITH messages AS ("""
+    + _MESSAGES_INSERT
+    + """), head AS (
     UPDATE ledger_turns SET status = 'completed', completed_at = %(completed_at)s,
            answer = %(answer)s, tool_calls = %(calls)s::uuid[], row_hash = %(row_hash)s
      WHERE id = %(id)s RETURNING id
 )
 """
+)
 
 
 def _write(cursor: Any, ctes: str, params: dict[str, Any], events: list[Event]) -> None:
@@ -289,19 +280,11 @@ def _write(cursor: Any, ctes: str, params: dict[str, Any], events: list[Event]) 
     publish_after_commit(*events)
 
 
-def turn_started_event(turn: Turn) -> TurnStarted:
-    return TurnStarted(
-        turn_id=str(turn.pk),
-        thread_id=str(turn.thread_id),
-        agent_id=turn.agent_id,
-        seq=turn.seq,
-        session_id=str(turn.session_id) if turn.session_id else None,
-        o_tag=str(turn.origin_id) if turn.origin_id else None,
-    )
+_T = TypeVar("_T", bound=TurnEvent)
 
 
-def turn_ended_event(turn: Turn) -> TurnEnded:
-    return TurnEnded(
+def _turn_event(cls: type[_T], turn: Turn) -> _T:
+    return cls(
         turn_id=str(turn.pk),
         thread_id=str(turn.thread_id),
         agent_id=turn.agent_id,
@@ -311,6 +294,14 @@ def turn_ended_event(turn: Turn) -> TurnEnded:
         o_tag=str(turn.origin_id) if turn.origin_id else None,
         tool_calls=len(turn.tool_calls),
     )
+
+
+def turn_started_event(turn: Turn) -> TurnStarted:
+    return _turn_event(TurnStarted, turn)
+
+
+def turn_ended_event(turn: Turn) -> TurnEnded:
+    return _turn_event(TurnEnded, turn)
 
 
 def turn_complete(
@@ -334,14 +325,7 @@ def turn_complete(
         (thread_id, seq, parent_hash, turn_type, status, origin_id, context, session_id,
          task_id, started_at, hashes, mine) = found  # fmt: skip
         _check_open(status)
-        missing = [str(c) for c in calls if c not in set(mine)]
-        if missing:
-            raise LedgerRefusal(
-                400,
-                "unknown_tool_calls",
-                f"not tool calls of yours: {', '.join(missing[:5])}",
-                field="tool_calls",
-            )
+        _check_calls(calls, mine)
         turn = Turn(
             id=turn_id,
             thread_id=thread_id,

@@ -16,6 +16,7 @@ from brainframe.models import Agent, AgentTask, OriginRegistry, Thread, Turn
 from brainframe.services.ledger import GENESIS, TURN_FIELDS, LedgerRefusal, turn_hash
 from brainframe.services.turns import (
     MessageSpec,
+    _check_calls,
     _message_rows,
     _turn_params,
     turn_ended_event,
@@ -59,14 +60,7 @@ def turn_record(
             raise LedgerRefusal(
                 409, "turn_in_progress", "the thread has a turn in progress", field="thread"
             )
-        missing = [str(c) for c in calls if c not in set(mine)]
-        if missing:
-            raise LedgerRefusal(
-                400,
-                "unknown_tool_calls",
-                f"not tool calls of yours: {', '.join(missing[:5])}",
-                field="tool_calls",
-            )
+        _check_calls(calls, mine)
         now = timezone.now()
         turn = Turn(
             id=uuid.uuid4(),

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from brainframe.services.deliverables import DeliverableRejected
+from brainframe.services.ledger import LedgerRefusal
 from brainframe.services.tasks import TaskTransitionError
 
 from ..errors import BrokerRefusal
@@ -54,6 +55,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         )
     if isinstance(exc, BrokerRefusal):
         return Response(exc.body(), status=exc.status)
+    if isinstance(exc, LedgerRefusal):
+        refusal = BrokerRefusal(exc.status, exc.code, exc.detail, field=exc.field)
+        return Response(refusal.body(), status=refusal.status)
     if isinstance(exc, ApprovalError):
         body: dict[str, Any] = {"code": exc.code, "detail": exc.detail}
         if exc.errors:

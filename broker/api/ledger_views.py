@@ -33,10 +33,6 @@ from . import serializers as s
 from .views import AgentAPIView
 
 
-def _refused(exc: LedgerRefusal) -> BrokerRefusal:
-    return BrokerRefusal(exc.status, exc.code, exc.detail, field=exc.field)
-
-
 def _turn(turn_id: uuid.UUID, agent: Any) -> Turn:
     turn = Turn.objects.filter(pk=turn_id, agent=agent).prefetch_related("messages").first()
     if turn is None:
@@ -53,17 +49,14 @@ class TurnsView(AgentAPIView):
     def post(self, request: Request) -> Response:
         data = self.valid(s.TurnOpenSerializer, request.data)
         agent = self.agent(request)
-        try:
-            turn = turn_begin(
-                agent=agent,
-                text=data["text"],
-                thread_id=data.get("thread"),
-                title=data.get("title", ""),
-                task_id=data.get("task_id"),
-                channel=data.get("channel", ""),
-            )
-        except LedgerRefusal as exc:
-            raise _refused(exc) from exc
+        turn = turn_begin(
+            agent=agent,
+            text=data["text"],
+            thread_id=data.get("thread"),
+            title=data.get("title", ""),
+            task_id=data.get("task_id"),
+            channel=data.get("channel", ""),
+        )
         return Response(turn_as_dict(_turn(turn.pk, agent)), status=201)
 
 
@@ -76,20 +69,17 @@ class TurnRecordView(AgentAPIView):
     def post(self, request: Request) -> Response:
         data = self.valid(s.TurnRecordSerializer, request.data)
         agent = self.agent(request)
-        try:
-            turn = turn_append(
-                agent=agent,
-                text=data["text"],
-                answer=data["answer"],
-                tool_calls=list(data.get("tool_calls") or []),
-                notes=list(data.get("notes") or []),
-                thread_id=data.get("thread"),
-                title=data.get("title", ""),
-                task_id=data.get("task_id"),
-                channel=data.get("channel", ""),
-            )
-        except LedgerRefusal as exc:
-            raise _refused(exc) from exc
+        turn = turn_append(
+            agent=agent,
+            text=data["text"],
+            answer=data["answer"],
+            tool_calls=list(data.get("tool_calls") or []),
+            notes=list(data.get("notes") or []),
+            thread_id=data.get("thread"),
+            title=data.get("title", ""),
+            task_id=data.get("task_id"),
+            channel=data.get("channel", ""),
+        )
         return Response(turn_as_dict(_turn(turn.pk, agent)), status=201)
 
 
@@ -111,14 +101,11 @@ class TurnMessagesView(AgentAPIView):
     def post(self, request: Request, turn_id: uuid.UUID) -> Response:
         data = self.valid(s.TurnMessageSerializer, request.data)
         agent = self.agent(request)
-        try:
-            message_add(
-                turn_id=turn_id,
-                agent=agent,
-                spec=MessageSpec("agent", data["content"], author=f"agent:{agent.agent_id}"),
-            )
-        except LedgerRefusal as exc:
-            raise _refused(exc) from exc
+        message_add(
+            turn_id=turn_id,
+            agent=agent,
+            spec=MessageSpec("agent", data["content"], author=f"agent:{agent.agent_id}"),
+        )
         return Response(turn_as_dict(_turn(turn_id, agent)), status=201)
 
 
@@ -131,15 +118,12 @@ class TurnCompleteView(AgentAPIView):
     def post(self, request: Request, turn_id: uuid.UUID) -> Response:
         data = self.valid(s.TurnCompleteSerializer, request.data)
         agent = self.agent(request)
-        try:
-            turn_finish(
-                turn_id=turn_id,
-                agent=agent,
-                answer=data["answer"],
-                tool_calls=list(data.get("tool_calls") or []),
-            )
-        except LedgerRefusal as exc:
-            raise _refused(exc) from exc
+        turn_finish(
+            turn_id=turn_id,
+            agent=agent,
+            answer=data["answer"],
+            tool_calls=list(data.get("tool_calls") or []),
+        )
         return Response(turn_as_dict(_turn(turn_id, agent)))
 
 
@@ -152,16 +136,13 @@ class ThreadCompactView(AgentAPIView):
     def post(self, request: Request, thread_id: uuid.UUID) -> Response:
         data = self.valid(s.CompactSerializer, request.data)
         agent = self.agent(request)
-        try:
-            turn = compact(
-                thread_id=thread_id,
-                agent=agent,
-                summary=data["summary"],
-                summarised_through=data["summarised_through"],
-                first_kept=data.get("first_kept"),
-            )
-        except LedgerRefusal as exc:
-            raise _refused(exc) from exc
+        turn = compact(
+            thread_id=thread_id,
+            agent=agent,
+            summary=data["summary"],
+            summarised_through=data["summarised_through"],
+            first_kept=data.get("first_kept"),
+        )
         return Response(turn_as_dict(_turn(turn.pk, agent)), status=201)
 
 

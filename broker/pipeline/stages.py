@@ -12,7 +12,11 @@ from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, Permiss
 from brainframe.models import PrimeDirective, Tool
 from brainframe.safety.conditions import first_match
 from brainframe.selectors import tool_allows
-from brainframe.services.delegation import delegation_managers, delegation_of_task
+from brainframe.services.delegation import (
+    delegation_managers,
+    delegation_of_reason,
+    delegation_of_task,
+)
 from brainframe.services.standing import ROUTINE_REVIEW, standing_match
 
 from . import threat
@@ -102,12 +106,14 @@ def check_delegation(ctx: CallContext) -> Verdict | None:
     ``RABS_DELEGATION_MAX_DEPTH`` is refused. A call with no task is the agent's own."""
     tool = ctx.tool
     assert tool is not None
-    task_id = ctx.task.pk if ctx.task is not None else None
-    if task_id is None and ctx.parent is not None:
-        task_id = ctx.parent.tool_calls.values_list("task_id", flat=True).first()
-    if task_id is None or not _may_be_delegated(ctx):
+    if ctx.task is not None:
+        # Only tasks made by agents.delegate carry delegated_by: no query for any other.
+        delegated = bool((ctx.task.payload or {}).get("delegated_by"))
+        delegation = delegation_of_task(ctx.task.pk) if delegated else None
+    elif ctx.parent is not None:  # a knock-on call: its chain's task, in one query
+        delegation = delegation_of_reason(ctx.parent.pk)
+    else:
         return _depth_verdict(tool, 0)
-    delegation = delegation_of_task(task_id)
     for link, manager in delegation_managers(delegation):
         if not tool_allows(tool, manager.agent_id) or not _tier_allows(tool, manager.trust_level):
             return Verdict(
@@ -117,11 +123,6 @@ def check_delegation(ctx: CallContext) -> Verdict | None:
                 f"{link.pk}), who may not call {tool.tool_id}: a worker never exceeds its manager",
             )
     return _depth_verdict(tool, delegation.depth if delegation else 0)
-
-
-def _may_be_delegated(ctx: CallContext) -> bool:
-    # Only tasks made by agents.delegate carry delegated_by; knock-on calls are looked up.
-    return ctx.task is None or bool((ctx.task.payload or {}).get("delegated_by"))
 
 
 def _depth_verdict(tool: Tool, depth: int) -> Verdict | None:
