@@ -719,13 +719,13 @@ NOTES: list[dict[str, Any]] = [
 #: for, groups, and their identities (channel, address as stored: +61… numbers).
 PEOPLE: list[dict[str, Any]] = [
     {"name": "Ruby Tran", "relationship": "participant", "groups": ["participants"],
-     "identities": [("sms", "+61400000101")]},
+     "attributes": {"participant_id": "P-1042"}, "identities": [("sms", "+61400000101")]},
     {"name": "Linh Tran", "relationship": "family", "acts_for": "Ruby Tran",
      "groups": ["families"], "identities": [("sms", "+61400000102"),
                                              ("email", "linh.tran@example.org")]},
     {"name": "Marco Rossi", "relationship": "carer", "acts_for": "Ruby Tran",
      "groups": ["carers"], "identities": [("sms", "+61400000103")]},
-    {"name": "Priya Nair", "relationship": "staff", "groups": ["coordinators"],
+    {"name": "Priya Nair", "relationship": "staff", "groups": ["coordinators", "owners"],
      "identities": [("email", "priya.nair@rabs.example"), ("chat", "priya")]},
     {"name": "Hills Bus Co", "relationship": "supplier", "groups": ["suppliers"],
      "identities": [("email", "bookings@hillsbus.example")]},

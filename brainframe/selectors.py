@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from django.db import connection
 from django.db.models import Prefetch, Q, QuerySet
 
 from brainframe.choices import ExecutionMode
@@ -18,6 +20,8 @@ from brainframe.models import (
     Tool,
     ToolCall,
 )
+from brainframe.safety.acl import RECIPIENT_ARGUMENTS
+from brainframe.safety.caps import AMOUNT_ARGUMENTS
 
 #: In a tool's ``agent_access``: every agent may call it (the broker's own tools, such as
 #: ``rabs.capability.request``).
@@ -102,3 +106,42 @@ def flatten(nodes: list[ChainNode]) -> list[ChainNode]:
         out.append(node)
         out.extend(flatten(node.children))
     return out
+
+
+# --- what the caps count (brainframe.safety.caps) --------------------------------------------
+_AMOUNT_SQL = " + ".join(
+    f"CASE WHEN jsonb_typeof(input -> '{name}') = 'number' "
+    f"THEN (input ->> '{name}')::numeric ELSE 0 END"
+    for name in AMOUNT_ARGUMENTS
+)
+_RECIPIENTS_SQL = " + ".join(
+    f"CASE jsonb_typeof(input -> '{name}') WHEN 'array' THEN jsonb_array_length(input -> '{name}') "
+    f"WHEN 'string' THEN 1 ELSE 0 END"
+    for name in RECIPIENT_ARGUMENTS
+)
+
+
+def executed_unreviewed_since(agent_id: str, since: datetime) -> int:
+    """How many of the agent's calls since ``since`` executed with no human look (no approval
+    before or after): the autonomy axis's hourly count. Index: (agent, -timestamp)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM tool_calls WHERE agent_id = %s AND timestamp >= %s "
+            "AND decision = 'executed'",
+            [agent_id, since],
+        )
+        return int(cursor.fetchone()[0])
+
+
+def authority_since(agent_id: str, since: datetime) -> tuple[float, int]:
+    """The amounts and the recipients the agent's calls since ``since`` carried (executed or
+    waiting for approval): the authority axis's daily totals."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT COALESCE(SUM({_AMOUNT_SQL}), 0), COALESCE(SUM({_RECIPIENTS_SQL}), 0) "
+            "FROM tool_calls WHERE agent_id = %s AND timestamp >= %s "
+            "AND decision IN ('executed', 'executed_post_review', 'pending_approval')",
+            [agent_id, since],
+        )
+        amount, recipients = cursor.fetchone()
+    return float(amount), int(recipients)

@@ -1,5 +1,5 @@
 """The registry as the broker reads it on every call: tools, active V-Pols, prime directives and
-constitution rules, kept in process memory and reloaded when any of them changes.
+constitution rules and ACL policies, kept in process memory and reloaded when any of them changes.
 
 Every statement that writes one of those tables (the admin, services, jobs, raw SQL) gives the
 registry a new random generation token in the same transaction (a trigger, migration 0014).
@@ -25,6 +25,7 @@ from django.db import connection
 
 from brainframe.instances import model_copy
 from brainframe.models import ConstitutionRule, PrimeDirective, Tool, ValidationPolicy
+from brainframe.services.access import acl_specs
 
 _NONE: Any = object()
 
@@ -50,6 +51,8 @@ class Snapshot:
     # (code, escalation, predicates) of active directives that have predicates.
     directives: list[tuple[str, str, list[Any]]]
     constitution: list[tuple[str, str, list[Any]]]
+    # Active ACL policies' specs with their versions, highest priority first.
+    acl: list[dict[str, Any]] = field(default_factory=list)
     # Filled as calls name them; an unknown tool id is not remembered.
     _tools: dict[str, Tool] = field(default_factory=dict)
     _governing: dict[str, ValidationPolicy | None] = field(default_factory=dict)
@@ -125,4 +128,5 @@ def _load(token: str | None) -> Snapshot:
             .order_by("number")
             .values_list("code", "enforcement", "predicates")
         ],
+        acl=acl_specs(),
     )

@@ -6,9 +6,23 @@ changes that carry rules in ``brainframe.services``. Audit tables are read-only 
 approval queue's admin is the broker's (it owns approval decisions).
 """
 
-from . import agents, audit, council, events, ledger, llm, memory, registry, trust, usage, work
+from . import (
+    access,
+    agents,
+    audit,
+    council,
+    events,
+    ledger,
+    llm,
+    memory,
+    registry,
+    trust,
+    usage,
+    work,
+)
 
 __all__ = [
+    "access",
     "agents",
     "audit",
     "council",

@@ -3,6 +3,8 @@ agents, issue and revoke tokens here)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -16,6 +18,7 @@ from brainframe.models import (
     AgentToken,
     SupervisorCommand,
 )
+from brainframe.safety.caps import caps_errors
 from brainframe.services.agents import agent_changed, agent_set_paused
 from brainframe.services.credentials import agent_token_issue, agent_tokens_revoke
 from brainframe.services.supervisors import (
@@ -59,6 +62,13 @@ class AgentAdminForm(LevelChangeForm):
     class Meta:
         model = Agent
         fields = "__all__"
+
+    def clean_caps(self) -> dict[str, Any]:
+        caps = self.cleaned_data.get("caps") or {}
+        problems = caps_errors(caps)
+        if problems:
+            raise forms.ValidationError(problems)
+        return caps
 
 
 @admin.register(Agent)

@@ -13,7 +13,8 @@ from .base import COMPACTED, DELEGATED, MESSAGE_RECEIVED, TURN_ENDED, TURN_START
 class MessageReceived(Event):
     """A message from a person reached the events ledger (``event_id``) and was handed to its
     agent's session: ``handled`` says how (``turn``, ``steer``, ``followup``, ``collect``,
-    ``interrupt``, ``blocked``)."""
+    ``interrupt``, ``blocked`` by the Guardian, ``acl_denied``: kept, no agent told);
+    ``acl_policy`` is the ACL policy that decided (None: none matched)."""
 
     NAME: ClassVar[str] = MESSAGE_RECEIVED
     event_id: str
@@ -26,6 +27,7 @@ class MessageReceived(Event):
     turn_id: str | None = None
     thread_id: str | None = None
     o_tag: str | None = None
+    acl_policy: str | None = None
 
 
 @dataclass(frozen=True)

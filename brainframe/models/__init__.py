@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .access import AclPolicy
 from .agents import (
     Agent,
     AgentCredential,
@@ -56,6 +57,7 @@ from .work import AgentTask, ApprovalRequest, CapabilityGrant, Deliverable, Noti
 __all__ = [
     "EMBEDDING_DIMENSIONS",
     "SYSTEM_STREAM",
+    "AclPolicy",
     "Agent",
     "AgentCard",
     "AgentCredential",

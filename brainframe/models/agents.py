@@ -6,6 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Value
 
 from brainframe.choices import MemorySource, MonitoringLevel, TrustLevel
 
@@ -44,6 +45,13 @@ class Agent(models.Model):
         choices=TrustLevel.choices,
         default=TrustLevel.STANDARD,
         help_text="Trust of the agent and of the text it passes on (Guardian multiplier, tiers).",
+    )
+    caps = models.JSONField(
+        default=dict,
+        db_default=Value({}, output_field=models.JSONField()),
+        blank=True,
+        help_text="Three-axis caps (docs/access.md): capability, autonomy, authority; each "
+        "axis capped on its own. Empty: no caps beyond the registry's.",
     )
     alignment_score_90d = models.DecimalField(max_digits=5, decimal_places=4, null=True, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)

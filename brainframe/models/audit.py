@@ -46,6 +46,10 @@ class OriginRegistry(AppendOnlyModel):
     )
     timestamp = models.DateTimeField(auto_now_add=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # Who is asking (docs/access.md), written only by the system for an inbound message: the
+    # sender as resolved then (person, relationship, participant, groups, channel), which the
+    # broker's ACL stage reads for every call of the chain. Null: no person behind the chain.
+    principal = models.JSONField(null=True, blank=True, editable=False)
     registered_by = models.ForeignKey(
         Agent, on_delete=models.PROTECT, null=True, blank=True, related_name="origins"
     )

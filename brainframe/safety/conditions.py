@@ -9,6 +9,7 @@ when any element does. A missing field makes every comparison false except ``mis
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,6 +19,9 @@ from jsonschema import Draft202012Validator
 from brainframe.safety import fastre
 
 # --- Grammar ----------------------------------------------------------------------------------
+#: The roots a decision's facts have (``decision_facts``).
+DECISION_ROOTS = ("arguments", "agent", "tool", "context")
+
 _CONDITION: dict[str, Any] = {
     "oneOf": [
         {
@@ -44,10 +48,7 @@ _CONDITION: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 # "arguments.amount", "agent.agent_id", "tool.risk_level", "context.hour"
-                "field": {
-                    "type": "string",
-                    "pattern": r"^(arguments|agent|tool|context)(\.[A-Za-z0-9_]+)*$",
-                },
+                "field": {"type": "string", "pattern": "^(arguments|agent|tool|context)"},
                 "op": {
                     "enum": [
                         "eq",
@@ -69,6 +70,18 @@ _CONDITION: dict[str, Any] = {
         },
     ]
 }
+
+
+def condition_schema(roots: Sequence[str]) -> dict[str, Any]:
+    """The condition grammar over facts with these roots (a decision's, or an ACL policy's
+    ``principal``/``message``/``context``)."""
+    schema = copy.deepcopy(_CONDITION)
+    field = schema["oneOf"][3]["properties"]["field"]
+    field["pattern"] = rf"^({'|'.join(roots)})(\.[A-Za-z0-9_]+)*$"
+    return schema
+
+
+_CONDITION = condition_schema(DECISION_ROOTS)
 
 #: The V-Pol rule language: an ordered list; the first rule whose ``when`` holds decides.
 VPOL_RULES_SCHEMA: dict[str, Any] = {

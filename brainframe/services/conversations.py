@@ -25,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 
 from brainframe.events import (
     Compacted,
@@ -45,7 +46,9 @@ from brainframe.models import (
     Thread,
     Turn,
 )
+from brainframe.safety.acl import acl_decide, acl_facts
 from brainframe.safety.guardian import assess
+from brainframe.services.access import acl_specs, principal_of
 from brainframe.services.channels import channel_context, message_parse
 from brainframe.services.indexing import classify_origin_after_commit
 from brainframe.services.ledger import (
@@ -223,20 +226,28 @@ class MessageResult:
 
 
 def message_receive(adapter: ChannelAdapter, payload: Any) -> MessageResult:
-    """One message from a channel provider: kept, resolved, assessed, handed to the agent.
+    """One message from a channel provider: kept, resolved, assessed, decided by the ACL
+    (docs/access.md), handed to the agent the ACL routes it to (else the adapter's).
     Idempotent on the provider's message id (a redelivery answers with the first result)."""
     message = message_parse(adapter.channel, payload)
     person = person_resolve(adapter.channel, message.sender)
     sender = normalise_address(adapter.channel, message.sender)
-    agent = adapter.agent
+    principal = principal_of(
+        person, channel=adapter.channel, sender=sender, is_group=message.is_group
+    )
+    principal["hour"] = timezone.localtime().hour
     events: list[Event] = []
     with transaction.atomic():
         existing = LedgerEvent.objects.filter(
             adapter=adapter.name, external_id=message.external_id
         ).first()
         if existing is not None:
-            turn = Turn.objects.filter(messages__event=existing).first()
-            return MessageResult(existing, False, "duplicate", None, turn, existing.person)
+            first = Turn.objects.filter(messages__event=existing).first()
+            return MessageResult(existing, False, "duplicate", None, first, existing.person)
+        acl = acl_decide(acl_specs(), acl_facts(principal, hour=principal["hour"]))
+        agent = adapter.agent
+        if acl.allows and acl.route_to and acl.route_to != agent.agent_id:
+            agent = Agent.objects.get(pk=acl.route_to)
         assessment = assess(message.text, trust="standard" if person else "untrusted")
         origin = OriginRegistry.objects.create(
             origin_type=adapter.channel,
@@ -248,7 +259,9 @@ def message_receive(adapter: ChannelAdapter, payload: Any) -> MessageResult:
                 "is_group": message.is_group,
                 "text": message.text,
                 "guardian": assessment.as_dict(),
+                "acl": acl.as_dict(),
             },
+            principal=principal,
             registered_by=agent,
         )
         event, _ = ledger_event_append(
@@ -263,42 +276,49 @@ def message_receive(adapter: ChannelAdapter, payload: Any) -> MessageResult:
             payload=payload,
             origin=origin,
         )
-        address = (
-            normalise_address(adapter.channel, message.conversation)
-            if message.conversation
-            else sender
-        )
-        session = session_for(
-            agent=agent,
-            channel=adapter.channel,
-            address=address,
-            adapter=adapter,
-            person=None if message.is_group else person,
-        )
-        if assessment.action == "block":
-            handled, turn = "blocked", None
+        session: Session | None = None
+        turn: Turn | None = None
+        if not acl.allows:
+            # Kept in the events ledger with the ACL's answer; no agent hears of it.
+            handled = "acl_denied"
         else:
-            spec = MessageSpec(
-                "user",
-                message.text,
-                author=person.name if person else sender,
-                person=person,
-                event=event,
+            address = (
+                normalise_address(adapter.channel, message.conversation)
+                if message.conversation
+                else sender
             )
-            handled, turn, events = deliver(session, spec, origin)
+            session = session_for(
+                agent=agent,
+                channel=adapter.channel,
+                address=address,
+                adapter=adapter,
+                person=None if message.is_group else person,
+            )
+            if assessment.action == "block":
+                handled = "blocked"
+            else:
+                spec = MessageSpec(
+                    "user",
+                    message.text,
+                    author=person.name if person else sender,
+                    person=person,
+                    event=event,
+                )
+                handled, turn, events = deliver(session, spec, origin)
         events.insert(
             0,
             MessageReceived(
                 event_id=str(event.pk),
                 channel=adapter.channel,
                 agent_id=agent.agent_id,
-                session_id=str(session.pk),
+                session_id=str(session.pk) if session else "",
                 handled=handled,
                 known_sender=person is not None,
                 person_id=str(person.pk) if person else None,
                 turn_id=str(turn.pk) if turn else None,
-                thread_id=str(session.thread_id),
+                thread_id=str(session.thread_id) if session else None,
                 o_tag=str(origin.pk),
+                acl_policy=acl.policy,
             ),
         )
         emit(*events)

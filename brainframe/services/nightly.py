@@ -21,6 +21,9 @@ from .alignment import (
     snapshots_write,
 )
 
+#: An agent's autonomy cap (``brainframe.safety.caps``) in SQL: null when it has none.
+AUTONOMY_CAP_SQL = "(subj.caps #>> '{autonomy,max_level}')::int"
+
 
 def graduation_run(*, day: date) -> list[MonitoringLevelChange]:
     """Promote every tool and agent whose next level's threshold held for 30 consecutive days,
@@ -34,7 +37,12 @@ def graduation_run(*, day: date) -> list[MonitoringLevelChange]:
     )
     for table, key, ceiling in (
         ("tools", "tool_id", "monitoring_ceiling"),
-        ("agents", "agent_id", "4"),
+        # An agent never graduates past its autonomy cap (docs/access.md).
+        (
+            "agents",
+            "agent_id",
+            "LEAST(4, COALESCE((subj.caps #>> '{autonomy,max_level}')::int, 4))",
+        ),
     ):
         sql = f"""
             SELECT subj.{key}, subj.monitoring_level, next.threshold,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import Group
@@ -25,6 +26,7 @@ from brainframe.choices import (
     default_permission_tier,
 )
 from brainframe.models import (
+    AclPolicy,
     Agent,
     AgentNote,
     AgentTask,
@@ -41,10 +43,12 @@ from brainframe.models import (
 )
 from brainframe.safety import baseline
 
+from .access import acl_load
 from .hooks import hook_propose
 
 # Stable ids for demo tasks, so a re-seed finds the rows it made.
 _TASK_NAMESPACE = uuid.UUID("9a4c4f0e-2f7b-4d3c-9a51-5b8e0d1c7f21")
+DEMO_ACL = Path(__file__).resolve().parent.parent / "policies" / "acl_demo.yaml"
 
 
 def seed_brainframe(*, baseline_only: bool = False) -> Counter[str]:
@@ -120,6 +124,7 @@ def _seed_demo(created: Counter[str]) -> None:
 
     _seed_hooks(created)
     _seed_people(created)
+    _seed_acl(created)
 
     for (
         bucket,
@@ -165,6 +170,7 @@ def _seed_people(created: Counter[str]) -> None:
                 "relationship": spec["relationship"],
                 "groups": spec["groups"],
                 "acts_for": by_name.get(spec.get("acts_for", "")),
+                "attributes": spec.get("attributes", {}),
             },
         )
         by_name[person.name] = person
@@ -173,6 +179,14 @@ def _seed_people(created: Counter[str]) -> None:
             ChannelIdentity.objects.get_or_create(
                 channel=channel, address=address, defaults={"person": person}
             )
+
+
+def _seed_acl(created: Counter[str]) -> None:
+    """The demo ACL policies (``brainframe/policies/acl_demo.yaml``), unless staff have written
+    any policy of their own already."""
+    if AclPolicy.objects.exists():
+        return
+    created["acl_policies"] += len(acl_load(DEMO_ACL.read_text()).created)
 
 
 def _create_missing(model: type[Model], key: str, rows: list[dict[str, Any]]) -> int:

@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from brainframe.models import Agent, AgentTask, OriginRegistry, ReasonLog, Tool, ValidationPolicy
+from brainframe.safety.acl import AclDecision
 from brainframe.safety.conditions import decision_facts
 from brainframe.safety.guardian import argument_strings
 
@@ -120,6 +121,11 @@ class CallContext:
     # (code, enforcement, predicates) of constitution rules that have predicates.
     constitution: list[tuple[str, str, list[dict[str, Any]]]] = field(default_factory=list)
     requester_roles: frozenset[str] = frozenset()
+    # Active ACL policies' specs, highest priority first (the registry's), and the principal the
+    # chain acts for (None: nobody's message started it).
+    acl: list[dict[str, Any]] = field(default_factory=list)
+    principal: dict[str, Any] | None = None
+    acl_decision: AclDecision | None = None  # what check_principal found, for the audit
     local_hour: int = 0
     findings: list[Finding] = field(default_factory=list)
     threat: dict[str, Any] = field(default_factory=dict)

@@ -4,12 +4,14 @@ First match wins:
 
 1. ``execution_mode = disabled`` → deny (decided earlier, in ``resolve_tool``).
 2. a directive, constitution rule or V-Pol says deny → deny (decided earlier).
-3. something flagged the call (a V-Pol review rule, the threat assessment, a directive's
+3. the call is over one of the agent's caps with ``over: review`` → pending approval, the axis
+   named (``cap_review``), whatever the validation mode.
+4. something flagged the call (a V-Pol review rule, the threat assessment, a directive's
    escalation): validation mode ``monitor`` → carry on (the finding is audited); ``intercept`` →
    pending approval; ``strict`` → pending approval for senior reviewers only. A directive
    escalation always goes to senior reviewers, whatever the mode.
-4. ``execution_mode = auto`` → execute.
-5. ``execution_mode = review`` → by the effective monitoring level, the lowest of the tool's, the
+5. ``execution_mode = auto`` → execute.
+6. ``execution_mode = review`` → by the effective monitoring level, the lowest of the tool's, the
    agent's and the tool's ceiling: 0 pending; 1 a sampled share pending, the rest execute; 2
    execute, then a post-execution review item; 3 execute, a sampled share gets a spot-check item;
    4 execute.
@@ -74,6 +76,9 @@ def gate_decide(
 
     if findings:
         why = "; ".join(f"{f.source}: {f.detail}" for f in findings)
+        if any(f.source.startswith("cap:") for f in findings):
+            # Over an agent's cap (docs/access.md): a human looks, whatever the modes say.
+            return Verdict(Outcome.PENDING, "cap_review", why, approval_kind=PRE)
         if any(f.source.startswith(("directive:", "tier:")) for f in findings):
             return Verdict(
                 Outcome.PENDING,

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import timedelta
 
 from django.conf import settings
+from django.utils import timezone
 from jsonschema.exceptions import ValidationError
 
 from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, PermissionTier
 from brainframe.models import PrimeDirective, Tool
+from brainframe.safety.acl import acl_decide, acl_facts, scope_violation, tool_permitted
+from brainframe.safety.caps import (
+    CapBreach,
+    autonomy_cap,
+    capability_breach,
+    needs_day_totals,
+    per_call_breach,
+    per_day_breach,
+)
 from brainframe.safety.conditions import first_match
-from brainframe.selectors import tool_allows
+from brainframe.selectors import authority_since, executed_unreviewed_since, tool_allows
 from brainframe.services.delegation import (
     delegation_managers,
     delegation_of_reason,
@@ -136,6 +147,75 @@ def _depth_verdict(tool: Tool, depth: int) -> Verdict | None:
     return None
 
 
+def check_principal(ctx: CallContext) -> Verdict | None:
+    """Who is asking (docs/access.md): in a chain a person's message started, a call is allowed
+    only where the agent (the stages before) **and** that person's ACL permissions allow it,
+    arguments within the person's data scopes. ``agents.delegate`` is not limited here: the
+    worker's calls carry the same principal and are checked the same way."""
+    principal = ctx.principal
+    if principal is None:
+        return None
+    tool = ctx.tool
+    assert tool is not None
+    if tool.tool_id == DELEGATE_TOOL:
+        return None
+    acl = acl_decide(ctx.acl, acl_facts(principal, hour=principal.get("hour", ctx.local_hour)))
+    ctx.acl_decision = acl
+    who = principal.get("name") or f"an unknown sender ({principal.get('sender') or '?'})"
+    if not acl.allows:
+        return Verdict(
+            Outcome.DENY,
+            "principal_denied",
+            f"the chain acts for {who}, whom {acl.label()} allows nothing",
+        )
+    if not tool_permitted(acl, tool.tool_id):
+        return Verdict(
+            Outcome.DENY,
+            "principal_not_allowed",
+            f"{ctx.agent.agent_id} may call {tool.tool_id}, but the chain acts for {who} and "
+            f"{acl.label()} does not allow it for them: both must",
+        )
+    why = scope_violation(acl, principal, ctx.request.arguments)
+    if why:
+        return Verdict(
+            Outcome.DENY, "principal_scope", f"the chain acts for {who} ({acl.label()}): {why}"
+        )
+    return None
+
+
+def check_caps(ctx: CallContext) -> Verdict | None:
+    """The agent's three-axis caps (docs/access.md): a call over one is refused or sent to
+    review, the axis named. Counts are read only when a cap needs them."""
+    caps = ctx.agent.caps
+    if not caps:
+        return None
+    tool = ctx.tool
+    assert tool is not None
+    arguments = ctx.request.arguments
+    breach = capability_breach(caps, tier=tool.permission_tier, category=tool.category)
+    if breach is None:
+        breach = per_call_breach(caps, arguments)
+    if breach is None and needs_day_totals(caps, arguments):
+        day = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+        amount, recipients = authority_since(ctx.agent.agent_id, day)
+        breach = per_day_breach(caps, arguments, amount_today=amount, recipients_today=recipients)
+    hourly = (caps.get("autonomy") or {}).get("unreviewed_per_hour")
+    if breach is None and hourly is not None:
+        done = executed_unreviewed_since(ctx.agent.agent_id, timezone.now() - timedelta(hours=1))
+        if done >= hourly:
+            breach = CapBreach(
+                "autonomy",
+                f"{done} calls executed with no human look in the last hour; the cap is {hourly}",
+                str(caps["autonomy"].get("over") or "review"),
+            )
+    if breach is None:
+        return None
+    if breach.action == "deny":
+        return Verdict(Outcome.DENY, breach.code, f"over the {breach.axis} cap: {breach.detail}")
+    ctx.findings.append(Finding(f"cap:{breach.axis}", breach.detail))
+    return None
+
+
 def _tool_validators(tool: Tool) -> Validators:
     # The schema text is serialised once per loaded tool instance.
     key = tool.__dict__.get("_schema_key")
@@ -227,7 +307,7 @@ def gate(ctx: CallContext) -> Verdict:
     assert ctx.tool is not None
     return gate_decide(
         tool=ctx.tool,
-        agent_level=ctx.agent.monitoring_level,
+        agent_level=min(ctx.agent.monitoring_level, autonomy_cap(ctx.agent.caps or {})),
         policy_mode=ctx.vpol.enforcement_mode if ctx.vpol else None,
         findings=ctx.findings,
         call_id=ctx.call_id,
@@ -241,6 +321,8 @@ STAGES: tuple[Stage, ...] = (
     check_allowlist,
     check_permission_tier,
     check_delegation,
+    check_principal,
+    check_caps,
     validate_arguments,
     assess_threat,
     check_directives,

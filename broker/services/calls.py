@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError
+from django.db.models import F
 from django.utils import timezone
 
 from brainframe.events import (
@@ -56,6 +57,7 @@ def prepare(
     ``expect``: the agent was not read for this request; decide under the process's registry
     snapshot as it is, and have the decision's statement check both (``Expectation``)."""
     ctx = CallContext(call_id=uuid.uuid4(), agent=agent, request=request)
+    cited: tuple[Any, Any] | None = None
     if expect is not None:
         registry = registry_remembered()
         if registry is None:  # nothing in memory to decide under
@@ -68,6 +70,7 @@ def prepare(
     if request.task_id is not None:
         ctx.task = (
             AgentTask.objects.select_related("on_behalf_of")
+            .annotate(chain_principal=F("o_tag__principal"))
             .filter(pk=request.task_id, agent=agent)
             .first()
         )
@@ -84,7 +87,12 @@ def prepare(
                 "give one of origin, o_tag and parent_r_tag",
                 field="o_tag",
             )
-        if not OriginRegistry.objects.filter(pk=request.o_tag, registered_by=agent).exists():
+        cited = (
+            OriginRegistry.objects.filter(pk=request.o_tag, registered_by=agent)
+            .values_list("pk", "principal")
+            .first()
+        )
+        if cited is None:
             raise BrokerRefusal(
                 404, "unknown_origin", "no such O-Tag registered by you", field="o_tag"
             )
@@ -98,6 +106,7 @@ def prepare(
             )
         ctx.parent = (
             ReasonLog.objects.select_related("vpol")
+            .annotate(chain_principal=F("o_tag__principal"))
             .filter(pk=request.parent_r_tag, agent=agent)
             .first()
         )
@@ -110,8 +119,17 @@ def prepare(
         ctx.vpol = registry.governing_policy(ctx.tool)
     ctx.directives = registry.directives
     ctx.constitution = registry.constitution
+    ctx.acl = registry.acl
     ctx.local_hour = timezone.localtime().hour
     ctx.tags = _chain_tags(ctx)
+    # Who the chain acts for (docs/access.md): the sender of the message that started it, as
+    # the system recorded it (an origin the agent registers itself never carries one).
+    if ctx.parent is not None:
+        ctx.principal = getattr(ctx.parent, "chain_principal", None)
+    elif request.o_tag is not None:
+        ctx.principal = cited[1] if cited else None
+    elif request.origin is None and ctx.task is not None:
+        ctx.principal = getattr(ctx.task, "chain_principal", None)
     return ctx
 
 

@@ -1,0 +1,268 @@
+"""ACL policies (seed 003): who is asking decides what travels with the request.
+
+A policy is a YAML document: a name, a priority, a ``when`` over the sender (``principal.*``),
+the message (``message.channel``, ``message.is_group``) and the time (``context.hour``) in the
+condition language of V-Pol rules, and an ``effect``. Policies are evaluated highest priority
+first; the first whose ``when`` holds decides. An ``allow`` carries ``permissions`` (tool
+patterns, data scopes) with every call of the chain the message starts, and may name the agent
+that receives the message (``route_to``). No policy matching means deny: a sender nobody wrote a
+policy for gets nothing.
+
+This module is pure (no database): parsing with line-numbered errors, evaluation, and the checks
+the broker's ``check_principal`` stage makes. docs/access.md is the reference.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+
+from .conditions import condition_schema, holds
+
+ACL_ROOTS = ("principal", "message", "context")
+
+#: Argument names that name a participant (data scope ``participant``).
+PARTICIPANT_ARGUMENTS = ("participant_id", "participant")
+#: Argument names that name who a message goes to (data scope ``recipient``).
+RECIPIENT_ARGUMENTS = ("to", "recipient", "recipients", "cc", "bcc")
+
+ACL_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["name", "priority", "when", "effect"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9_-]{0,79}$"},
+        "priority": {"type": "integer", "minimum": 0, "maximum": 1000},
+        "description": {"type": "string"},
+        "when": {"$ref": "#/$defs/condition"},
+        "effect": {"enum": ["allow", "deny"]},
+        "permissions": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "tools": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1, "maxLength": 120},
+                },
+                "scopes": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        # own: arguments naming a participant must name the sender's own
+                        # (a participant) or the one they act for (family, carers).
+                        "participant": {"enum": ["own", "any"]},
+                        # sender: messages go back to the sender only.
+                        "recipient": {"enum": ["sender", "any"]},
+                    },
+                },
+            },
+        },
+        "route_to": {"type": "string", "minLength": 1, "maxLength": 64},
+    },
+    "allOf": [
+        {
+            "if": {"properties": {"effect": {"const": "deny"}}},
+            "then": {"not": {"required": ["permissions"]}},
+        }
+    ],
+    "$defs": {"condition": condition_schema(ACL_ROOTS)},
+}
+_VALIDATOR = Draft202012Validator(ACL_SCHEMA)
+
+
+class AclDocumentError(ValueError):
+    """A policy document that does not parse or does not fit ``ACL_SCHEMA``: ``problems`` are
+    ``(line, path, message)``, line 1-based (0: the document as a whole)."""
+
+    def __init__(self, problems: list[tuple[int, str, str]]):
+        self.problems = problems
+        super().__init__("; ".join(self.lines()))
+
+    def lines(self) -> list[str]:
+        return [
+            f"line {line}: {path + ': ' if path else ''}{message}" if line else message
+            for line, path, message in self.problems
+        ]
+
+
+def _line_of(node: yaml.Node | None, path: Sequence[Any]) -> int:
+    """The 1-based line of the node at ``path`` (the deepest one that exists)."""
+    line = node.start_mark.line + 1 if node is not None else 0
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            found = next((v for k, v in node.value if k.value == part), None)
+            if found is None:  # a missing key: the mapping's own line
+                break
+            node = found
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def acl_parse(text: str) -> dict[str, Any]:
+    """One policy document → its spec, or AclDocumentError with line-numbered problems."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise AclDocumentError([(line, "", f"not YAML: {problem}")]) from exc
+    if not isinstance(spec, dict):
+        raise AclDocumentError([(1, "", "a policy is a mapping (name, priority, when, effect)")])
+    problems = []
+    for error in sorted(_VALIDATOR.iter_errors(spec), key=lambda e: list(map(str, e.path))):
+        path = list(error.absolute_path)
+        message = error.message
+        if error.validator == "not" and path == []:
+            message = "a deny policy carries no permissions"
+        problems.append((_line_of(node, path), "/".join(map(str, path)), message))
+    if problems:
+        raise AclDocumentError(problems)
+    return spec
+
+
+def acl_documents(text: str) -> list[str]:
+    """A file of policies (YAML documents separated by ``---``) → each document's text."""
+    documents: list[str] = []
+    current: list[str] = []
+    for line in text.splitlines(keepends=True):
+        if line.rstrip() == "---":
+            documents.append("".join(current))
+            current = []
+        else:
+            current.append(line)
+    documents.append("".join(current))
+    return [doc for doc in documents if doc.strip() and not _only_comments(doc)]
+
+
+def _only_comments(doc: str) -> bool:
+    return all(not line.strip() or line.lstrip().startswith("#") for line in doc.splitlines())
+
+
+# --- Evaluation ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AclDecision:
+    """What the ACL said for a sender: the policy (None: none matched, so deny), its effect,
+    the tool patterns and scopes that travel with the request, and the agent to route to."""
+
+    policy: str | None
+    version: int | None
+    effect: str
+    tools: tuple[str, ...] = ()
+    scopes: Mapping[str, str] = field(default_factory=dict)
+    route_to: str | None = None
+
+    @property
+    def allows(self) -> bool:
+        return self.effect == "allow"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "version": self.version,
+            "effect": self.effect,
+            "tools": list(self.tools),
+            "scopes": dict(self.scopes),
+            "route_to": self.route_to,
+        }
+
+    def label(self) -> str:
+        return f"ACL policy {self.policy} v{self.version}" if self.policy else "no ACL policy"
+
+
+NO_POLICY = AclDecision(None, None, "deny")
+
+
+def acl_decide(policies: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]) -> AclDecision:
+    """``policies``: active specs with their ``version``, highest priority first (the
+    registry's order). First match wins; no match denies."""
+    for spec in policies:
+        if holds(spec["when"], facts):
+            permissions = spec.get("permissions") or {}
+            return AclDecision(
+                spec["name"],
+                spec.get("version"),
+                spec["effect"],
+                tuple(permissions.get("tools") or ()),
+                dict(permissions.get("scopes") or {}),
+                spec.get("route_to"),
+            )
+    return NO_POLICY
+
+
+def acl_facts(principal: Mapping[str, Any], *, hour: int) -> dict[str, Any]:
+    """The facts ACL conditions read, from a principal as the inbound message recorded it."""
+    return {
+        "principal": {
+            "known": principal.get("known", False),
+            "person_id": principal.get("person_id"),
+            "name": principal.get("name"),
+            "relationship": principal.get("relationship", "unknown"),
+            "groups": principal.get("groups") or [],
+            "participant_id": principal.get("participant_id"),
+            "attributes": principal.get("attributes") or {},
+        },
+        "message": {
+            "channel": principal.get("channel"),
+            "is_group": principal.get("is_group", False),
+            "sender": principal.get("sender"),
+        },
+        "context": {"hour": hour},
+    }
+
+
+def tool_permitted(decision: AclDecision, tool_id: str) -> bool:
+    return decision.allows and any(fnmatch.fnmatchcase(tool_id, pat) for pat in decision.tools)
+
+
+def _named(arguments: Mapping[str, Any], names: Sequence[str]) -> list[tuple[str, str]]:
+    found = []
+    for name in names:
+        value = arguments.get(name)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str | int) and not isinstance(item, bool):
+                found.append((name, str(item)))
+    return found
+
+
+def scope_violation(
+    decision: AclDecision, principal: Mapping[str, Any], arguments: Mapping[str, Any]
+) -> str | None:
+    """Why ``arguments`` reach outside the sender's data scopes, or None."""
+    if decision.scopes.get("participant") == "own":
+        own = principal.get("participant_id")
+        for name, value in _named(arguments, PARTICIPANT_ARGUMENTS):
+            if value != own:
+                allowed = f"only {own}" if own else "no participant's"
+                return f"{name} {value} is outside the sender's records ({allowed})"
+    if decision.scopes.get("recipient") == "sender":
+        sender = _digits_or_lower(principal.get("sender") or "")
+        for name, value in _named(arguments, RECIPIENT_ARGUMENTS):
+            if _digits_or_lower(value) != sender:
+                return f"{name} {value} is not the sender: replies go to the sender only"
+    return None
+
+
+def _digits_or_lower(address: str) -> str:
+    """+61 400 000 101, 0400000101 and 61400000101 compare equal; e-mail case-insensitively."""
+    if "@" in address:
+        return address.strip().lower()
+    digits = "".join(ch for ch in address if ch.isdigit())
+    if digits.startswith("0"):
+        digits = "61" + digits[1:]
+    return digits
