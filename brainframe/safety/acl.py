@@ -21,10 +21,17 @@ from typing import Any
 
 import yaml
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
 
 from .conditions import condition_schema, holds
 
 ACL_ROOTS = ("principal", "message", "context")
+#: The facts an ACL condition may name (``acl_facts``): a misspelt field is refused on save
+#: rather than never matching.
+ACL_FIELDS = (
+    r"^(principal\.(known|person_id|name|relationship|groups|participant_id"
+    r"|attributes\.[A-Za-z0-9_]+)|message\.(channel|is_group|sender)|context\.hour)$"
+)
 
 #: Argument names that name a participant (data scope ``participant``).
 PARTICIPANT_ARGUMENTS = ("participant_id", "participant")
@@ -71,7 +78,7 @@ ACL_SCHEMA: dict[str, Any] = {
             "then": {"not": {"required": ["permissions"]}},
         }
     ],
-    "$defs": {"condition": condition_schema(ACL_ROOTS)},
+    "$defs": {"condition": condition_schema(ACL_ROOTS, pattern=ACL_FIELDS)},
 }
 _VALIDATOR = Draft202012Validator(ACL_SCHEMA)
 
@@ -124,6 +131,8 @@ def acl_parse(text: str) -> dict[str, Any]:
         raise AclDocumentError([(1, "", "a policy is a mapping (name, priority, when, effect)")])
     problems = []
     for error in sorted(_VALIDATOR.iter_errors(spec), key=lambda e: list(map(str, e.path))):
+        if error.context:  # a condition that fits no form: what is wrong in the form it meant
+            error = _meant(error)
         path = list(error.absolute_path)
         message = error.message
         if error.validator == "not" and path == []:
@@ -132,6 +141,19 @@ def acl_parse(text: str) -> dict[str, Any]:
     if problems:
         raise AclDocumentError(problems)
     return spec
+
+
+_FORMS = ("all", "any", "not", "field")  # the condition's oneOf, in order
+
+
+def _meant(error: ValidationError) -> ValidationError:
+    """For a condition that fits none of its forms, the error of the form its keys name."""
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    meant = next((i for i, key in enumerate(_FORMS) if key in instance), None)
+    errors = [e for e in error.context or () if meant is None or e.schema_path[0] == meant]
+    found = best_match(errors or error.context or [error])
+    assert found is not None
+    return _meant(found) if found.context else found
 
 
 def acl_documents(text: str) -> list[str]:

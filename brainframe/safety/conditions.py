@@ -72,12 +72,12 @@ _CONDITION: dict[str, Any] = {
 }
 
 
-def condition_schema(roots: Sequence[str]) -> dict[str, Any]:
-    """The condition grammar over facts with these roots (a decision's, or an ACL policy's
-    ``principal``/``message``/``context``)."""
+def condition_schema(roots: Sequence[str], *, pattern: str | None = None) -> dict[str, Any]:
+    """The condition grammar over facts with these roots (a decision's), or with fields that
+    match ``pattern`` (an ACL policy's: the facts it knows by name)."""
     schema = copy.deepcopy(_CONDITION)
     field = schema["oneOf"][3]["properties"]["field"]
-    field["pattern"] = rf"^({'|'.join(roots)})(\.[A-Za-z0-9_]+)*$"
+    field["pattern"] = pattern or rf"^({'|'.join(roots)})(\.[A-Za-z0-9_]+)*$"
     return schema
 
 

@@ -1,0 +1,308 @@
+"""Access control (docs/access.md): ACL policies over real inbound messages, the principal's
+permissions intersected with the agent's in the broker, and the three-axis caps."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from brainframe.admin.agents import AgentAdminForm
+from brainframe.models import AclPolicy, Agent, ChannelAdapter, OriginRegistry, Turn
+from brainframe.safety.acl import AclDocumentError, acl_decide, acl_facts, acl_parse
+from brainframe.services.channels import token_hash
+from brainframe.services.seed import DEMO_ACL
+from tests import factories as f
+from tests.signing import SignedClient
+
+pytestmark = pytest.mark.django_db
+
+TOKEN = {
+    "sms": "sms-token-0123456789",
+    "email": "mail-token-012345678",
+    "chat": "chat-token-01234567",
+}
+
+
+@pytest.fixture
+def inbound(seeded: None, client: Client) -> Any:
+    """SMS, e-mail and chat adapters handing messages to Henry (the ACL may route elsewhere);
+    returns a function that posts one message and answers its JSON."""
+    henry = Agent.objects.get(agent_id="henry")
+    for channel, token in TOKEN.items():
+        ChannelAdapter.objects.create(
+            name=f"{channel}-in", channel=channel, agent=henry, token_hash=token_hash(token)
+        )
+    f.ToolFactory(tool_id="ndis.notes.read", agent_access=["reggie", "henry"], input_schema={
+        "type": "object", "properties": {"participant_id": {"type": "string"}}})  # fmt: skip
+    f.ToolFactory(tool_id="test.report.write", agent_access=["reggie", "henry"])
+    sent = iter(range(1, 1000))
+
+    def post(channel: str, sender: str, text: str = "hello", **more: Any) -> dict[str, Any]:
+        payload: dict[str, Any] = {"message_id": f"m{next(sent)}", "text": text, **more}
+        if channel == "sms":
+            payload = {"message_id": payload["message_id"], "from": sender, "body": text}
+        elif channel == "email":
+            payload.update({"from": sender, "subject": "hi"})
+        else:
+            payload["sender"] = sender
+        response = client.post(
+            f"/api/v1/channels/{channel}-in/",
+            json.dumps(payload),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {TOKEN[channel]}",
+        )
+        assert response.status_code == 201, response.content
+        return dict(response.json())
+
+    return post
+
+
+def _acl_of(body: dict[str, Any]) -> dict[str, Any]:
+    origin = OriginRegistry.objects.get(pk=body["o_tag"])
+    return {"policy": origin.metadata["acl"]["policy"], "principal": origin.principal}
+
+
+def _task_of(body: dict[str, Any]) -> str:
+    return str(Turn.objects.get(pk=body["turn_id"]).task_id)
+
+
+def _call(agent: SignedClient, tool_id: str, arguments: dict[str, Any], **more: Any) -> Any:
+    response = agent.post(
+        "/api/v1/tool-calls/",
+        {"tool_id": tool_id, "arguments": arguments, "reason": "answer the sender", **more},
+    )
+    assert response.status_code in (200, 202, 403), response.content
+    return response.json()
+
+
+# --- the language -------------------------------------------------------------------------------
+
+
+def test_a_policy_with_mistakes_is_refused_with_the_lines_at_fault() -> None:
+    text = "name: night\npriority: 5\nwhen:\n  field: principal.shoe_size\n  op: gt\neffect: deny\n"
+    with pytest.raises(AclDocumentError) as refused:
+        acl_parse(text)
+    assert any(line.startswith("line 4: when/field:") for line in refused.value.lines())
+
+    with pytest.raises(AclDocumentError) as refused:
+        acl_parse("name: x\npriority: 1\nwhen: {field: message.is_group, op: eq, value: true}\n"
+                  "effect: deny\npermissions:\n  tools: ['*']\n")  # fmt: skip
+    assert "a deny policy carries no permissions" in str(refused.value)
+    with pytest.raises(AclDocumentError) as refused:
+        acl_parse("name: x\npriority: [1\n")
+    assert str(refused.value).startswith("line 3: not YAML") or "not YAML" in str(refused.value)
+
+
+def test_time_of_day_decides_with_the_rest() -> None:
+    after_hours = acl_parse(
+        "name: after-hours\npriority: 60\nwhen:\n  any:\n    - {field: context.hour, op: lt, "
+        "value: 7}\n    - {field: context.hour, op: gt, value: 21}\neffect: deny\n"
+    )
+    family = acl_parse(DEMO_ACL.read_text().split("---")[2])
+    principal = {"known": True, "relationship": "family", "channel": "sms"}
+    assert acl_decide([after_hours, family], acl_facts(principal, hour=23)).policy == "after-hours"
+    decision = acl_decide([after_hours, family], acl_facts(principal, hour=10))
+    assert decision.policy == "family-access" and decision.route_to == "reggie"
+    assert acl_decide([after_hours], acl_facts(principal, hour=10)).effect == "deny"  # no match
+
+
+def test_acl_load_is_all_or_none_and_acl_dump_reads_back(seeded: None, tmp_path: Any) -> None:
+    before = {p.name: p.version for p in AclPolicy.objects.all()}
+    assert set(before) == {"owner-full-access", "group-chat-restrictions", "family-access",
+                           "block-unknown"}  # fmt: skip
+    broken = tmp_path / "acl.yaml"
+    broken.write_text(
+        "name: suppliers\npriority: 40\nwhen: {field: principal.relationship, op: eq, value: "
+        "supplier}\neffect: allow\npermissions: {tools: [comms.email.send]}\n---\n"
+        "name: second\npriority: 3\nwhen: {field: principal.known, op: eq, value: true}\n"
+        "effect: maybe\n"
+    )
+    with pytest.raises(CommandError) as refused:
+        call_command("acl_load", str(broken))
+    assert "line 10: effect" in str(refused.value)  # its line in the file
+    assert not AclPolicy.objects.filter(name="suppliers").exists()  # nothing loaded
+
+    dumped = StringIO()
+    call_command("acl_dump", stdout=dumped)
+    (tmp_path / "dump.yaml").write_text(dumped.getvalue())
+    out = StringIO()
+    call_command("acl_load", str(tmp_path / "dump.yaml"), stdout=out)
+    assert out.getvalue().startswith("unchanged: owner-full-access")
+    assert {p.name: p.version for p in AclPolicy.objects.all()} == before
+
+
+def test_the_admin_checks_a_policy_and_keeps_its_history(seeded: None) -> None:
+    staff = Client()
+    staff.force_login(get_user_model().objects.create_superuser("acl", "a@x.test", "pw"))
+    policy = AclPolicy.objects.get(name="block-unknown")
+    url = f"/admin/brainframe/aclpolicy/{policy.pk}/change/"
+    bad = staff.post(url, {"document": policy.document.replace("op: eq", "op: equals"),
+                           "active": "on"})  # fmt: skip
+    assert bad.status_code == 200 and "line 8: when/op: &#x27;equals&#x27; is not one of" in (
+        bad.content.decode()
+    )
+    good = staff.post(url, {"document": policy.document.replace(", \"native.message.triage\"", ""),
+                            "active": "on"})  # fmt: skip
+    assert good.status_code == 302
+    policy.refresh_from_db()
+    assert policy.version == 2 and policy.history.count() == 2
+    assert staff.get("/admin/brainframe/aclpolicy/").status_code == 200
+
+
+# --- the demo policies over real inbound messages -----------------------------------------------
+
+
+def test_each_demo_policy_over_real_inbound_messages(inbound: Any) -> None:
+    owner = inbound("chat", "@Priya", "send me the week's roster")
+    assert _acl_of(owner)["policy"] == "owner-full-access"
+    assert owner["handled"] == "turn" and owner["session"].startswith("agent:henry:")
+
+    family = inbound("sms", "0400 000 102", "Is Ruby's outing on?")  # Linh Tran
+    seen = _acl_of(family)
+    assert seen["policy"] == "family-access"
+    assert seen["principal"]["name"] == "Linh Tran"
+    assert seen["principal"]["participant_id"] == "P-1042"
+    assert family["session"].startswith("agent:reggie:")  # routed by the policy
+
+    participant = inbound("sms", "+61400000101", "what time is my shift?")  # Ruby herself
+    assert _acl_of(participant)["policy"] == "family-access"
+
+    stranger = inbound("sms", "+61499999999", "who is this?")
+    assert _acl_of(stranger)["policy"] == "block-unknown"
+    assert _acl_of(stranger)["principal"]["known"] is False
+    assert stranger["session"].startswith("agent:reggie:")
+
+    group = inbound("chat", "@linh", "hi all", chat_id="G-1", is_group=True)
+    assert _acl_of(group)["policy"] == "group-chat-restrictions"
+
+    # A supplier: no policy matches, so the message is kept and nobody acts on it.
+    supplier = inbound("email", "bookings@hillsbus.example", "invoice attached")
+    assert supplier["handled"] == "acl_denied" and supplier["turn_id"] is None
+    assert _acl_of(supplier)["policy"] is None
+
+
+# The handlers run in a worker thread, which sees committed rows only.
+@pytest.mark.django_db(transaction=True)
+def test_the_agent_and_the_person_must_both_allow_a_call(
+    inbound: Any, reggie: SignedClient, henry: SignedClient
+) -> None:
+    family = inbound("sms", "0400000102", "How is Ruby?")
+    task = _task_of(family)
+    own = _call(reggie, "ndis.notes.read", {"participant_id": "P-1042"}, task_id=task)
+    assert own["status"] == "executed", own
+    other = _call(reggie, "ndis.notes.read", {"participant_id": "P-2000"}, task_id=task)
+    assert other["status"] == "denied" and other["code"] == "principal_scope"
+    assert "P-2000" in other["detail"] and "only P-1042" in other["detail"]
+    beyond = _call(reggie, "test.report.write", {"q": "x"}, task_id=task)
+    assert beyond["status"] == "denied" and beyond["code"] == "principal_not_allowed"
+    assert "Linh Tran" in beyond["detail"] and "family-access" in beyond["detail"]
+    # A knock-on call of the chain carries the same principal.
+    knock_on = _call(reggie, "test.report.write", {"q": "x"}, parent_r_tag=own["r_tag"])
+    assert knock_on["code"] == "principal_not_allowed"
+    # The same agent on its own work is not limited by anyone's ACL.
+    assert _call(reggie, "test.report.write", {"q": "x"})["status"] == "executed"
+
+    # A worker on the chain's behalf is held to the same person's permissions.
+    handed = _call(
+        reggie,
+        "agents.delegate",
+        {"agent_id": "henry", "title": "Look it up", "instructions": "read Ruby's notes"},
+        task_id=task,
+    )
+    assert handed["status"] == "executed", handed
+    worker = _call(henry, "test.report.write", {"q": "x"}, task_id=handed["result"]["task_id"])
+    assert worker["code"] == "principal_not_allowed" and "Linh Tran" in worker["detail"]
+
+    # An unknown sender: replies to the sender only.
+    stranger = inbound("sms", "+61499999999", "call me back?")
+    task = _task_of(stranger)
+    elsewhere = _call(reggie, "comms.sms.send", {"to": "+61400000101", "message": "hi"},
+                      task_id=task)  # fmt: skip
+    assert elsewhere["code"] == "principal_scope" and "not the sender" in elsewhere["detail"]
+    back = _call(reggie, "comms.sms.send", {"to": "0499 999 999", "message": "We'll call."},
+                 task_id=task)  # fmt: skip
+    assert back["status"] != "denied", back
+
+    # A policy change is in force from the next call (the registry's token).
+    policy = AclPolicy.objects.get(name="family-access")
+    policy.document = policy.document.replace('"*.notes.read",', "")
+    policy.save()
+    again = _call(reggie, "ndis.notes.read", {"participant_id": "P-1042"},
+                  task_id=_task_of(family))  # fmt: skip
+    assert again["code"] == "principal_not_allowed" and "family-access v2" in again["detail"]
+
+
+# --- three-axis caps ----------------------------------------------------------------------------
+
+
+def _capped(caps: dict[str, Any]) -> None:
+    Agent.objects.filter(agent_id="henry").update(caps=caps, monitoring_level=4)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_cap_axis_refuses_or_sends_to_review_naming_it(
+    seeded: None, henry: SignedClient
+) -> None:
+    f.ToolFactory(tool_id="test.cap.read", agent_access=["henry"])
+    write = f.ToolFactory(
+        tool_id="test.cap.write", agent_access=["henry"], category="finance",
+        risk_level="write", permission_tier="WRITE_DESTRUCTIVE", execution_mode="review",
+        input_schema={"type": "object", "properties": {
+            "amount": {"type": "number"}, "to": {"type": "array"}}},
+    )  # fmt: skip
+    write.monitoring_level = write.monitoring_ceiling = 4
+    write.save()
+    Agent.objects.filter(agent_id="henry").update(trust_level="operator")
+
+    # Capability: the tier, then the categories.
+    _capped({"capability": {"max_tier": "WRITE_SAFE"}})
+    refused = _call(henry, "test.cap.write", {"amount": 1})
+    assert refused["code"] == "cap_capability" and "WRITE_SAFE" in refused["detail"]
+    _capped({"capability": {"categories": ["operations"]}})
+    assert _call(henry, "test.cap.write", {"amount": 1})["code"] == "cap_capability"
+    assert _call(henry, "test.cap.read", {"q": "x"})["status"] == "executed"
+
+    # Authority: per call, then per day; over means review unless the cap says deny.
+    _capped({"authority": {"max_amount": 500, "max_recipients": 2}})
+    big = _call(henry, "test.cap.write", {"amount": 900})
+    assert big["status"] == "pending_approval", big
+    call = _approval_reason(big)
+    assert "cap:authority" in call and "900" in call
+    assert _call(henry, "test.cap.write", {"amount": 100})["status"] == "executed"
+    many = _call(henry, "test.cap.write", {"to": ["a@x.test", "b@x.test", "c@x.test"]})
+    assert many["status"] == "pending_approval" and "3 recipients" in _approval_reason(many)
+    _capped({"authority": {"max_amount_per_day": 300, "over": "deny"}})
+    # Today so far: 100 executed + 900 waiting for approval.
+    today = _call(henry, "test.cap.write", {"amount": 50})
+    assert today["code"] == "cap_authority" and "1050" in today["detail"]
+
+    # Autonomy: the level is capped (graduation never lifts past it)...
+    _capped({"autonomy": {"max_level": 0}})
+    assert _call(henry, "test.cap.write", {"amount": 1})["status"] == "pending_approval"
+    # ...and so is how much runs in an hour with nobody looking.
+    _capped({"autonomy": {"unreviewed_per_hour": 2}})  # two ran above
+    held = _call(henry, "test.cap.read", {"q": "x"})
+    assert held["status"] == "pending_approval" and "cap:autonomy" in _approval_reason(held)
+
+
+def _approval_reason(answer: dict[str, Any]) -> str:
+    from brainframe.models import ToolCall
+
+    call = ToolCall.objects.get(pk=answer["call_id"])
+    return f"{call.decision_code}: {call.decision_detail}"
+
+
+def test_caps_are_checked_when_staff_save_them(seeded: None) -> None:
+    henry = Agent.objects.get(agent_id="henry")
+    data = {**AgentAdminForm(instance=henry).initial, "caps": '{"autonomy": {"max_level": 7}}'}
+    form = AgentAdminForm(instance=henry, data=data)
+    assert not form.is_valid()
+    assert "autonomy/max_level: 7 is greater than the maximum of 4" in str(form.errors["caps"])
+    data["caps"] = '{"autonomy": {"max_level": 2}}'
+    assert "caps" not in AgentAdminForm(instance=henry, data=data).errors
