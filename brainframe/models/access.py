@@ -12,6 +12,8 @@ from simple_history.models import HistoricalRecords
 
 from brainframe.safety.acl import AclDocumentError, acl_parse
 
+from .agents import Agent
+
 
 class AclPolicy(models.Model):
     """One ACL policy: its YAML ``document`` is what staff write; ``spec`` is that document
@@ -58,8 +60,5 @@ class AclPolicy(models.Model):
         if clash.exists():
             raise ValidationError({"document": f"line 1: name: {spec['name']} is taken"})
         route = spec.get("route_to")
-        if route is not None:
-            from .agents import Agent
-
-            if not Agent.objects.filter(pk=route).exists():
-                raise ValidationError({"document": f"route_to: no agent {route!r}"})
+        if route is not None and not Agent.objects.filter(pk=route).exists():
+            raise ValidationError({"document": f"route_to: no agent {route!r}"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -105,8 +106,6 @@ def acl_load(text: str) -> LoadResult:
 
 
 def _checked(policy: AclPolicy) -> None:
-    from django.core.exceptions import ValidationError
-
     try:
         policy.clean()
     except ValidationError as exc:
