@@ -4,8 +4,10 @@ origin or an entity."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import connection
 from django.db.models import Prefetch, Q, QuerySet
@@ -121,27 +123,75 @@ _RECIPIENTS_SQL = " + ".join(
 )
 
 
-def executed_unreviewed_since(agent_id: str, since: datetime) -> int:
+def executed_unreviewed_since(agent_id: str, since: datetime, until: datetime) -> int:
     """How many of the agent's calls since ``since`` executed with no human look (no approval
     before or after): the autonomy axis's hourly count. Index: (agent, -timestamp)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM tool_calls WHERE agent_id = %s AND timestamp >= %s "
-            "AND decision = 'executed'",
-            [agent_id, since],
+            "AND timestamp < %s AND decision = 'executed'",
+            [agent_id, since, until],
         )
         return int(cursor.fetchone()[0])
 
 
-def authority_since(agent_id: str, since: datetime) -> tuple[float, int]:
+def authority_since(agent_id: str, since: datetime, until: datetime) -> tuple[float, int]:
     """The amounts and the recipients the agent's calls since ``since`` carried (executed or
     waiting for approval): the authority axis's daily totals."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT COALESCE(SUM({_AMOUNT_SQL}), 0), COALESCE(SUM({_RECIPIENTS_SQL}), 0) "
-            "FROM tool_calls WHERE agent_id = %s AND timestamp >= %s "
+            "FROM tool_calls WHERE agent_id = %s AND timestamp >= %s AND timestamp < %s "
             "AND decision IN ('executed', 'executed_post_review', 'pending_approval')",
-            [agent_id, since],
+            [agent_id, since, until],
         )
         amount, recipients = cursor.fetchone()
     return float(amount), int(recipients)
+
+
+# --- what sequence rules count (brainframe.safety.conditions, ``history``) ----------------------
+def _like(pattern: str) -> str:
+    escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.replace("*", "%").replace("?", "_")
+
+
+def history_count(
+    spec: Mapping[str, Any], *, o_tag: uuid.UUID | None, agent_id: str, before: datetime
+) -> int:
+    """How many earlier calls (that ran or are running) of the chain (``scope: chain``, its
+    O-Tag) or of the agent match a sequence rule's ``history`` spec, up to its ``at_least``.
+    Indexed: (o_tag) or (agent, -timestamp); the count stops at ``at_least`` rows."""
+    params: list[Any]
+    if spec["scope"] == "chain":
+        if o_tag is None:
+            return 0
+        where, params = ["c.o_tag = %s"], [o_tag]
+    else:
+        where, params = ["c.agent_id = %s"], [agent_id]
+    where.append("c.timestamp < %s")
+    params.append(before)
+    minutes = spec.get("within_minutes")
+    if minutes is not None:
+        where.append("c.timestamp >= %s")
+        params.append(before - timedelta(minutes=minutes))
+    where.append("(c.decision IN ('executed', 'executed_post_review') OR c.outcome <> 'not_run')")
+    if spec.get("tool"):
+        where.append("c.requested_tool_id LIKE %s")
+        params.append(_like(spec["tool"]))
+    join = ""
+    if "data_class" in spec or "external_channel" in spec:
+        join = "JOIN tools t ON t.tool_id = c.requested_tool_id"
+        if "data_class" in spec:
+            where.append("t.data_class = %s")
+            params.append(spec["data_class"])
+        if "external_channel" in spec:
+            where.append("t.external_channel = %s")
+            params.append(bool(spec["external_channel"]))
+    limit = int(spec.get("at_least", 1))
+    sql = (
+        f"SELECT count(*) FROM (SELECT 1 FROM tool_calls c {join} "
+        f"WHERE {' AND '.join(where)} LIMIT %s) x"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, limit])
+        return int(cursor.fetchone()[0])

@@ -68,6 +68,28 @@ _CONDITION: dict[str, Any] = {
                 "value": {},
             },
         },
+        {
+            "type": "object",
+            "required": ["history"],
+            "additionalProperties": False,
+            "properties": {
+                # A sequence rule (docs/access.md): how many earlier calls of the chain (its
+                # O-Tag) or of the agent match, within a window, counted from the audit.
+                "history": {
+                    "type": "object",
+                    "required": ["scope"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "scope": {"enum": ["chain", "agent"]},
+                        "tool": {"type": "string", "minLength": 1, "maxLength": 120},
+                        "data_class": {"type": "string"},
+                        "external_channel": {"type": "boolean"},
+                        "within_minutes": {"type": "integer", "minimum": 1, "maximum": 10080},
+                        "at_least": {"type": "integer", "minimum": 1},
+                    },
+                }
+            },
+        },
     ]
 }
 
@@ -78,6 +100,8 @@ def condition_schema(roots: Sequence[str], *, pattern: str | None = None) -> dic
     schema = copy.deepcopy(_CONDITION)
     field = schema["oneOf"][3]["properties"]["field"]
     field["pattern"] = pattern or rf"^({'|'.join(roots)})(\.[A-Za-z0-9_]+)*$"
+    if pattern is not None:  # facts of their own: no call history to count
+        del schema["oneOf"][4]
     return schema
 
 
@@ -94,7 +118,7 @@ VPOL_RULES_SCHEMA: dict[str, Any] = {
         "properties": {
             "id": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9_\-]*$"},
             "when": {"$ref": "#/$defs/condition"},
-            "action": {"enum": ["allow", "review", "deny"]},
+            "action": {"enum": ["allow", "review", "senior_review", "deny"]},
             "reason": {"type": "string"},
         },
     },
@@ -103,7 +127,7 @@ VPOL_RULES_SCHEMA: dict[str, Any] = {
 
 
 def vpol_rules_errors(
-    rules: Any, *, actions: tuple[str, ...] = ("allow", "review", "deny")
+    rules: Any, *, actions: tuple[str, ...] = ("allow", "review", "senior_review", "deny")
 ) -> list[str]:
     """Problems with a V-Pol's ``rules`` document (see ``VPOL_RULES_SCHEMA``), or with the
     predicates of a directive or constitution rule (the same language, other actions)."""
@@ -189,6 +213,12 @@ def holds(condition: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
         return any(holds(part, facts) for part in condition["any"])
     if "not" in condition:
         return not holds(condition["not"], facts)
+    if "history" in condition:
+        # A sequence rule: ``facts["history"]`` counts the audit's matching earlier calls (the
+        # broker's decisions and replays give it; where it is absent nothing is counted).
+        spec = condition["history"]
+        count = facts.get("history")
+        return count is not None and count(spec) >= spec.get("at_least", 1)
     actual = resolve(facts, condition["field"])
     op = condition["op"]
     expected = condition.get("value")

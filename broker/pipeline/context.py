@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from typing import Any
+
+from django.utils import timezone
 
 from brainframe.models import Agent, AgentTask, OriginRegistry, ReasonLog, Tool, ValidationPolicy
 from brainframe.safety.acl import AclDecision
 from brainframe.safety.conditions import decision_facts
 from brainframe.safety.guardian import argument_strings
+from brainframe.selectors import history_count
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ class Finding:
     #: A directive escalation declared to drop the tool to level 0 and tell senior reviewers
     #: at once (``PrimeDirective.escalation``: SAFETY_FIRST).
     safety_level_zero: bool = False
+    #: Only a senior reviewer may decide the call (a V-Pol ``senior_review`` rule).
+    senior: bool = False
 
 
 class Outcome:
@@ -131,7 +138,10 @@ class CallContext:
     threat: dict[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
     expect: Expectation | None = None
+    # What a replay decides as of (None: now): the time counts and windows are taken at.
+    as_of: datetime | None = None
     _facts: dict[str, Any] | None = field(default=None, init=False, repr=False)
+    _history: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     @cached_property
     def free_text(self) -> str:
@@ -156,4 +166,19 @@ class CallContext:
             reason=self.request.reason,
             text=self.free_text,
             confidence=self.request.confidence,
-        )
+        ) | {"history": self.history_count}
+
+    def history_count(self, spec: dict[str, Any]) -> int:
+        """A sequence rule's count (``brainframe.selectors.history_count``): the chain's or the
+        agent's earlier calls, as of the call's time; each distinct spec is counted once."""
+        key = json.dumps(spec, sort_keys=True)
+        if key not in self._history:
+            tags = self.tags
+            chain = tags.o_tag_id if tags is not None and tags.origin is None else None
+            self._history[key] = history_count(
+                spec,
+                o_tag=chain,
+                agent_id=self.agent.agent_id,
+                before=self.as_of or timezone.now(),
+            )
+        return self._history[key]

@@ -9,7 +9,8 @@ First match wins:
 4. something flagged the call (a V-Pol review rule, the threat assessment, a directive's
    escalation): validation mode ``monitor`` → carry on (the finding is audited); ``intercept`` →
    pending approval; ``strict`` → pending approval for senior reviewers only. A directive
-   escalation always goes to senior reviewers, whatever the mode.
+   escalation or a V-Pol ``senior_review`` rule always goes to senior reviewers, whatever the
+   mode.
 5. ``execution_mode = auto`` → execute.
 6. ``execution_mode = review`` → by the effective monitoring level, the lowest of the tool's, the
    agent's and the tool's ceiling: 0 pending; 1 a sampled share pending, the rest execute; 2
@@ -79,7 +80,7 @@ def gate_decide(
         if any(f.source.startswith("cap:") for f in findings):
             # Over an agent's cap (docs/access.md): a human looks, whatever the modes say.
             return Verdict(Outcome.PENDING, "cap_review", why, approval_kind=PRE)
-        if any(f.source.startswith(("directive:", "tier:")) for f in findings):
+        if any(f.senior or f.source.startswith(("directive:", "tier:")) for f in findings):
             return Verdict(
                 Outcome.PENDING,
                 "escalated_directive",

@@ -196,12 +196,14 @@ def check_caps(ctx: CallContext) -> Verdict | None:
     if breach is None:
         breach = per_call_breach(caps, arguments)
     if breach is None and needs_day_totals(caps, arguments):
-        day = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
-        amount, recipients = authority_since(ctx.agent.agent_id, day)
+        now = ctx.as_of or timezone.now()
+        day = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
+        amount, recipients = authority_since(ctx.agent.agent_id, day, now)
         breach = per_day_breach(caps, arguments, amount_today=amount, recipients_today=recipients)
     hourly = (caps.get("autonomy") or {}).get("unreviewed_per_hour")
     if breach is None and hourly is not None:
-        done = executed_unreviewed_since(ctx.agent.agent_id, timezone.now() - timedelta(hours=1))
+        now = ctx.as_of or timezone.now()
+        done = executed_unreviewed_since(ctx.agent.agent_id, now - timedelta(hours=1), now)
         if done >= hourly:
             breach = CapBreach(
                 "autonomy",
@@ -299,7 +301,8 @@ def evaluate_vpol(ctx: CallContext) -> Verdict | None:
     reason = rule.get("reason") or f"rule {rule['id']}"
     if rule["action"] == "deny":
         return Verdict(Outcome.DENY, f"policy:{ctx.vpol.name}", reason)
-    ctx.findings.append(Finding(f"vpol:{rule['id']}", reason))
+    senior = rule["action"] == "senior_review"
+    ctx.findings.append(Finding(f"vpol:{rule['id']}", reason, senior=senior))
     return None
 
 

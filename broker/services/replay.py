@@ -106,7 +106,7 @@ def _vpol_draft(
     if "rules" in draft:
         problems = vpol_rules_errors(draft["rules"])
         if problems:
-            raise DraftError("; ".join(problems))
+            raise DraftError("; ".join(f"rules/{problem}" for problem in problems))
     current = _policy(target)
     policy = model_copy(current)
     for name, value in draft.items():
@@ -117,6 +117,7 @@ def _vpol_draft(
 
 
 def _policy(target: str) -> ValidationPolicy:
+    query: dict[str, Any]
     try:
         query = {"pk": uuid.UUID(target)}
     except ValueError:
@@ -135,7 +136,7 @@ def _directive_draft(
     predicates = draft.get("predicates", current.predicates if current else [])
     problems = vpol_rules_errors(predicates, actions=("deny", "escalate"))
     if problems:
-        raise DraftError("; ".join(problems))
+        raise DraftError("; ".join(f"predicates/{problem}" for problem in problems))
     escalation = draft.get("escalation", current.escalation if current else "senior_review")
     active = draft.get("active", current.active if current else True)
     kept = [d for d in directives if d[0] != target]

@@ -1,0 +1,217 @@
+"""Sequence rules (docs/access.md): V-Pol conditions over the chain's and the agent's earlier
+calls, and what-if replay of a draft over recorded calls (the real pipeline, dry-run)."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from brainframe.models import (
+    AclPolicy,
+    Agent,
+    ApprovalRequest,
+    ChannelAdapter,
+    EventLogEntry,
+    ToolCall,
+    Turn,
+)
+from brainframe.safety.conditions import vpol_rules_errors
+from brainframe.services.channels import token_hash
+from broker.services.replay import policy_replay
+from tests import factories as f
+from tests.signing import SignedClient
+
+pytestmark = pytest.mark.django_db
+
+RULES = [
+    {
+        "id": "external-after-health",
+        "when": {"all": [
+            {"field": "tool.external_channel", "op": "eq", "value": True},
+            {"history": {"scope": "chain", "data_class": "clinical"}},
+        ]},
+        "action": "review",
+        "reason": "an external message in a chain that read a health record",
+    },
+    {
+        "id": "mass-delete",
+        "when": {"all": [
+            {"field": "tool.tool_id", "op": "matches", "value": "\\.delete$"},
+            {"history": {"scope": "agent", "tool": "*.delete", "within_minutes": 10,
+                         "at_least": 20}},
+        ]},
+        "action": "deny",
+        "reason": "more than 20 deletes in 10 minutes",
+    },
+    {
+        "id": "payment-after-bank-change",
+        "when": {"all": [
+            {"field": "tool.tool_id", "op": "eq", "value": "seq.payment.make"},
+            {"history": {"scope": "chain", "tool": "seq.bank_details.update"}},
+        ]},
+        "action": "senior_review",
+        "reason": "a payment after a bank-detail change in the same chain",
+    },
+]  # fmt: skip
+
+SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}, "amount": {"type": "number"}}}
+
+
+@pytest.fixture
+def sequence_tools(seeded: None) -> None:
+    for tool_id, extra in (
+        ("seq.health.read", {"data_class": "clinical"}),
+        ("seq.sms.send", {"external_channel": True}),
+        ("seq.record.delete", {}),
+        ("seq.bank_details.update", {}),
+        ("seq.payment.make", {}),
+    ):
+        f.ToolFactory(tool_id=tool_id, agent_access=["henry"], input_schema=SCHEMA, **extra)
+    f.ValidationPolicyFactory(
+        name="sequences", rules=RULES, tool_patterns=["seq.*"], enforcement_mode="intercept"
+    )
+
+
+def _call(agent: SignedClient, tool_id: str, **more: Any) -> dict[str, Any]:
+    arguments = more.pop("arguments", {"q": "x"})
+    response = agent.post(
+        "/api/v1/tool-calls/",
+        {"tool_id": tool_id, "arguments": arguments, "reason": "sequence test", **more},
+    )
+    assert response.status_code in (200, 202, 403), response.content
+    return dict(response.json())
+
+
+def _chain(agent: SignedClient, tool_id: str, ref: str, **more: Any) -> dict[str, Any]:
+    """A call that starts a new chain (an origin of its own)."""
+    origin = {"origin_type": "email", "source_ref": ref}
+    return _call(agent, tool_id, origin=origin, **more)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_three_sequence_rules(sequence_tools: None, henry: SignedClient) -> None:
+    # An external message after a health record was read in the same chain: review.
+    read = _chain(henry, "seq.health.read", "mail-1")
+    assert read["status"] == "executed", read
+    after = _call(henry, "seq.sms.send", o_tag=read["o_tag"])
+    assert after["status"] == "pending_approval"
+    assert "health record" in ToolCall.objects.get(pk=after["call_id"]).decision_detail
+    # The same message in a chain that read nothing clinical runs.
+    assert _chain(henry, "seq.sms.send", "mail-2")["status"] == "executed"
+
+    # Twenty deletes by one agent in ten minutes run; the twenty-first is refused.
+    for n in range(20):
+        assert _chain(henry, "seq.record.delete", f"del-{n}")["status"] == "executed"
+    refused = _chain(henry, "seq.record.delete", "del-21")
+    assert refused["status"] == "denied" and refused["code"] == "policy:sequences"
+    assert "more than 20 deletes" in refused["detail"]
+
+    # A payment after a bank-detail change in the same chain: senior reviewers only.
+    change = _chain(henry, "seq.bank_details.update", "mail-3")
+    payment = _call(henry, "seq.payment.make", o_tag=change["o_tag"])
+    assert payment["status"] == "pending_approval"
+    approval = ApprovalRequest.objects.get(pk=payment["approval_id"])
+    assert approval.reviewer_group == ApprovalRequest.ReviewerGroup.SENIOR
+    assert _chain(henry, "seq.payment.make", "mail-4")["status"] == "executed"
+
+
+def test_a_sequence_rule_with_a_mistake_is_refused() -> None:
+    bad = [{"id": "x", "when": {"history": {"scope": "tenant"}}, "action": "deny"}]
+    assert any("tenant" in problem for problem in vpol_rules_errors(bad))
+
+
+# --- what-if replay ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_if_reports_exactly_the_calls_whose_decision_changes(
+    sequence_tools: None, henry: SignedClient, tmp_path: Any
+) -> None:
+    for n in range(3):
+        _chain(henry, "seq.payment.make", f"pay-{n}", arguments={"amount": 100 * (n + 1)})
+    big = _chain(henry, "seq.payment.make", "pay-big", arguments={"amount": 5000})
+    _chain(henry, "seq.health.read", "read-1")
+    calls, approvals, events = (
+        ToolCall.objects.count(),
+        ApprovalRequest.objects.count(),
+        EventLogEntry.objects.count(),
+    )
+
+    draft = {
+        "rules": [
+            {
+                "id": "big-payments",
+                "when": {"field": "arguments.amount", "op": "gt", "value": 1000},
+                "action": "deny",
+                "reason": "payments over 1000 need a person",
+            },
+            *RULES,
+        ]
+    }
+    report = policy_replay(kind="vpol", target="sequences", draft=draft, days=30).as_dict()
+    assert report["calls"] == calls
+    assert report["transitions"] == {"execute → deny": 1}
+    assert [c["call_id"] for c in report["affected"]] == [big["call_id"]]
+    assert report["affected"][0]["link"] == f"/board/calls/{big['call_id']}/chain/"
+    # A dry run: nothing written.
+    assert (
+        ToolCall.objects.count(),
+        ApprovalRequest.objects.count(),
+        EventLogEntry.objects.count(),
+    ) == (calls, approvals, events)
+
+    # The command prints the same, and caps can be tried too.
+    (tmp_path / "draft.json").write_text(json.dumps(draft))
+    out = StringIO()
+    call_command(
+        "policy_replay", "--kind", "vpol", "--id", "sequences",
+        "--draft", str(tmp_path / "draft.json"), "--since", "30d", stdout=out,
+    )  # fmt: skip
+    assert "1 would be decided differently" in out.getvalue()
+    assert "execute → deny" in out.getvalue() and big["call_id"] in out.getvalue()
+    (tmp_path / "caps.json").write_text('{"authority": {"max_amount": 250}}')
+    out = StringIO()
+    call_command(
+        "policy_replay", "--kind", "caps", "--id", "henry", "--draft",
+        str(tmp_path / "caps.json"), "--json", stdout=out,
+    )  # fmt: skip
+    capped = json.loads(out.getvalue())
+    assert capped["transitions"] == {"execute → pending_approval": 2}  # 300 and 5000
+    with pytest.raises(CommandError, match="rules/0: 'when' is a required property"):
+        (tmp_path / "bad.json").write_text('{"rules": [{"id": "x"}]}')
+        call_command(
+            "policy_replay", "--kind", "vpol", "--id", "sequences", "--draft",
+            str(tmp_path / "bad.json"),
+        )  # fmt: skip
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_if_of_an_acl_policy_over_a_family_members_chain(
+    seeded: None, reggie: SignedClient, client: Any
+) -> None:
+    f.ToolFactory(tool_id="ndis.notes.read", agent_access=["reggie"])
+    ChannelAdapter.objects.create(
+        name="sms-in", channel="sms", agent=Agent.objects.get(pk="reggie"),
+        token_hash=token_hash("sms-token-0123456789"),
+    )  # fmt: skip
+    body = client.post(
+        "/api/v1/channels/sms-in/",
+        json.dumps({"message_id": "m1", "from": "0400000102", "body": "How is Ruby?"}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION="Bearer sms-token-0123456789",
+    ).json()
+    task = str(Turn.objects.get(pk=body["turn_id"]).task_id)
+    notes = _call(reggie, "ndis.notes.read", task_id=task)
+    assert notes["status"] == "executed", notes
+    mine = _call(reggie, "ndis.notes.read")  # Reggie's own work: nobody's ACL
+    assert mine["status"] == "executed"
+
+    family = AclPolicy.objects.get(name="family-access")
+    draft = family.document.replace('"*.notes.read",', "")
+    report = policy_replay(kind="acl", target="family-access", draft=draft).as_dict()
+    assert [c["call_id"] for c in report["affected"]] == [notes["call_id"]]
+    assert report["affected"][0]["would"] == "deny (principal_not_allowed)"
