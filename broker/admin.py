@@ -1,6 +1,7 @@
 """The broker's admin pages: the approval queue (reviewers decide on the board; staff here see the
 queue, its history and each notification's deliveries, and can decide selected items in bulk
-through the same service as the board), and upstream MCP servers with their imported tools.
+through the same service as the board), upstream MCP servers with their imported tools, and the
+"What if?" dry run on the change forms of V-Pols, directives, ACL policies and agents' caps.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -16,16 +19,26 @@ from django.template.response import TemplateResponse
 from mcp.shared.exceptions import MCPError
 from simple_history.admin import SimpleHistoryAdmin
 
+from brainframe.admin.access import AclPolicyAdmin
+from brainframe.admin.agents import AgentAdmin
 from brainframe.admin.common import JSONEditingMixin, ReadOnlyAdmin, ReadOnlyInline, pretty_json
+from brainframe.admin.registry import PrimeDirectiveAdmin, ValidationPolicyAdmin
 from brainframe.models import (
+    AclPolicy,
+    Agent,
     ApprovalRequest,
     MCPUpstream,
     NotificationDelivery,
+    PrimeDirective,
     Tool,
     UpstreamToolChange,
+    ValidationPolicy,
 )
+from brainframe.safety.acl import AclDocumentError, acl_parse
 
+from .errors import BrokerRefusal
 from .services.approvals import approvals_decide_batch
+from .services.replay import policy_replay
 from .services.upstreams import upstream_change_accept, upstream_change_dismiss, upstream_import
 from .upstream_client import UpstreamTimeout, UpstreamUnavailable
 
@@ -224,3 +237,124 @@ class UpstreamToolChangeAdmin(ReadOnlyAdmin):
         for change in pending:
             upstream_change_dismiss(change=change, by=request.user)
         self.message_user(request, f"Dismissed {len(pending)} change(s).", messages.SUCCESS)
+
+
+# --- what-if before saving (docs/access.md, "What-if") ------------------------------------------
+
+
+class WhatIfMixin(admin.ModelAdmin):
+    """A change form with a "What if?" button: the draft in the form is replayed over recorded
+    calls through the real pipeline (``broker.services.replay``) and the report shown, with a
+    button that saves the same draft. Nothing is saved by the dry run."""
+
+    whatif_kind = ""
+    change_form_template = "admin/whatif/change_form.html"
+
+    def whatif_target(self, obj: Any, form: Any) -> str:
+        return str(obj.pk)
+
+    def whatif_draft(self, form: Any) -> Any:
+        raise NotImplementedError
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> Any:
+        if request.method != "POST" or "_whatif" not in request.POST or object_id is None:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        obj = self.get_object(request, unquote(object_id))
+        if obj is None or not self.has_change_permission(request, obj):
+            raise PermissionDenied
+        form = self.get_form(request, obj, change=True)(request.POST, request.FILES, instance=obj)
+        report, error = None, ""
+        if not form.is_valid():
+            error = "; ".join(
+                f"{name}: {' '.join(str(m) for m in messages_)}"
+                for name, messages_ in form.errors.items()
+            )
+        else:
+            try:
+                days = max(1, min(365, int(request.POST.get("_whatif_days") or 30)))
+            except ValueError:
+                days = 30
+            try:
+                report = policy_replay(
+                    kind=self.whatif_kind,
+                    target=self.whatif_target(obj, form),
+                    draft=self.whatif_draft(form),
+                    days=days,
+                ).as_dict()
+            except (BrokerRefusal, AclDocumentError) as exc:
+                error = str(exc)
+        resubmit = [
+            (name, value)
+            for name, values in request.POST.lists()
+            if name not in ("_whatif", "_whatif_days", "csrfmiddlewaretoken")
+            for value in values
+        ]
+        return TemplateResponse(
+            request,
+            "admin/whatif/report.html",
+            {
+                **self.admin_site.each_context(request),
+                "subject": f"{self.model._meta.verbose_name} {obj}",
+                "report": report,
+                "error": error,
+                "resubmit": resubmit,
+                "opts": self.model._meta,
+            },
+        )
+
+
+admin.site.unregister(ValidationPolicy)
+
+
+@admin.register(ValidationPolicy)
+class ValidationPolicyWhatIfAdmin(WhatIfMixin, ValidationPolicyAdmin):
+    whatif_kind = "vpol"
+
+    def whatif_draft(self, form: Any) -> Any:
+        fields = ("rules", "enforcement_mode", "tool_patterns", "priority", "active")
+        return {name: form.cleaned_data[name] for name in fields if name in form.cleaned_data}
+
+
+admin.site.unregister(PrimeDirective)
+
+
+@admin.register(PrimeDirective)
+class PrimeDirectiveWhatIfAdmin(WhatIfMixin, PrimeDirectiveAdmin):
+    whatif_kind = "directive"
+
+    def whatif_draft(self, form: Any) -> Any:
+        fields = ("predicates", "escalation", "active")
+        return {name: form.cleaned_data[name] for name in fields if name in form.cleaned_data}
+
+
+admin.site.unregister(AclPolicy)
+
+
+@admin.register(AclPolicy)
+class AclPolicyWhatIfAdmin(WhatIfMixin, AclPolicyAdmin):  # type: ignore[misc]
+    whatif_kind = "acl"
+
+    def whatif_target(self, obj: Any, form: Any) -> str:
+        return str(acl_parse(form.cleaned_data["document"])["name"])
+
+    def whatif_draft(self, form: Any) -> Any:
+        return form.cleaned_data["document"]
+
+
+admin.site.unregister(Agent)
+
+
+@admin.register(Agent)
+class AgentWhatIfAdmin(WhatIfMixin, AgentAdmin):
+    """Caps are tried before they are saved (the rest of the agent's form is not replayed)."""
+
+    whatif_kind = "caps"
+
+    def whatif_draft(self, form: Any) -> Any:
+        return form.cleaned_data.get("caps") or {}

@@ -8,7 +8,9 @@ from io import StringIO
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.test import Client
 
 from brainframe.models import (
     AclPolicy,
@@ -191,7 +193,7 @@ def test_what_if_reports_exactly_the_calls_whose_decision_changes(
 
 @pytest.mark.django_db(transaction=True)
 def test_what_if_of_an_acl_policy_over_a_family_members_chain(
-    seeded: None, reggie: SignedClient, client: Any
+    seeded: None, reggie: SignedClient, client: Client
 ) -> None:
     f.ToolFactory(tool_id="ndis.notes.read", agent_access=["reggie"])
     ChannelAdapter.objects.create(
@@ -215,3 +217,23 @@ def test_what_if_of_an_acl_policy_over_a_family_members_chain(
     report = policy_replay(kind="acl", target="family-access", draft=draft).as_dict()
     assert [c["call_id"] for c in report["affected"]] == [notes["call_id"]]
     assert report["affected"][0]["would"] == "deny (principal_not_allowed)"
+
+    # The admin shows the same before the change is saved, and saves it only when asked.
+    staff = Client()
+    staff.force_login(get_user_model().objects.create_superuser("acl", "a@x.test", "pw"))
+    url = f"/admin/brainframe/aclpolicy/{family.pk}/change/"
+    form = staff.get(url).content.decode()
+    assert 'name="_whatif"' in form
+    shown = staff.post(url, {"document": draft, "active": "on", "_whatif": "1"})
+    page = shown.content.decode()
+    assert shown.status_code == 200 and f'data-call="{notes["call_id"]}"' in page
+    assert f'data-call="{mine["call_id"]}"' not in page
+    assert "execute → deny" in page and "principal_not_allowed" in page
+    family.refresh_from_db()
+    assert family.version == 1  # a dry run saves nothing
+    broken = staff.post(url, {"document": "name: [", "active": "on", "_whatif": "1"})
+    assert "data-whatif-error" in broken.content.decode()
+    saved = staff.post(url, {"document": draft, "active": "on", "_save": "Save"})
+    assert saved.status_code == 302
+    family.refresh_from_db()
+    assert family.version == 2
