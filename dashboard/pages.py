@@ -3,6 +3,7 @@ reject, enable and disable what agents proposed), reviewers' service levels."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 from urllib.parse import urlencode
 
@@ -12,7 +13,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from brainframe.events import EVENT_FAMILIES, event_from_wire
-from brainframe.models import Agent, Hook
+from brainframe.events.base import SHADOW_DECISION
+from brainframe.models import Agent, EventLogEntry, Hook, ToolCall
 from brainframe.services.event_log import event_log_feed
 from brainframe.services.hook_checks import HookError
 from brainframe.services.hooks import hook_resource, hook_review, hook_set_enabled
@@ -125,3 +127,34 @@ def service_levels_page(request: HttpRequest) -> HttpResponse:
         "dashboard/service_levels.html",
         {"levels": levels, "days": days, "charts": charts},
     )
+
+
+@login_required
+def shadow_page(request: HttpRequest) -> HttpResponse:
+    """Shadow-mode V-Pol rules (docs/access.md): what each would have decided, beside what was
+    decided, newest first; with a count per rule of the calls it would have decided otherwise."""
+    entries = EventLogEntry.objects.filter(name=SHADOW_DECISION).order_by("-id")[:200]
+    rows = [{"at": e.at, **e.payload} for e in entries]
+    calls = ToolCall.objects.in_bulk([row["call_id"] for row in rows])
+    by_rule: dict[tuple[str, str], dict[str, int]] = {}
+    for row in rows:
+        call = calls.get(uuid.UUID(row["call_id"]))
+        row["call"] = call
+        row["differs"] = _WOULD.get(row["would"], row["would"]) != row["decided"]
+        counts = by_rule.setdefault((row["policy"], row["rule"]), {"matched": 0, "differs": 0})
+        counts["matched"] += 1
+        counts["differs"] += row["differs"]
+    return render(
+        request,
+        "dashboard/shadow.html",
+        {"rows": rows, "rules": sorted(by_rule.items())},
+    )
+
+
+#: A rule's action and the decision it would make (``review``: the gate holds the call).
+_WOULD = {
+    "allow": "execute",
+    "review": "pending_approval",
+    "senior_review": "pending_approval",
+    "deny": "deny",
+}

@@ -21,6 +21,7 @@ urlpatterns = [
     path("standing/<uuid:standing_id>/revoke/", views.standing_revoke_view, name="standing-revoke"),
     path("service-levels/", pages.service_levels_page, name="service-levels"),
     path("events/", pages.events_page, name="events"),
+    path("shadow/", pages.shadow_page, name="shadow"),
     path("hooks/", pages.hooks_page, name="hooks"),
     path("conversations/", conversations.conversations_page, name="conversations"),
     path(

@@ -25,6 +25,7 @@ from .base import (
     PLAN_SAVED,
     POLICY_CHANGED,
     RULE_VIOLATED,
+    SHADOW_DECISION,
     STEP_FINISHED,
     STEP_STARTED,
     TOOL_EXECUTED,
@@ -95,6 +96,23 @@ class RuleViolated(CallEvent):
     """A call refused by a prime directive, a constitution rule or a V-Pol rule (``code``)."""
 
     NAME: ClassVar[str] = RULE_VIOLATED
+
+
+@dataclass(frozen=True)
+class ShadowDecision(Event):
+    """A V-Pol rule in shadow mode (``mode: shadow``) matched a call: what it would have decided
+    (``would``: its action) beside what was decided (``decided``). Nothing acted on it; it is
+    written with the decision (docs/access.md, "Shadow mode")."""
+
+    NAME: ClassVar[str] = SHADOW_DECISION
+    call_id: str
+    agent_id: str
+    tool_id: str
+    policy: str
+    rule: str
+    would: str
+    decided: str
+    reason: str = ""
 
 
 #: Decision codes that name a rule (the rest of the refusals are ``CallBlocked``).

@@ -119,6 +119,8 @@ VPOL_RULES_SCHEMA: dict[str, Any] = {
             "id": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9_\-]*$"},
             "when": {"$ref": "#/$defs/condition"},
             "action": {"enum": ["allow", "review", "senior_review", "deny"]},
+            # shadow: evaluated and recorded ("would have decided …"), never acted on.
+            "mode": {"enum": ["enforce", "shadow"]},
             "reason": {"type": "string"},
         },
     },
@@ -251,10 +253,22 @@ def holds(condition: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
 def first_match(
     rules: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]
 ) -> Mapping[str, Any] | None:
-    """The first rule whose ``when`` holds, in order, or None."""
+    """The first rule whose ``when`` holds, in order, or None; rules in shadow mode are
+    skipped (``shadow_match``)."""
+    for rule in rules:
+        if rule.get("mode") != "shadow" and holds(rule["when"], facts):
+            return rule
+    return None
+
+
+def shadow_match(
+    rules: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]
+) -> Mapping[str, Any] | None:
+    """The shadow rule that would decide if shadow rules were enforced: the first rule that
+    holds, when it is a shadow one (None when an enforced rule comes first or nothing holds)."""
     for rule in rules:
         if holds(rule["when"], facts):
-            return rule
+            return rule if rule.get("mode") == "shadow" else None
     return None
 
 

@@ -133,6 +133,8 @@ class CallContext:
     acl: list[dict[str, Any]] = field(default_factory=list)
     principal: dict[str, Any] | None = None
     acl_decision: AclDecision | None = None  # what check_principal found, for the audit
+    # A shadow-mode V-Pol rule that matched: {policy, rule, would, reason} (recorded, not acted on).
+    shadow: dict[str, Any] | None = None
     local_hour: int = 0
     findings: list[Finding] = field(default_factory=list)
     threat: dict[str, Any] = field(default_factory=dict)

@@ -21,7 +21,7 @@ from brainframe.safety.caps import (
     per_call_breach,
     per_day_breach,
 )
-from brainframe.safety.conditions import first_match
+from brainframe.safety.conditions import first_match, shadow_match
 from brainframe.selectors import authority_since, executed_unreviewed_since, tool_allows
 from brainframe.services.delegation import (
     delegation_managers,
@@ -295,7 +295,17 @@ def check_directives(ctx: CallContext) -> Verdict | None:
 def evaluate_vpol(ctx: CallContext) -> Verdict | None:
     if ctx.vpol is None:
         return None
-    rule = first_match(ctx.vpol.rules, ctx.facts())
+    rules = ctx.vpol.rules
+    if any(r.get("mode") == "shadow" for r in rules):
+        shadow = shadow_match(rules, ctx.facts())
+        if shadow is not None:
+            ctx.shadow = {
+                "policy": ctx.vpol.name,
+                "rule": shadow["id"],
+                "would": shadow["action"],
+                "reason": shadow.get("reason") or "",
+            }
+    rule = first_match(rules, ctx.facts())
     if rule is None or rule["action"] == "allow":
         return None
     reason = rule.get("reason") or f"rule {rule['id']}"

@@ -20,6 +20,7 @@ from brainframe.events import (
     Event,
     GuardianAssessmentComplete,
     SecurityThreatDetected,
+    ShadowDecision,
     publish,
     publish_tool_call,
 )
@@ -36,7 +37,14 @@ from brainframe.telemetry import decision_observed, now_ns
 
 from ..audit.record import record_decision
 from ..errors import BrokerRefusal
-from ..pipeline.context import CallContext, CallRequest, ChainTags, Expectation, StaleSnapshot
+from ..pipeline.context import (
+    CallContext,
+    CallRequest,
+    ChainTags,
+    Expectation,
+    StaleSnapshot,
+    Verdict,
+)
 from ..pipeline.stages import decide
 from ..registry import registry_remembered, registry_snapshot
 from .execution import call_execute, call_executed, call_run, runs_before_recording
@@ -199,7 +207,7 @@ def tool_call_submit(
             return replay
     ctx = prepare(agent=agent, request=request, registry_token=registry_token, expect=expect)
     verdict = decide(ctx)
-    assessment = _assessment_events(ctx)  # published with the call's row
+    assessment = _assessment_events(ctx) + _shadow_events(ctx, verdict)  # with the call's row
     # A read without side effects runs first and is recorded whole, in one statement (its
     # result is withheld unless that write commits); every other call is audited first.
     ran = None
@@ -263,6 +271,21 @@ def _assessment_events(ctx: CallContext) -> tuple[Event, ...]:
     if not common["patterns"]:
         return (complete,)
     return complete, SecurityThreatDetected(**common, blocked=common["action"] == "block")
+
+
+def _shadow_events(ctx: CallContext, verdict: Verdict) -> tuple[Event, ...]:
+    """A shadow rule's would-be decision, written with the call's (docs/access.md)."""
+    if ctx.shadow is None or ctx.tool is None:
+        return ()
+    return (
+        ShadowDecision(
+            call_id=str(ctx.call_id),
+            agent_id=ctx.agent.agent_id,
+            tool_id=ctx.tool.tool_id,
+            decided=verdict.outcome,
+            **ctx.shadow,
+        ),
+    )
 
 
 def _announce_new_approval(approval: ApprovalRequest) -> None:

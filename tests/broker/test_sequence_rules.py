@@ -20,6 +20,7 @@ from brainframe.models import (
     EventLogEntry,
     ToolCall,
     Turn,
+    ValidationPolicy,
 )
 from brainframe.safety.conditions import vpol_rules_errors
 from brainframe.services.channels import token_hash
@@ -237,3 +238,43 @@ def test_what_if_of_an_acl_policy_over_a_family_members_chain(
     assert saved.status_code == 302
     family.refresh_from_db()
     assert family.version == 2
+
+
+# --- shadow mode --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_shadow_rule_records_what_it_would_decide_and_acts_on_nothing(
+    sequence_tools: None, henry: SignedClient, admin_client: Client
+) -> None:
+    shadow = {
+        "id": "no-big-payments",
+        "mode": "shadow",
+        "when": {"field": "arguments.amount", "op": "gt", "value": 1000},
+        "action": "deny",
+        "reason": "payments over 1000 need a person",
+    }
+    ValidationPolicy.objects.filter(name="sequences").update(rules=[shadow, *RULES])
+    big = _chain(henry, "seq.payment.make", "pay-big", arguments={"amount": 5000})
+    small = _chain(henry, "seq.payment.make", "pay-small", arguments={"amount": 50})
+    assert big["status"] == small["status"] == "executed"  # acted on nothing
+
+    kept = EventLogEntry.objects.filter(name="governance:shadow_decision")
+    assert [e.payload["call_id"] for e in kept] == [big["call_id"]]
+    payload = kept[0].payload
+    assert (payload["would"], payload["decided"], payload["rule"]) == (
+        "deny",
+        "execute",
+        "no-big-payments",
+    )
+
+    page = admin_client.get("/board/shadow/").content.decode()
+    assert f'data-call="{big["call_id"]}" class="differs"' in page
+    assert small["call_id"] not in page and 'data-rule="no-big-payments"' in page
+
+    # What enforcing it would change, before anyone does.
+    enforced = {**shadow, "mode": "enforce"}
+    report = policy_replay(
+        kind="vpol", target="sequences", draft={"rules": [enforced, *RULES]}
+    ).as_dict()
+    assert [c["call_id"] for c in report["affected"]] == [big["call_id"]]
