@@ -15,7 +15,12 @@ tool with an equivalent policy (the agent's tool allowlist, "more than 8 passeng
 approval", default deny) and its audit on, called with the same action and arguments, in a
 subprocess of the same run.
 
-Prints p50/p99 per decision for both and the ratio (ours / AGT).
+**Ours with access control** (docs/access.md): the same call in a chain a carer's message
+started: the demo ACL policies are tried in order until the family policy (bookings added for
+the benchmark) matches and its scopes are checked, and Henry has caps on all three axes (per-call
+limits: no counts to read; sequence rules are measured in ``bench/sequence_rules.py``).
+
+Prints p50/p99 per decision for each and the ratios (ours / AGT).
 """
 
 from __future__ import annotations
@@ -100,7 +105,7 @@ def _agt(iterations: int) -> dict[str, float]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _ours(iterations: int) -> tuple[dict[str, float], str]:
+def _ours(iterations: int, *, access: bool = False) -> tuple[dict[str, float], str]:
     import django
 
     django.setup()
@@ -119,6 +124,29 @@ def _ours(iterations: int) -> tuple[dict[str, float], str]:
         tool_id="transport.vehicle.book", arguments=ARGS, reason="book the van for the outing"
     )
     template = prepare(agent=agent, request=request)
+    if access:
+        # A carer's message started the chain: the demo's ACL (owner, group chat, family) is
+        # tried in order, the family policy (with bookings added) matches, its scopes are
+        # checked; Henry's caps on all three axes (per call: no counts to read).
+        acl = [dict(spec) for spec in template.acl]
+        for spec in acl:
+            if spec["name"] == "family-access":
+                spec["permissions"] = {
+                    **spec["permissions"],
+                    "tools": [*spec["permissions"]["tools"], "transport.vehicle.book"],
+                }
+        template.acl = acl
+        template.principal = {
+            "known": True, "name": "Marco Rossi", "relationship": "carer", "groups": ["carers"],
+            "participant_id": "P-1042", "channel": "sms", "sender": "+61400000103",
+            "is_group": False, "hour": 10,
+        }  # fmt: skip
+        template.principal_key = json.dumps(template.principal)  # as prepare reads it
+        agent.caps = {
+            "capability": {"max_tier": "WRITE_SAFE", "categories": ["operations", "comms"]},
+            "autonomy": {"max_level": 3},
+            "authority": {"max_amount": 500, "max_records": 50, "max_recipients": 5},
+        }
 
     def once() -> str:
         ctx = CallContext(
@@ -129,6 +157,9 @@ def _ours(iterations: int) -> tuple[dict[str, float], str]:
             vpol=template.vpol,
             directives=template.directives,
             constitution=template.constitution,
+            acl=template.acl,
+            principal=template.principal,
+            principal_key=template.principal_key,
             requester_roles=template.requester_roles,
             local_hour=template.local_hour,
         )
@@ -151,11 +182,20 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=20_000)
     args = parser.parse_args()
     ours, outcome = _ours(args.iterations)
+    ours_access, outcome_access = _ours(args.iterations, access=True)
     agt = _agt(args.iterations)
     print(f"decision for henry -> transport.vehicle.book: {outcome}")
     print(f"ours (all stages, no I/O): p50 {ours['p50']:.1f} us, p99 {ours['p99']:.1f} us")
+    print(
+        f"ours + ACL principal + caps ({outcome_access}): p50 {ours_access['p50']:.1f} us, "
+        f"p99 {ours_access['p99']:.1f} us"
+    )
     print(f"AGT govern() with audit:   p50 {agt['p50']:.1f} us, p99 {agt['p99']:.1f} us")
     print(f"ratio ours/AGT: p50 {ours['p50'] / agt['p50']:.2f}, p99 {ours['p99'] / agt['p99']:.2f}")
+    print(
+        f"ratio ours with access/AGT: p50 {ours_access['p50'] / agt['p50']:.2f}, "
+        f"p99 {ours_access['p99'] / agt['p99']:.2f}"
+    )
     return 0
 
 

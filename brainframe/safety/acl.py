@@ -38,6 +38,8 @@ PARTICIPANT_ARGUMENTS = ("participant_id", "participant")
 #: Argument names that name who a message goes to (data scope ``recipient``).
 RECIPIENT_ARGUMENTS = ("to", "recipient", "recipients", "cc", "bcc")
 
+_SCOPED = frozenset(PARTICIPANT_ARGUMENTS + RECIPIENT_ARGUMENTS)
+
 ACL_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -188,6 +190,8 @@ class AclDecision:
     tools: tuple[str, ...] = ()
     scopes: Mapping[str, str] = field(default_factory=dict)
     route_to: str | None = None
+    # tool id → permitted, filled as calls ask (a decision is kept per policy set and sender).
+    _permitted: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def allows(self) -> bool:
@@ -249,7 +253,32 @@ def acl_facts(principal: Mapping[str, Any], *, hour: int) -> dict[str, Any]:
 
 
 def tool_permitted(decision: AclDecision, tool_id: str) -> bool:
-    return decision.allows and any(fnmatch.fnmatchcase(tool_id, pat) for pat in decision.tools)
+    found = decision._permitted.get(tool_id)
+    if found is None:
+        found = decision._permitted[tool_id] = decision.allows and any(
+            fnmatch.fnmatchcase(tool_id, pat) for pat in decision.tools
+        )
+    return found
+
+
+_CACHE: dict[tuple[int, str, int], tuple[Sequence[Mapping[str, Any]], AclDecision]] = {}
+_CACHE_MAX = 10_000
+
+
+def acl_decide_cached(
+    policies: Sequence[Mapping[str, Any]], principal: Mapping[str, Any], key: str, *, hour: int
+) -> AclDecision:
+    """``acl_decide`` for a principal whose stored text is ``key``, kept per policy set (the
+    registry's list, by identity: a change makes a new list) so a chain's calls decide once."""
+    slot = (id(policies), key, hour)
+    entry = _CACHE.get(slot)
+    if entry is not None and entry[0] is policies:
+        return entry[1]
+    decision = acl_decide(policies, acl_facts(principal, hour=hour))
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[slot] = (policies, decision)
+    return decision
 
 
 def _named(arguments: Mapping[str, Any], names: Sequence[str]) -> list[tuple[str, str]]:
@@ -266,13 +295,16 @@ def scope_violation(
     decision: AclDecision, principal: Mapping[str, Any], arguments: Mapping[str, Any]
 ) -> str | None:
     """Why ``arguments`` reach outside the sender's data scopes, or None."""
-    if decision.scopes.get("participant") == "own":
+    scopes = decision.scopes
+    if not scopes or not (arguments.keys() & _SCOPED):
+        return None
+    if scopes.get("participant") == "own":
         own = principal.get("participant_id")
         for name, value in _named(arguments, PARTICIPANT_ARGUMENTS):
             if value != own:
                 allowed = f"only {own}" if own else "no participant's"
                 return f"{name} {value} is outside the sender's records ({allowed})"
-    if decision.scopes.get("recipient") == "sender":
+    if scopes.get("recipient") == "sender":
         sender = _digits_or_lower(principal.get("sender") or "")
         for name, value in _named(arguments, RECIPIENT_ARGUMENTS):
             if _digits_or_lower(value) != sender:

@@ -188,9 +188,63 @@ def per_day_breach(
     return None
 
 
-def needs_day_totals(caps: Mapping[str, Any], arguments: Mapping[str, Any]) -> bool:
-    axis = caps.get("authority") or {}
-    return bool(
-        (axis.get("max_amount_per_day") is not None and call_amount(arguments))
-        or (axis.get("max_recipients_per_day") is not None and call_recipients(arguments))
+# --- the decision's fast path -------------------------------------------------------------------
+_TIER_RANK = {tier: rank for rank, tier in enumerate(_TIERS)}
+
+
+@dataclass(frozen=True)
+class CompiledCaps:
+    """An agent's caps made ready for deciding (kept per caps document: the agent the process
+    remembers keeps the same one until it changes)."""
+
+    caps: Mapping[str, Any]
+    tier_rank: int | None
+    categories: frozenset[str] | None
+    per_call: bool  # any per-call authority limit
+    per_day: tuple[bool, bool]  # amount, recipients
+    hourly: int | None
+
+    def capability_or_call_breach(
+        self, *, tier: str, category: str, arguments: Mapping[str, Any]
+    ) -> CapBreach | None:
+        if (self.tier_rank is not None and _TIER_RANK[tier] > self.tier_rank) or (
+            self.categories is not None and category not in self.categories
+        ):
+            return capability_breach(self.caps, tier=tier, category=category)
+        return per_call_breach(self.caps, arguments) if self.per_call else None
+
+    def needs_day_totals(self, arguments: Mapping[str, Any]) -> bool:
+        amount, recipients = self.per_day
+        return (amount and bool(call_amount(arguments))) or (
+            recipients and bool(call_recipients(arguments))
+        )
+
+
+_COMPILED: dict[int, CompiledCaps] = {}
+
+
+def caps_compiled(caps: Mapping[str, Any]) -> CompiledCaps:
+    found = _COMPILED.get(id(caps))
+    if found is not None and found.caps is caps:
+        return found
+    capability = caps.get("capability") or {}
+    authority = caps.get("authority") or {}
+    max_tier = capability.get("max_tier")
+    categories = capability.get("categories")
+    compiled = CompiledCaps(
+        caps=caps,
+        tier_rank=_TIER_RANK[max_tier] if max_tier else None,
+        categories=frozenset(categories) if categories else None,
+        per_call=any(
+            authority.get(k) is not None for k in ("max_amount", "max_records", "max_recipients")
+        ),
+        per_day=(
+            authority.get("max_amount_per_day") is not None,
+            authority.get("max_recipients_per_day") is not None,
+        ),
+        hourly=(caps.get("autonomy") or {}).get("unreviewed_per_hour"),
     )
+    if len(_COMPILED) > 1000:
+        _COMPILED.clear()
+    _COMPILED[id(caps)] = compiled
+    return compiled

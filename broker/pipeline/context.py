@@ -132,6 +132,8 @@ class CallContext:
     # chain acts for (None: nobody's message started it).
     acl: list[dict[str, Any]] = field(default_factory=list)
     principal: dict[str, Any] | None = None
+    # The principal's stored JSON text (the ACL cache's key); None: computed when needed.
+    principal_key: str | None = None
     acl_decision: AclDecision | None = None  # what check_principal found, for the audit
     # A shadow-mode V-Pol rule that matched: {policy, rule, would, reason} (recorded, not acted on).
     shadow: dict[str, Any] | None = None

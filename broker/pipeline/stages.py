@@ -12,15 +12,8 @@ from jsonschema.exceptions import ValidationError
 
 from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, PermissionTier
 from brainframe.models import PrimeDirective, Tool
-from brainframe.safety.acl import acl_decide, acl_facts, scope_violation, tool_permitted
-from brainframe.safety.caps import (
-    CapBreach,
-    autonomy_cap,
-    capability_breach,
-    needs_day_totals,
-    per_call_breach,
-    per_day_breach,
-)
+from brainframe.safety.acl import acl_decide_cached, scope_violation, tool_permitted
+from brainframe.safety.caps import CapBreach, autonomy_cap, caps_compiled, per_day_breach
 from brainframe.safety.conditions import first_match, shadow_match
 from brainframe.selectors import authority_since, executed_unreviewed_since, tool_allows
 from brainframe.services.delegation import (
@@ -159,7 +152,8 @@ def check_principal(ctx: CallContext) -> Verdict | None:
     assert tool is not None
     if tool.tool_id == DELEGATE_TOOL:
         return None
-    acl = acl_decide(ctx.acl, acl_facts(principal, hour=principal.get("hour", ctx.local_hour)))
+    key = ctx.principal_key or json.dumps(principal, sort_keys=True)
+    acl = acl_decide_cached(ctx.acl, principal, key, hour=principal.get("hour", ctx.local_hour))
     ctx.acl_decision = acl
     who = principal.get("name") or f"an unknown sender ({principal.get('sender') or '?'})"
     if not acl.allows:
@@ -192,15 +186,16 @@ def check_caps(ctx: CallContext) -> Verdict | None:
     tool = ctx.tool
     assert tool is not None
     arguments = ctx.request.arguments
-    breach = capability_breach(caps, tier=tool.permission_tier, category=tool.category)
-    if breach is None:
-        breach = per_call_breach(caps, arguments)
-    if breach is None and needs_day_totals(caps, arguments):
+    compiled = caps_compiled(caps)
+    breach = compiled.capability_or_call_breach(
+        tier=tool.permission_tier, category=tool.category, arguments=arguments
+    )
+    if breach is None and compiled.needs_day_totals(arguments):
         now = ctx.as_of or timezone.now()
         day = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
         amount, recipients = authority_since(ctx.agent.agent_id, day, now)
         breach = per_day_breach(caps, arguments, amount_today=amount, recipients_today=recipients)
-    hourly = (caps.get("autonomy") or {}).get("unreviewed_per_hour")
+    hourly = compiled.hourly
     if breach is None and hourly is not None:
         now = ctx.as_of or timezone.now()
         done = executed_unreviewed_since(ctx.agent.agent_id, now - timedelta(hours=1), now)

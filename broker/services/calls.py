@@ -6,13 +6,16 @@ closed: nothing executes unless the decision is recorded first.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError
-from django.db.models import F
+from django.db.models import F, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from brainframe.events import (
@@ -78,7 +81,7 @@ def prepare(
     if request.task_id is not None:
         ctx.task = (
             AgentTask.objects.select_related("on_behalf_of")
-            .annotate(chain_principal=F("o_tag__principal"))
+            .annotate(chain_principal=_PRINCIPAL_TEXT)
             .filter(pk=request.task_id, agent=agent)
             .first()
         )
@@ -97,7 +100,8 @@ def prepare(
             )
         cited = (
             OriginRegistry.objects.filter(pk=request.o_tag, registered_by=agent)
-            .values_list("pk", "principal")
+            .annotate(principal_text=Cast("principal", TextField()))
+            .values_list("pk", "principal_text")
             .first()
         )
         if cited is None:
@@ -114,7 +118,7 @@ def prepare(
             )
         ctx.parent = (
             ReasonLog.objects.select_related("vpol")
-            .annotate(chain_principal=F("o_tag__principal"))
+            .annotate(chain_principal=_PRINCIPAL_TEXT)
             .filter(pk=request.parent_r_tag, agent=agent)
             .first()
         )
@@ -132,13 +136,26 @@ def prepare(
     ctx.tags = _chain_tags(ctx)
     # Who the chain acts for (docs/access.md): the sender of the message that started it, as
     # the system recorded it (an origin the agent registers itself never carries one).
+    text = None
     if ctx.parent is not None:
-        ctx.principal = getattr(ctx.parent, "chain_principal", None)
+        text = getattr(ctx.parent, "chain_principal", None)
     elif request.o_tag is not None:
-        ctx.principal = cited[1] if cited else None
+        text = cited[1] if cited else None
     elif request.origin is None and ctx.task is not None:
-        ctx.principal = getattr(ctx.task, "chain_principal", None)
+        text = getattr(ctx.task, "chain_principal", None)
+    if text is not None:
+        ctx.principal, ctx.principal_key = principal_parsed(text), text
     return ctx
+
+
+#: The chain's principal as its stored JSON text: the text is the key of the ACL's cache.
+_PRINCIPAL_TEXT = Cast(F("o_tag__principal"), TextField())
+
+
+@lru_cache(maxsize=4096)
+def principal_parsed(text: str) -> dict[str, Any]:
+    """A principal's JSON, parsed once per distinct text (read-only for every reader)."""
+    return dict(json.loads(text))
 
 
 def _chain_tags(ctx: CallContext) -> ChainTags:
