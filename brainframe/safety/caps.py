@@ -141,22 +141,23 @@ def capability_breach(caps: Mapping[str, Any], *, tier: str, category: str) -> C
     return None
 
 
+_PER_CALL = (
+    ("max_amount", call_amount, "amount {value:g} is over the cap of {limit:g}"),
+    ("max_records", call_records, "{value} records is over the cap of {limit}"),
+    ("max_recipients", call_recipients, "{value} recipients is over the cap of {limit}"),
+)
+
+
 def per_call_breach(caps: Mapping[str, Any], arguments: Mapping[str, Any]) -> CapBreach | None:
     axis = caps.get("authority") or {}
-    over = _over(caps, "authority")
-    checks = (
-        ("max_amount", call_amount(arguments), "amount {value:g} is over the cap of {limit:g}"),
-        ("max_records", call_records(arguments), "{value} records is over the cap of {limit}"),
-        (
-            "max_recipients",
-            call_recipients(arguments),
-            "{value} recipients is over the cap of {limit}",
-        ),
-    )
-    for key, value, text in checks:
+    for key, measure, text in _PER_CALL:
         limit = axis.get(key)
-        if limit is not None and value > limit:
-            return CapBreach("authority", text.format(value=value, limit=limit) + " a call", over)
+        if limit is None:
+            continue
+        value = measure(arguments)
+        if value > limit:
+            detail = text.format(value=value, limit=limit) + " a call"
+            return CapBreach("authority", detail, _over(caps, "authority"))
     return None
 
 
