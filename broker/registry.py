@@ -19,12 +19,19 @@ from __future__ import annotations
 import fnmatch
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
 
 from brainframe.instances import model_copy
-from brainframe.models import ConstitutionRule, PrimeDirective, Tool, ValidationPolicy
+from brainframe.models import (
+    CapabilityGrant,
+    ConstitutionRule,
+    PrimeDirective,
+    Tool,
+    ValidationPolicy,
+)
 from brainframe.services.access import acl_specs
 
 _NONE: Any = object()
@@ -44,6 +51,24 @@ def governing_policy(tool: Tool, policies: list[ValidationPolicy]) -> Validation
     return max(candidates, key=lambda p: (p.priority, p.name), default=None)
 
 
+@dataclass(frozen=True)
+class LiveGrant:
+    """A capability grant not withdrawn (docs/access.md, "Grants"); ``until`` None: until
+    revoked. The broker checks ``until`` itself, so a grant ends on time even before the minute
+    job withdraws it."""
+
+    grant_id: str
+    tool_patterns: tuple[str, ...]
+    scopes: dict[str, str]
+    until: datetime | None
+
+    def live(self, now: datetime) -> bool:
+        return self.until is None or self.until > now
+
+    def covers_tool(self, tool_id: str) -> bool:
+        return any(fnmatch.fnmatchcase(tool_id, pat) for pat in self.tool_patterns)
+
+
 @dataclass
 class Snapshot:
     token: str | None
@@ -53,6 +78,9 @@ class Snapshot:
     constitution: list[tuple[str, str, list[Any]]]
     # Active ACL policies' specs with their versions, highest priority first.
     acl: list[dict[str, Any]] = field(default_factory=list)
+    # Live grants: a person's (by person id), and an agent's access to a tool (agent, tool).
+    person_grants: dict[str, list[LiveGrant]] = field(default_factory=dict)
+    agent_grants: dict[tuple[str, str], LiveGrant] = field(default_factory=dict)
     # Filled as calls name them; an unknown tool id is not remembered.
     _tools: dict[str, Tool] = field(default_factory=dict)
     _governing: dict[str, ValidationPolicy | None] = field(default_factory=dict)
@@ -129,4 +157,20 @@ def _load(token: str | None) -> Snapshot:
             .values_list("code", "enforcement", "predicates")
         ],
         acl=acl_specs(),
+        **_live_grants(),
     )
+
+
+def _live_grants() -> dict[str, Any]:
+    person: dict[str, list[LiveGrant]] = {}
+    agent: dict[tuple[str, str], LiveGrant] = {}
+    for grant in CapabilityGrant.objects.filter(withdrawn_at__isnull=True).exclude(
+        kind=CapabilityGrant.Kind.LEVEL
+    ):
+        live = LiveGrant(str(grant.pk), tuple(grant.tool_ids), dict(grant.scopes), grant.until)
+        if grant.kind == CapabilityGrant.Kind.PERSON:
+            person.setdefault(str(grant.person_id), []).append(live)
+        else:
+            for tool_id in grant.tool_ids:
+                agent[(grant.agent_id, tool_id)] = live
+    return {"person_grants": person, "agent_grants": agent}

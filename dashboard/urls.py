@@ -19,6 +19,7 @@ urlpatterns = [
         "approvals/<uuid:approval_id>/<str:action>/", views.approval_action, name="approval-action"
     ),
     path("standing/<uuid:standing_id>/revoke/", views.standing_revoke_view, name="standing-revoke"),
+    path("grants/<uuid:grant_id>/revoke/", views.grant_revoke_view, name="grant-revoke"),
     path("service-levels/", pages.service_levels_page, name="service-levels"),
     path("events/", pages.events_page, name="events"),
     path("shadow/", pages.shadow_page, name="shadow"),

@@ -24,6 +24,7 @@ from brainframe.models import (
     AgentNote,
     AgentTask,
     ApprovalRequest,
+    CapabilityGrant,
     CouncilProposal,
     Deliverable,
     LedgerEvent,
@@ -35,6 +36,7 @@ from brainframe.models import (
 )
 from brainframe.selectors import flatten, origin_chain
 from brainframe.services.council import CouncilError, is_member, proposal_vote, tally
+from brainframe.services.grants import grant_withdraw
 from brainframe.services.standing import standing_live, standing_revoke
 from brainframe.services.supervisors import SupervisorError, supervisor_command
 from broker.services.approvals import (
@@ -138,6 +140,9 @@ def approvals(request: HttpRequest) -> HttpResponse:
             "batches": selectors.batches(items),
             "can_review": bool(groups),
             "standing": standing_live(),
+            "grants": CapabilityGrant.objects.filter(withdrawn_at__isnull=True)
+            .select_related("agent", "person", "granted_by_call")
+            .order_by("-created_at")[:100],
             "digest": _digest_of(request.user.pk),
             "digest_choices": ReviewerPreference.Digest.choices,
         },
@@ -254,6 +259,19 @@ def standing_revoke_view(request: HttpRequest, standing_id: str) -> HttpResponse
         )
     standing_revoke(standing=standing, by=request.user, reason="revoked on the board")
     return redirect(reverse("dashboard:approvals") + "#standing")
+
+
+@login_required
+@require_POST
+def grant_revoke_view(request: HttpRequest, grant_id: str) -> HttpResponse:
+    """Withdraw a live capability grant at once (docs/access.md, "Grants")."""
+    grant = get_object_or_404(CapabilityGrant, pk=grant_id)
+    if not reviewer_groups(request.user):
+        return JsonResponse(
+            {"code": "not_a_reviewer", "detail": "only reviewers revoke grants"}, status=403
+        )
+    grant_withdraw(grant=grant, reason=f"revoked on the board by {request.user.get_username()}")
+    return redirect(reverse("dashboard:approvals") + "#grants")
 
 
 def _proposal_context(request: HttpRequest, proposal: CouncilProposal, **extra: Any) -> Any:

@@ -264,6 +264,7 @@ class CapabilityGrant(models.Model):
         TOOL = "tool", "Access to a tool"
         UPSTREAM = "upstream", "Access to an upstream MCP server's tools"
         LEVEL = "level", "A higher monitoring level for a tool"
+        PERSON = "person", "A permission for a person, through an agent"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="grants")
@@ -274,6 +275,12 @@ class CapabilityGrant(models.Model):
         help_text="The tools the grant added the agent to (or whose level it raised).",
     )
     upstream = models.CharField(max_length=64, blank=True)
+    # kind person (docs/access.md, "Grants"): whose ACL permissions it widens, and how (tool
+    # patterns in ``tool_ids``; scopes such as {"participant": "any"}).
+    person = models.ForeignKey(
+        "brainframe.Person", on_delete=models.PROTECT, null=True, blank=True, related_name="grants"
+    )
+    scopes = models.JSONField(default=dict, blank=True)
     level_before = models.PositiveSmallIntegerField(null=True, blank=True)
     level = models.PositiveSmallIntegerField(null=True, blank=True)
     granted_by_call = models.OneToOneField(

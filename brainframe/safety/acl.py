@@ -292,10 +292,10 @@ def _named(arguments: Mapping[str, Any], names: Sequence[str]) -> list[tuple[str
 
 
 def scope_violation(
-    decision: AclDecision, principal: Mapping[str, Any], arguments: Mapping[str, Any]
+    scopes: Mapping[str, str], principal: Mapping[str, Any], arguments: Mapping[str, Any]
 ) -> str | None:
-    """Why ``arguments`` reach outside the sender's data scopes, or None."""
-    scopes = decision.scopes
+    """Why ``arguments`` reach outside the sender's data ``scopes`` (a decision's, possibly
+    widened by a grant), or None."""
     if not scopes or not (arguments.keys() & _SCOPED):
         return None
     if scopes.get("participant") == "own":

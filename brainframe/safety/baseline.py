@@ -188,10 +188,12 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
         "tool_id": "rabs.capability.request",
         "description": (
             "Ask staff for a capability you lack, with your reason: access to a tool (kind "
-            "'tool', tool_id), to an upstream MCP server's tools (kind 'upstream', upstream), or "
-            "a higher monitoring level for one tool (kind 'level', tool_id, level); optionally "
-            "for a number of hours. A reviewer approves (the grant is applied at once) or "
-            "rejects it with a reason you can read."
+            "'tool', tool_id), to an upstream MCP server's tools (kind 'upstream', upstream), "
+            "a higher monitoring level for one tool (kind 'level', tool_id, level), or, in a "
+            "chain a person's message started, a permission their access policy does not give "
+            "them (kind 'person': tool_id, and/or scope 'participant:any' or 'recipient:any'); "
+            "optionally for a number of hours. A reviewer approves (the grant is applied at "
+            "once, possibly for less time or less) or rejects it with a reason you can read."
         ),
         "category": "system",
         "agent_access": ["*"],
@@ -211,7 +213,8 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
             "required": ["kind"],
             "additionalProperties": False,
             "properties": {
-                "kind": {"enum": ["tool", "upstream", "level"]},
+                "kind": {"enum": ["tool", "upstream", "level", "person"]},
+                "scope": {"enum": ["participant:any", "recipient:any"]},
                 "tool_id": {"type": "string", "minLength": 1, "maxLength": 120},
                 "upstream": {"type": "string", "minLength": 1, "maxLength": 64},
                 "level": {"type": "integer", "minimum": 1, "maximum": 4},
@@ -229,6 +232,10 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
                 {
                     "if": {"properties": {"kind": {"const": "level"}}},
                     "then": {"required": ["tool_id", "level"]},
+                },
+                {
+                    "if": {"properties": {"kind": {"const": "person"}}},
+                    "then": {"anyOf": [{"required": ["tool_id"]}, {"required": ["scope"]}]},
                 },
             ],
         },

@@ -35,6 +35,7 @@ class GrantRequest:
     upstream: str = ""
     level: int | None = None
     hours: float | None = None
+    scope: str = ""
 
     @classmethod
     def of(cls, arguments: dict[str, Any]) -> GrantRequest:
@@ -44,6 +45,7 @@ class GrantRequest:
             upstream=arguments.get("upstream", ""),
             level=arguments.get("level"),
             hours=arguments.get("hours"),
+            scope=arguments.get("scope", ""),
         )
 
 
@@ -54,14 +56,16 @@ def _approver(call: ToolCall) -> Any:
 
 def grant_apply(*, call_id: uuid.UUID, arguments: dict[str, Any]) -> dict[str, Any]:
     """Apply the grant the approved call ``call_id`` asked for. Returns what was granted."""
-    call = ToolCall.objects.select_related("agent").get(pk=call_id)
+    call = ToolCall.objects.select_related("agent", "o_tag").get(pk=call_id)
     asked = GrantRequest.of(arguments)
     until = timezone.now() + timedelta(hours=asked.hours) if asked.hours else None
     with transaction.atomic():
         grant = CapabilityGrant(
             agent=call.agent, kind=asked.kind, granted_by_call=call, until=until
         )
-        if asked.kind == Kind.TOOL:
+        if asked.kind == Kind.PERSON:
+            _for_person(grant, call, asked)
+        elif asked.kind == Kind.TOOL:
             grant.tool_ids = _add_access(call.agent, _tools([asked.tool_id]))
         elif asked.kind == Kind.UPSTREAM:
             tools = Tool.objects.filter(
@@ -99,6 +103,26 @@ def grant_apply(*, call_id: uuid.UUID, arguments: dict[str, Any]) -> dict[str, A
     }
 
 
+def _for_person(grant: CapabilityGrant, call: ToolCall, asked: GrantRequest) -> None:
+    """A permission for the person whose message started the call's chain (docs/access.md,
+    "Grants"): a tool their ACL policy does not give them, or a wider data scope."""
+    principal = call.o_tag.principal if call.o_tag is not None else None
+    person_id = (principal or {}).get("person_id")
+    if not person_id:
+        raise GrantRefused(
+            "a person grant is asked for in a chain a known person's message started; this "
+            "chain has none"
+        )
+    grant.person_id = uuid.UUID(person_id)
+    if asked.tool_id:
+        if not Tool.objects.filter(pk=asked.tool_id).exists():
+            raise GrantRefused(f"no such tool: {asked.tool_id}")
+        grant.tool_ids = [asked.tool_id]
+    if asked.scope:
+        name, _, value = asked.scope.partition(":")
+        grant.scopes = {name: value}
+
+
 def _tools(tool_ids: list[str]) -> list[Tool]:
     tools = list(Tool.objects.select_for_update().filter(pk__in=tool_ids))
     if len(tools) != len(tool_ids):
@@ -125,7 +149,9 @@ def grant_withdraw(*, grant: CapabilityGrant, reason: str) -> bool:
         if locked.withdrawn_at is not None:
             return False
         tools = list(Tool.objects.select_for_update().filter(pk__in=locked.tool_ids))
-        if locked.kind == Kind.LEVEL:
+        if locked.kind == Kind.PERSON:
+            pass  # nothing to undo: the broker reads live grants from its registry snapshot
+        elif locked.kind == Kind.LEVEL:
             for tool in tools:
                 if tool.monitoring_level == locked.level and locked.level_before is not None:
                     monitoring_level_set(

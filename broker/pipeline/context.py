@@ -134,6 +134,11 @@ class CallContext:
     principal: dict[str, Any] | None = None
     # The principal's stored JSON text (the ACL cache's key); None: computed when needed.
     principal_key: str | None = None
+    # Live grants (the registry's): a person's by person id; an agent's tool access by
+    # (agent, tool). The ids of those a call used go into its audit (``grant_ids``).
+    person_grants: dict[str, list[Any]] = field(default_factory=dict)
+    agent_grants: dict[tuple[str, str], Any] = field(default_factory=dict)
+    grant_ids: list[str] = field(default_factory=list)
     acl_decision: AclDecision | None = None  # what check_principal found, for the audit
     # A shadow-mode V-Pol rule that matched: {policy, rule, would, reason} (recorded, not acted on).
     shadow: dict[str, Any] | None = None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -50,6 +52,16 @@ def check_allowlist(ctx: CallContext) -> Verdict | None:
             "not_allowed",
             f"{ctx.agent.agent_id} is not in {tool.tool_id}'s agent_access",
         )
+    if ctx.agent_grants:
+        granted = ctx.agent_grants.get((ctx.agent.agent_id, tool.tool_id))
+        if granted is not None:  # on the allowlist by a grant: the audit names it
+            if not granted.live(ctx.as_of or timezone.now()):
+                return Verdict(
+                    Outcome.DENY,
+                    "not_allowed",
+                    f"grant {granted.grant_id} for {tool.tool_id} has run out",
+                )
+            ctx.grant_ids.append(granted.grant_id)
     required = set(tool.role_requirements)
     if required and not required & ctx.requester_roles:
         who = (
@@ -140,40 +152,70 @@ def _depth_verdict(tool: Tool, depth: int) -> Verdict | None:
     return None
 
 
+#: The broker's own tools an ACL does not limit: a worker's calls carry the same principal and
+#: are checked the same way; asking for a grant is how a person gets more.
+ACL_EXEMPT = frozenset({DELEGATE_TOOL, "rabs.capability.request"})
+
+
 def check_principal(ctx: CallContext) -> Verdict | None:
     """Who is asking (docs/access.md): in a chain a person's message started, a call is allowed
     only where the agent (the stages before) **and** that person's ACL permissions allow it,
-    arguments within the person's data scopes. ``agents.delegate`` is not limited here: the
-    worker's calls carry the same principal and are checked the same way."""
+    arguments within the person's data scopes, or where a live grant for that person does."""
     principal = ctx.principal
     if principal is None:
         return None
     tool = ctx.tool
     assert tool is not None
-    if tool.tool_id == DELEGATE_TOOL:
+    if tool.tool_id in ACL_EXEMPT:
         return None
     key = ctx.principal_key or json.dumps(principal, sort_keys=True)
     acl = acl_decide_cached(ctx.acl, principal, key, hour=principal.get("hour", ctx.local_hour))
     ctx.acl_decision = acl
     who = principal.get("name") or f"an unknown sender ({principal.get('sender') or '?'})"
-    if not acl.allows:
-        return Verdict(
-            Outcome.DENY,
-            "principal_denied",
-            f"the chain acts for {who}, whom {acl.label()} allows nothing",
-        )
-    if not tool_permitted(acl, tool.tool_id):
-        return Verdict(
-            Outcome.DENY,
-            "principal_not_allowed",
-            f"{ctx.agent.agent_id} may call {tool.tool_id}, but the chain acts for {who} and "
-            f"{acl.label()} does not allow it for them: both must",
-        )
-    why = scope_violation(acl, principal, ctx.request.arguments)
+    arguments = ctx.request.arguments
+    if not acl.allows or not tool_permitted(acl, tool.tool_id):
+        grant = _person_grant(ctx, principal, lambda g: g.covers_tool(tool.tool_id))
+        if grant is None:
+            if not acl.allows:
+                return Verdict(
+                    Outcome.DENY,
+                    "principal_denied",
+                    f"the chain acts for {who}, whom {acl.label()} allows nothing",
+                )
+            return Verdict(
+                Outcome.DENY,
+                "principal_not_allowed",
+                f"{ctx.agent.agent_id} may call {tool.tool_id}, but the chain acts for {who} "
+                f"and {acl.label()} does not allow it for them: both must",
+            )
+        scopes = {**acl.scopes, **grant.scopes}
+    else:
+        scopes = dict(acl.scopes)
+    why = scope_violation(scopes, principal, arguments)
     if why:
-        return Verdict(
-            Outcome.DENY, "principal_scope", f"the chain acts for {who} ({acl.label()}): {why}"
+        widened = _person_grant(
+            ctx,
+            principal,
+            lambda g: bool(g.scopes)
+            and scope_violation({**scopes, **g.scopes}, principal, arguments) is None,
         )
+        if widened is None:
+            return Verdict(
+                Outcome.DENY, "principal_scope", f"the chain acts for {who} ({acl.label()}): {why}"
+            )
+    return None
+
+
+def _person_grant(ctx: CallContext, principal: dict[str, Any], fits: Callable[[Any], bool]) -> Any:
+    """The first live grant for the chain's person that ``fits`` (its id noted for the audit)."""
+    grants = ctx.person_grants.get(principal.get("person_id") or "")
+    if not grants:
+        return None
+    now = ctx.as_of or timezone.now()
+    for grant in grants:
+        if grant.live(now) and fits(grant):
+            ctx.grant_ids.append(grant.grant_id)
+            return grant
     return None
 
 
@@ -372,7 +414,17 @@ def decide(ctx: CallContext) -> Verdict:
     for stage in STAGES:
         verdict = stage(ctx)
         if verdict is not None:
-            ctx.verdict = verdict
-            return verdict
-    ctx.verdict = standing_approval(ctx, gate(ctx))
+            ctx.verdict = _with_grants(ctx, verdict)
+            return ctx.verdict
+    ctx.verdict = _with_grants(ctx, standing_approval(ctx, gate(ctx)))
     return ctx.verdict
+
+
+def _with_grants(ctx: CallContext, verdict: Verdict) -> Verdict:
+    """The grants a call used, named in its audited detail (docs/access.md, "Grants")."""
+    if not ctx.grant_ids:
+        return verdict
+    used = "under grant " + ", ".join(dict.fromkeys(ctx.grant_ids))
+    return dataclasses.replace(
+        verdict, detail=f"{verdict.detail}; {used}" if verdict.detail else used
+    )

@@ -132,6 +132,7 @@ def prepare(
     ctx.directives = registry.directives
     ctx.constitution = registry.constitution
     ctx.acl = registry.acl
+    ctx.person_grants, ctx.agent_grants = registry.person_grants, registry.agent_grants
     ctx.local_hour = timezone.localtime().hour
     ctx.tags = _chain_tags(ctx)
     # Who the chain acts for (docs/access.md): the sender of the message that started it, as

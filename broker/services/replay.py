@@ -181,6 +181,8 @@ def replay_call(call: ToolCall, rules: Rules) -> Verdict:
     ctx.parent = reason.parent if reason else None
     ctx.vpol = governing_policy(ctx.tool, rules.policies) if ctx.tool else None
     ctx.directives, ctx.constitution, ctx.acl = rules.directives, rules.constitution, rules.acl
+    snapshot = registry_snapshot()
+    ctx.person_grants, ctx.agent_grants = snapshot.person_grants, snapshot.agent_grants
     ctx.principal = call.o_tag.principal if call.o_tag else None
     ctx.local_hour = timezone.localtime(call.timestamp).hour
     ctx.as_of = call.timestamp

@@ -4,19 +4,33 @@ permissions intersected with the agent's in the broker, and the three-axis caps.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from io import StringIO
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.test import Client
+from django.utils import timezone
 
 from brainframe.admin.agents import AgentAdminForm
-from brainframe.models import AclPolicy, Agent, ChannelAdapter, OriginRegistry, Turn
+from brainframe.models import (
+    AclPolicy,
+    Agent,
+    ApprovalRequest,
+    CapabilityGrant,
+    ChannelAdapter,
+    OriginRegistry,
+    ToolCall,
+    Turn,
+)
 from brainframe.safety.acl import AclDocumentError, acl_decide, acl_facts, acl_parse
 from brainframe.services.channels import token_hash
+from brainframe.services.grants import grants_expire
 from brainframe.services.seed import DEMO_ACL
+from broker.services.approvals import approval_decide
 from tests import factories as f
 from tests.signing import SignedClient
 
@@ -306,3 +320,91 @@ def test_caps_are_checked_when_staff_save_them(seeded: None) -> None:
     assert "autonomy/max_level: 7 is greater than the maximum of 4" in str(form.errors["caps"])
     data["caps"] = '{"autonomy": {"max_level": 2}}'
     assert "caps" not in AgentAdminForm(instance=henry, data=data).errors
+
+
+# --- temporary grants ----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_persons_grant_from_request_to_revocation(
+    inbound: Any, reggie: SignedClient, django_capture_on_commit_callbacks: Any
+) -> None:
+    reviewer = f.UserFactory(username="owner", email="owner@rabs.test")
+    reviewer.groups.add(Group.objects.get(name="reviewers"))
+    family = inbound("sms", "0400000102", "Please send me Ruby's monthly report")
+    task = _task_of(family)
+    refused = _call(reggie, "test.report.write", {"q": "x"}, task_id=task)
+    assert refused["code"] == "principal_not_allowed"
+
+    # Reggie asks, on Linh's behalf, for a day; the owner approves one hour.
+    asked = _call(
+        reggie,
+        "rabs.capability.request",
+        {"kind": "person", "tool_id": "test.report.write", "hours": 24},
+        task_id=task,
+    )
+    assert asked["status"] == "pending_approval", asked
+    approval = ApprovalRequest.objects.get(tool_call_id=asked["call_id"])
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_decide(
+            approval_id=approval.pk, reviewer=reviewer, action="modify",
+            arguments={"kind": "person", "tool_id": "test.report.write", "hours": 1},
+            reason="an hour is enough",
+        )  # fmt: skip
+    grant = CapabilityGrant.objects.get(kind="person")
+    assert grant.person.name == "Linh Tran" and grant.tool_ids == ["test.report.write"]
+    assert timedelta(minutes=59) < grant.until - timezone.now() <= timedelta(hours=1)
+
+    # Used: the call runs, and its audit names the grant.
+    used = _call(reggie, "test.report.write", {"q": "x"}, task_id=task)
+    assert used["status"] == "executed", used
+    assert f"under grant {grant.pk}" in ToolCall.objects.get(pk=used["call_id"]).decision_detail
+    # Only for Linh: her daughter's own chain is not widened.
+    ruby = inbound("sms", "+61400000101", "send my report")
+    other = _call(reggie, "test.report.write", {"q": "x"}, task_id=_task_of(ruby))
+    assert other["code"] == "principal_not_allowed"
+
+    # Expiry: refused from the moment it runs out, withdrawn by the minute job.
+    CapabilityGrant.objects.filter(pk=grant.pk).update(until=timezone.now() - timedelta(seconds=1))
+    late = _call(reggie, "test.report.write", {"q": "x"}, task_id=task)
+    assert late["code"] == "principal_not_allowed"
+    assert grants_expire() == [str(grant.pk)]
+
+    # A wider scope, approved as asked, then revoked on the board at once.
+    asked = _call(
+        reggie, "rabs.capability.request", {"kind": "person", "scope": "participant:any"},
+        task_id=task,
+    )  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_decide(
+            approval_id=ApprovalRequest.objects.get(tool_call_id=asked["call_id"]).pk,
+            reviewer=reviewer, action="approve", reason="ok",
+        )  # fmt: skip
+    wide = CapabilityGrant.objects.get(kind="person", withdrawn_at__isnull=True)
+    assert wide.scopes == {"participant": "any"} and wide.until is None
+    reach = _call(reggie, "ndis.notes.read", {"participant_id": "P-2000"}, task_id=task)
+    assert reach["status"] == "executed", reach
+    board = Client()
+    board.force_login(reviewer)
+    page = board.get("/board/approvals/").content.decode()
+    assert f'id="grant-{wide.pk}"' in page and "Linh Tran (through reggie)" in page
+    assert board.post(f"/board/grants/{wide.pk}/revoke/").status_code == 302
+    again = _call(reggie, "ndis.notes.read", {"participant_id": "P-2000"}, task_id=task)
+    assert again["code"] == "principal_scope"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_person_grant_needs_a_person_behind_the_chain(
+    seeded: None, reggie: SignedClient, django_capture_on_commit_callbacks: Any
+) -> None:
+    reviewer = f.UserFactory(username="rev", email="rev@rabs.test")
+    reviewer.groups.add(Group.objects.get(name="reviewers"))
+    asked = _call(reggie, "rabs.capability.request", {"kind": "person", "tool_id": "x.y"})
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_decide(
+            approval_id=ApprovalRequest.objects.get(tool_call_id=asked["call_id"]).pk,
+            reviewer=reviewer, action="approve", reason="ok",
+        )  # fmt: skip
+    call = ToolCall.objects.get(pk=asked["call_id"])
+    assert call.outcome == "failed" and "known person" in call.error
+    assert not CapabilityGrant.objects.exists()

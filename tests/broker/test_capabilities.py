@@ -88,6 +88,8 @@ def test_an_approved_time_boxed_grant_gives_access_until_it_runs_out(
     )
     assert allowed.status_code == 200
     grant = CapabilityGrant.objects.get(agent_id="henry")
+    used = ToolCall.objects.get(pk=allowed.json()["call_id"])
+    assert used.decision_detail == f"under grant {grant.pk}"  # the audit names the grant
     assert grant.granted_by_call_id is not None and grant.until is not None
     assert grants_expire(now=grant.until - timedelta(seconds=1)) == []
     assert grants_expire(now=grant.until + timedelta(seconds=1)) == [str(grant.pk)]
