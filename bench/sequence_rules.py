@@ -29,6 +29,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -38,7 +39,7 @@ BENCH_DB = "rabs_bench_sequences"
 AGENTS = 20
 CHAIN = 10
 
-TOOLS = {
+TOOLS: dict[str, dict[str, Any]] = {
     "bench.health.read": {"data_class": "clinical"},
     "bench.sms.send": {"external_channel": True},
     "bench.record.delete": {},
@@ -112,7 +113,7 @@ def _history(calls: int) -> None:
         cursor.execute("ANALYZE origin_registry")
 
 
-SPECS = {
+SPECS: dict[str, dict[str, Any]] = {
     "external-after-health": {"scope": "chain", "data_class": "clinical"},
     "mass-delete": {"scope": "agent", "tool": "*.delete", "within_minutes": 10, "at_least": 20},
     "payment-after-bank-change": {"scope": "chain", "tool": "bench.bank_details.update"},
