@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from brainframe.models import AgentTask, CapabilityGrant, Deliverable
+from brainframe.models import AgentTask, CapabilityGrant, Deliverable, MacRule
 from brainframe.services.grants import grant_withdraw
+from brainframe.services.sharing import share_policy_errors
 from brainframe.services.tasks import task_announce
 
 from .common import JSONEditingMixin, ReadOnlyAdmin
@@ -41,14 +44,46 @@ class AgentTaskAdmin(JSONEditingMixin, admin.ModelAdmin):
             task_announce(obj, also_agent_id=moved_from, owner=False)
 
 
+class DeliverableForm(forms.ModelForm):
+    class Meta:
+        model = Deliverable
+        fields = "__all__"
+
+    def clean_share_policy(self) -> Any:
+        policy = self.cleaned_data.get("share_policy") or {}
+        problems = share_policy_errors(policy)
+        if problems:
+            raise forms.ValidationError(problems)
+        return policy
+
+
 @admin.register(Deliverable)
 class DeliverableAdmin(JSONEditingMixin, admin.ModelAdmin):
-    list_display = ("filename", "agent", "task", "content_type", "size_bytes", "created_at")
-    list_filter = ("agent", "content_type")
+    """Files agents made; staff set who else may read each (boundary, participant, data class,
+    sharing policy: docs/access.md, "Sharing")."""
+
+    form = DeliverableForm
+    list_display = (
+        "filename", "agent", "task", "boundary", "data_class", "participant_id", "created_at",
+    )  # fmt: skip
+    list_filter = ("agent", "content_type", "boundary", "data_class")
     search_fields = ("filename", "sha256")
     list_select_related = ("agent", "task")
     readonly_fields = ("id", "size_bytes", "sha256", "created_at")
     raw_id_fields = ("task",)
+
+
+@admin.register(MacRule)
+class MacRuleAdmin(JSONEditingMixin, admin.ModelAdmin):
+    """Mandatory sharing rules: added here, never changed or removed (the table refuses)."""
+
+    list_display = ("code", "reason", "created_at")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is None
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(CapabilityGrant)

@@ -26,6 +26,7 @@ from .base import (
     POLICY_CHANGED,
     RULE_VIOLATED,
     SHADOW_DECISION,
+    SHARE_DECIDED,
     STEP_FINISHED,
     STEP_STARTED,
     TOOL_EXECUTED,
@@ -113,6 +114,21 @@ class ShadowDecision(Event):
     would: str
     decided: str
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class ShareDecided(Event):
+    """A read of something another agent owns, decided DAC → MAC → ABAC (``layer`` said it;
+    docs/access.md, "Sharing"): every decision is kept, allowed or not."""
+
+    NAME: ClassVar[str] = SHARE_DECIDED
+    agent_id: str
+    item: str
+    owner: str
+    allowed: bool
+    layer: str
+    reason: str
+    person_id: str | None = None
 
 
 #: Decision codes that name a rule (the rest of the refusals are ``CallBlocked``).

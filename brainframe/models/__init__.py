@@ -49,10 +49,19 @@ from .registry import (
     UpstreamToolChange,
     ValidationPolicy,
 )
+from .sharing import MacRule
 from .trust import AlignmentSnapshot, MonitoringLevelChange
 from .usage import LLMUsage, ModelPrice
 from .views import AgentCard, DiscoveryEntry, KanbanCard, PlanRecord
-from .work import AgentTask, ApprovalRequest, CapabilityGrant, Deliverable, NotificationDelivery
+from .work import (
+    AgentTask,
+    ApprovalRequest,
+    Boundary,
+    CapabilityGrant,
+    Deliverable,
+    NotificationDelivery,
+    ShareClass,
+)
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
@@ -69,6 +78,7 @@ __all__ = [
     "AppendOnlyError",
     "AppendOnlyModel",
     "ApprovalRequest",
+    "Boundary",
     "CapabilityGrant",
     "Channel",
     "ChannelAdapter",
@@ -99,6 +109,7 @@ __all__ = [
     "LearningCard",
     "LedgerEvent",
     "MCPUpstream",
+    "MacRule",
     "Message",
     "ModelPrice",
     "MonitoringLevelChange",
@@ -113,6 +124,7 @@ __all__ = [
     "ReasonLog",
     "ReviewerPreference",
     "Session",
+    "ShareClass",
     "StandingApproval",
     "SupervisorCommand",
     "Thread",

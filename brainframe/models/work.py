@@ -227,6 +227,22 @@ def deliverable_upload_to(instance: Deliverable, filename: str) -> str:
     return f"outbox/{instance.agent_id}/{task}/{filename}"
 
 
+class Boundary(models.TextChoices):
+    """Who else may read something an agent owns (seed 002 DAC)."""
+
+    ALL = "all", "Anyone (MAC rules still apply)"
+    NONE = "none", "Nobody but the owner"
+    ASK = "ask", "Decided by its sharing policy (ABAC)"
+
+
+class ShareClass(models.TextChoices):
+    """What kind of data it is, for the MAC rules."""
+
+    GENERAL = "general", "General"
+    HEALTH = "health", "Health record"
+    CREDENTIALS = "credentials", "Credentials"
+
+
 class Deliverable(models.Model):
     """A file an agent placed in its outbox for a task (the board's Deliverables panel)."""
 
@@ -240,6 +256,23 @@ class Deliverable(models.Model):
     content_type = models.CharField(max_length=120)
     size_bytes = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)
+    # Sharing (docs/access.md, "Sharing"): the owner (its agent) sets the boundary; MAC rules
+    # no owner can override come after it; ``ask`` is decided by ``share_policy`` (ABAC).
+    boundary = models.CharField(
+        max_length=4, choices=Boundary.choices, default=Boundary.NONE, db_default=Boundary.NONE
+    )
+    share_policy = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="For boundary ask: a condition over requester.* and item.* (docs/access.md).",
+    )
+    participant_id = models.CharField(
+        max_length=40, blank=True, default="", db_default="", help_text="Whose data it is."
+    )
+    data_class = models.CharField(
+        max_length=12, choices=ShareClass.choices, default=ShareClass.GENERAL,
+        db_default=ShareClass.GENERAL,
+    )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

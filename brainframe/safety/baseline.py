@@ -182,6 +182,24 @@ CONSTITUTION: list[dict[str, Any]] = [
     },
 ]
 
+#: Mandatory sharing rules (seed 002 MAC; docs/access.md, "Sharing"): no owner's boundary
+#: overrides them, and they can only be added to.
+MAC_RULES: list[dict[str, Any]] = [
+    {
+        "code": "MAC-1",
+        # same_participant: false only when both the requester's and the item's participant
+        # are known and differ (brainframe.services.sharing.share_facts).
+        "when": {
+            "all": [
+                {"field": "item.data_class", "op": "in", "value": ["health", "credentials"]},
+                {"field": "requester.same_participant", "op": "eq", "value": False},
+            ]
+        },
+        "reason": "participants' health records and credentials are never shared across "
+        "participants",
+    },
+]
+
 #: The broker's own tools, which every agent may call (``agent_access`` ``*``).
 SYSTEM_TOOLS: list[dict[str, Any]] = [
     {

@@ -35,6 +35,7 @@ from brainframe.models import (
     ContextBucketDefinition,
     ContextBucketEntry,
     Hook,
+    MacRule,
     ModelPrice,
     Person,
     PrimeDirective,
@@ -87,6 +88,7 @@ def _seed_baseline(created: Counter[str]) -> None:
     created["constitution_rules"] += _create_missing(
         ConstitutionRule, "code", baseline.CONSTITUTION
     )
+    created["mac_rules"] += _create_missing(MacRule, "code", baseline.MAC_RULES)
     created["model_prices"] += _create_missing(ModelPrice, "model", demo_data.MODEL_PRICES)
     created["system_tools"] += _create_missing(Tool, "tool_id", baseline.SYSTEM_TOOLS)
 

@@ -16,6 +16,11 @@ urlpatterns = [
     path("tasks/<uuid:task_id>/complete/", views.TaskCompleteView.as_view(), name="task-complete"),
     path("tasks/<uuid:task_id>/fail/", views.TaskFailView.as_view(), name="task-fail"),
     path("deliverables/", views.DeliverablesView.as_view(), name="deliverables"),
+    path(
+        "deliverables/<uuid:deliverable_id>/",
+        views.DeliverableView.as_view(),
+        name="deliverable",
+    ),
     path("heartbeat/", views.HeartbeatView.as_view(), name="heartbeat"),
     path("context/", views.ContextView.as_view(), name="context"),
     path("observations/", views.ObservationsView.as_view(), name="observations"),

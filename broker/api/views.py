@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from django.http import FileResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -21,7 +22,7 @@ from rest_framework.views import APIView
 
 from brainframe.choices import ContextBucket
 from brainframe.events import AgentStatusChanged, Heartbeat, emit, publish
-from brainframe.models import Agent, AgentTask, ToolCall
+from brainframe.models import Agent, AgentTask, Deliverable, OriginRegistry, ToolCall
 from brainframe.queue import RECORD_OBSERVATION, enqueue
 from brainframe.selectors import tools_for_agent
 from brainframe.services import tasks as task_services
@@ -32,6 +33,7 @@ from brainframe.services.hooks import (
 )
 from brainframe.services.inbound import InboundRefusal, inbound_event_record
 from brainframe.services.memory import observation_record
+from brainframe.services.sharing import deliverable_read
 from brainframe.services.usage import usage_dict, usage_record
 
 from ..errors import BrokerRefusal
@@ -263,6 +265,48 @@ class DeliverablesView(AgentAPIView):
                 "sha256": item.sha256,
             },
             status=201,
+        )
+
+
+class DeliverableView(AgentAPIView):
+    """Read a deliverable: your own, or another agent's as its sharing allows (DAC → MAC →
+    ABAC; docs/access.md, "Sharing"). In a person's chain (``task_id``) the person counts too.
+    Every decision is kept in the event log."""
+
+    query_parameters = frozenset({"task_id"})
+
+    @extend_schema(
+        parameters=[OpenApiParameter("task_id", OpenApiTypes.UUID, required=False)],
+        responses={
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            403: s.ErrorSerializer,
+            404: s.ErrorSerializer,
+        },
+        summary="Read a deliverable (yours, or shared with you)",
+    )
+    def get(self, request: Request, deliverable_id: uuid.UUID) -> Any:
+        agent = self.agent(request)
+        item = Deliverable.objects.filter(pk=deliverable_id).first()
+        if item is None:
+            raise BrokerRefusal(404, "unknown_deliverable", "no such deliverable")
+        principal = None
+        if "task_id" in request.query_params:
+            try:
+                task_id = uuid.UUID(request.query_params["task_id"])
+            except ValueError as exc:
+                raise BrokerRefusal(400, "invalid_request", "not a UUID", field="task_id") from exc
+            task = self.own_task(request, task_id)
+            if task.o_tag_id is not None:
+                principal = (
+                    OriginRegistry.objects.filter(pk=task.o_tag_id)
+                    .values_list("principal", flat=True)
+                    .first()
+                )
+        decision = deliverable_read(agent=agent, principal=principal, item=item)
+        if not decision.allowed:
+            raise BrokerRefusal(403, "share_denied", f"{decision.layer}: {decision.reason}")
+        return FileResponse(
+            item.file.open("rb"), content_type=item.content_type, filename=item.filename
         )
 
 

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
@@ -22,7 +24,12 @@ from brainframe.models import (
     ApprovalRequest,
     CapabilityGrant,
     ChannelAdapter,
+    ChannelIdentity,
+    Deliverable,
+    EventLogEntry,
+    MacRule,
     OriginRegistry,
+    Person,
     ToolCall,
     Turn,
 )
@@ -408,3 +415,77 @@ def test_a_person_grant_needs_a_person_behind_the_chain(
     call = ToolCall.objects.get(pk=asked["call_id"])
     assert call.outcome == "failed" and "known person" in call.error
     assert not CapabilityGrant.objects.exists()
+
+
+# --- sharing: DAC → MAC → ABAC -------------------------------------------------------------------
+
+
+def test_sharing_a_deliverable_dac_mac_abac(inbound: Any, reggie: SignedClient) -> None:
+    henry = Agent.objects.get(agent_id="henry")
+    item = Deliverable.objects.create(
+        agent=henry, file=SimpleUploadedFile("plan.txt", b"Ruby's support plan"),
+        filename="plan.txt", content_type="text/plain", size_bytes=19, sha256="x" * 64,
+        participant_id="P-1042", data_class="health",
+    )  # fmt: skip
+    url = f"/api/v1/deliverables/{item.pk}/"
+
+    def read(**params: str) -> Any:
+        return reggie.get(
+            url + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+        )
+
+    # DAC: the owner shares it with nobody.
+    refused = read()
+    assert refused.status_code == 403 and refused.json()["code"] == "share_denied"
+    assert refused.json()["detail"].startswith("dac:")
+
+    # Shared with all: Reggie reads it on his own work, and for Ruby's mother...
+    Deliverable.objects.filter(pk=item.pk).update(boundary="all")
+    mine = read()
+    assert mine.status_code == 200 and b"".join(mine.streaming_content) == b"Ruby's support plan"
+    linh = inbound("sms", "0400000102", "can I see Ruby's plan?")
+    assert read(task_id=_task_of(linh)).status_code == 200
+    # ...but MAC wins over the owner's "all": not for another participant's family.
+    sam = Person.objects.create(name="Sam Lee", relationship="participant",
+                                attributes={"participant_id": "P-2000"})  # fmt: skip
+    dad = Person.objects.create(name="Joe Lee", relationship="family", acts_for=sam)
+    ChannelIdentity.objects.create(person=dad, channel="sms", address="+61400000999")
+    other = inbound("sms", "0400000999", "send me the plan")
+    across = read(task_id=_task_of(other))
+    assert across.status_code == 403 and across.json()["detail"].startswith("mac: MAC-1")
+
+    # ask: the item's policy decides, over the requester's attributes.
+    Deliverable.objects.filter(pk=item.pk).update(
+        boundary="ask",
+        share_policy={"field": "requester.trust_level", "op": "eq", "value": "operator"},
+    )
+    assert read().json()["detail"].startswith("abac:")
+    Agent.objects.filter(agent_id="reggie").update(trust_level="operator")
+    assert read().status_code == 200
+
+    # Every decision kept, allowed or not.
+    kept = EventLogEntry.objects.filter(name="governance:share_decided").order_by("id")
+    assert [(e.payload["allowed"], e.payload["layer"]) for e in kept] == [
+        (False, "dac"), (True, "dac"), (True, "dac"), (False, "mac"), (False, "abac"),
+        (True, "abac"),
+    ]  # fmt: skip
+    assert read(task_id="nope").json()["field"] == "task_id"
+
+
+def test_mac_rules_are_a_ratchet(seeded: None) -> None:
+    assert MacRule.objects.filter(code="MAC-1").exists()
+    with (
+        pytest.raises(Exception, match="append_only"),
+        transaction.atomic(),
+        connection.cursor() as c,
+    ):
+        c.execute("UPDATE mac_rules SET reason = 'relaxed' WHERE code = 'MAC-1'")
+    with (
+        pytest.raises(Exception, match="append_only"),
+        transaction.atomic(),
+        connection.cursor() as c,
+    ):
+        c.execute("DELETE FROM mac_rules WHERE code = 'MAC-1'")
+    MacRule.objects.create(code="MAC-2", when={"field": "item.data_class", "op": "eq",
+                                               "value": "credentials"}, reason="never")  # fmt: skip
+    assert MacRule.objects.count() == 2
