@@ -23,6 +23,7 @@ class BrainframeConfig(AppConfig):
         from .services.indexing import index_sweep
         from .services.ledger import timer_tick
         from .services.nightly import alignment_nightly
+        from .services.proposals import rules_propose
         from .services.relevance import decay_run
         from .services.sinks import sinks_deliver
         from .services.supervisors import supervisors_check
@@ -35,6 +36,7 @@ class BrainframeConfig(AppConfig):
         job_register("decay", decay)
         job_register("alignment", lambda day: alignment_nightly(day=day))
         job_register("expire_grants", lambda day: {"withdrawn": grants_expire()})
+        job_register("propose_rules", rules_propose)
         job_register("check_supervisors", lambda day: supervisors_check())
         job_register("close_council_votes", lambda day: {"closed": proposals_close_due()})
         job_register("deliver_events", lambda day: {"sinks": sinks_deliver()})

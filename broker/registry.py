@@ -33,22 +33,10 @@ from brainframe.models import (
     ValidationPolicy,
 )
 from brainframe.services.access import acl_specs
+from brainframe.services.policies import governing_policy
 
 _NONE: Any = object()
-
-
-def governing_policy(tool: Tool, policies: list[ValidationPolicy]) -> ValidationPolicy | None:
-    """The V-Pol that governs a new chain starting with ``tool``: the highest-priority active
-    policy whose tool patterns match it, else one scoped to the tool's context bucket."""
-    by_pattern = [
-        p
-        for p in policies
-        if any(fnmatch.fnmatchcase(tool.tool_id, pat) for pat in p.tool_patterns)
-    ]
-    candidates = by_pattern or [
-        p for p in policies if not p.tool_patterns and p.context_bucket == tool.context_bucket
-    ]
-    return max(candidates, key=lambda p: (p.priority, p.name), default=None)
+__all__ = ["Snapshot", "governing_policy", "registry_snapshot", "registry_token"]
 
 
 @dataclass(frozen=True)

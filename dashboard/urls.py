@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import conversations, pages, views
+from . import conversations, pages, proposals, views
 
 app_name = "dashboard"
 
@@ -23,6 +23,17 @@ urlpatterns = [
     path("service-levels/", pages.service_levels_page, name="service-levels"),
     path("events/", pages.events_page, name="events"),
     path("shadow/", pages.shadow_page, name="shadow"),
+    path("proposals/", proposals.proposals_page, name="proposals"),
+    path(
+        "proposals/<uuid:proposal_id>/whatif/",
+        proposals.proposal_whatif,
+        name="proposal-whatif",
+    ),
+    path(
+        "proposals/<uuid:proposal_id>/<str:action>/",
+        proposals.proposal_decide_view,
+        name="proposal-decide",
+    ),
     path("hooks/", pages.hooks_page, name="hooks"),
     path("conversations/", conversations.conversations_page, name="conversations"),
     path(

@@ -90,6 +90,13 @@ app.conf.beat_schedule = {
         "args": ("alignment",),
         "options": {"expires": 6 * 3600},
     },
+    "propose-rules-nightly": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        # After the day's rejections and refusals are all in (docs/access.md).
+        "schedule": crontab(hour=2, minute=50),
+        "args": ("propose_rules",),
+        "options": {"expires": 6 * 3600},
+    },
     "learning-cards-nightly": {
         "task": "brainframe.tasks.run_scheduled_job",
         # After the alignment job has rated the day's calls: the due cards graded by them.

@@ -40,6 +40,7 @@ from .ledger import (
 )
 from .llm import LLMBudget, LLMCacheEntry, LLMKey, LLMRequest, LLMTeam, LLMUpstream
 from .memory import ContextBucketEntry, DecayRun
+from .proposals import RuleProposal
 from .registry import (
     ConstitutionRule,
     ContextBucketDefinition,
@@ -123,6 +124,7 @@ __all__ = [
     "ReasonEdge",
     "ReasonLog",
     "ReviewerPreference",
+    "RuleProposal",
     "Session",
     "ShareClass",
     "StandingApproval",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -11,7 +12,7 @@ from django.db import transaction
 from simple_history.models import HistoricalRecords
 
 from brainframe.events import PolicyChanged, emit
-from brainframe.models import ValidationPolicy
+from brainframe.models import Tool, ValidationPolicy
 
 #: What a policy decides with. A change to any of these is a new version; a renamed or
 #: re-described policy decides as before and keeps its version.
@@ -74,3 +75,17 @@ def changes_by_proposal(proposal_id: Any) -> Iterator[None]:
         yield
     finally:
         _by_proposal.reset(token)
+
+
+def governing_policy(tool: Tool, policies: list[ValidationPolicy]) -> ValidationPolicy | None:
+    """The V-Pol that governs a new chain starting with ``tool``: the highest-priority active
+    policy whose tool patterns match it, else one scoped to the tool's context bucket."""
+    by_pattern = [
+        p
+        for p in policies
+        if any(fnmatch.fnmatchcase(tool.tool_id, pat) for pat in p.tool_patterns)
+    ]
+    candidates = by_pattern or [
+        p for p in policies if not p.tool_patterns and p.context_bucket == tool.context_bucket
+    ]
+    return max(candidates, key=lambda p: (p.priority, p.name), default=None)

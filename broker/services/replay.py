@@ -107,7 +107,7 @@ def _vpol_draft(
         problems = vpol_rules_errors(draft["rules"])
         if problems:
             raise DraftError("; ".join(f"rules/{problem}" for problem in problems))
-    current = _policy(target)
+    current = _policy(target, new_ok="tool_patterns" in draft)
     policy = model_copy(current)
     for name, value in draft.items():
         setattr(policy, name, value)
@@ -116,7 +116,9 @@ def _vpol_draft(
     return [*kept, policy] if policy.active else kept
 
 
-def _policy(target: str) -> ValidationPolicy:
+def _policy(target: str, *, new_ok: bool = False) -> ValidationPolicy:
+    """The V-Pol by id or name; with ``new_ok``, an unsaved new one of that name (a draft that
+    names its tools)."""
     query: dict[str, Any]
     try:
         query = {"pk": uuid.UUID(target)}
@@ -124,6 +126,8 @@ def _policy(target: str) -> ValidationPolicy:
         query = {"name": target}
     policy = ValidationPolicy.objects.filter(**query).first()
     if policy is None:
+        if new_ok and "name" in query:
+            return ValidationPolicy(name=target, version=0)
         raise DraftError(f"no V-Pol {target!r}", field="id")
     return policy
 
@@ -235,7 +239,10 @@ def policy_replay(*, kind: str, target: str, draft: Any, days: int = 30) -> Repl
         was, would = replay_call(call, before), replay_call(call, after)
         if (was.outcome, was.code) == (would.outcome, would.code):
             continue
-        report.transitions[f"{_label(was)} → {_label(would)}"] += 1
+        if was.outcome == would.outcome:  # the same outcome for another reason
+            report.transitions[f"{was.outcome} ({was.code}) → {would.outcome} ({would.code})"] += 1
+        else:
+            report.transitions[f"{_label(was)} → {_label(would)}"] += 1
         report.changed.append(
             {
                 "call_id": str(call.pk),

@@ -233,6 +233,8 @@ RABS_HOOK_MAX_ERRORS = env.int("RABS_HOOK_MAX_ERRORS", default=3)
 # delegate to workers who delegate in turn.
 RABS_QUEUE_MODE = env.str("RABS_QUEUE_MODE", default="followup")
 RABS_DELEGATION_MAX_DEPTH = env.int("RABS_DELEGATION_MAX_DEPTH", default=3)
+# Proposed rules (docs/access.md): a pattern seen in this many rejections or refusals in 30 days.
+RABS_RULE_PROPOSAL_MIN = env.int("RABS_RULE_PROPOSAL_MIN", default=5)
 # OpenTelemetry (docs/events.md): OTLP/HTTP export of decision and execution spans and counters
 # to this collector (e.g. http://127.0.0.1:4318); empty: off.
 RABS_OTEL_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")
