@@ -151,3 +151,19 @@ class MemorySource(models.TextChoices):
     SCHEDULED = "scheduled", "A scheduled job"
     PERSON = "person", "A person (a message)"
     STAFF = "staff", "Staff (admin or board)"
+
+
+class Boundary(models.TextChoices):
+    """Who else may read something an agent owns (seed 002 DAC)."""
+
+    ALL = "all", "Anyone (MAC rules still apply)"
+    NONE = "none", "Nobody but the owner"
+    ASK = "ask", "Decided by its sharing policy (ABAC)"
+
+
+class ShareClass(models.TextChoices):
+    """What kind of data it is, for the MAC rules."""
+
+    GENERAL = "general", "General"
+    HEALTH = "health", "Health record"
+    CREDENTIALS = "credentials", "Credentials"

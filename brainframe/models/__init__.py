@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from brainframe.choices import Boundary, ShareClass
+
 from .access import AclPolicy
 from .agents import (
     Agent,
@@ -57,11 +59,9 @@ from .views import AgentCard, DiscoveryEntry, KanbanCard, PlanRecord
 from .work import (
     AgentTask,
     ApprovalRequest,
-    Boundary,
     CapabilityGrant,
     Deliverable,
     NotificationDelivery,
-    ShareClass,
 )
 
 __all__ = [

@@ -5,9 +5,10 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.db.models import Value
 from pgvector.django import HnswIndex, VectorField
 
-from brainframe.choices import ContextBucket, MemorySource
+from brainframe.choices import Boundary, ContextBucket, MemorySource, ShareClass
 
 from .agents import Agent
 from .audit import EMBEDDING_DIMENSIONS
@@ -45,6 +46,19 @@ class ContextBucketEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_reinforced_at = models.DateTimeField(auto_now_add=True)
     # Provenance (seed 001): who made it, from where, how reliable, how used.
+    # Sharing (docs/access.md, "Sharing"): bucket observations are shared memory (``all``);
+    # the MAC rules still keep a participant's health records and credentials from others.
+    boundary = models.CharField(
+        max_length=4, choices=Boundary.choices, default=Boundary.ALL, db_default=Boundary.ALL
+    )
+    share_policy = models.JSONField(
+        default=dict, db_default=Value({}, output_field=models.JSONField()), blank=True
+    )
+    participant_id = models.CharField(max_length=40, blank=True, default="", db_default="")
+    data_class = models.CharField(
+        max_length=12, choices=ShareClass.choices, default=ShareClass.GENERAL,
+        db_default=ShareClass.GENERAL,
+    )  # fmt: skip
     created_by = models.CharField(
         max_length=150, blank=True, default="", db_default="", help_text="agent:<id> or a username"
     )

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
-from brainframe.choices import RiskLevel
+from brainframe.choices import Boundary, RiskLevel, ShareClass
 
 from .agents import Agent
 from .audit import OriginRegistry, ReasonLog, ToolCall
@@ -225,22 +225,6 @@ class NotificationDelivery(models.Model):
 def deliverable_upload_to(instance: Deliverable, filename: str) -> str:
     task = instance.task_id or "no-task"
     return f"outbox/{instance.agent_id}/{task}/{filename}"
-
-
-class Boundary(models.TextChoices):
-    """Who else may read something an agent owns (seed 002 DAC)."""
-
-    ALL = "all", "Anyone (MAC rules still apply)"
-    NONE = "none", "Nobody but the owner"
-    ASK = "ask", "Decided by its sharing policy (ABAC)"
-
-
-class ShareClass(models.TextChoices):
-    """What kind of data it is, for the MAC rules."""
-
-    GENERAL = "general", "General"
-    HEALTH = "health", "Health record"
-    CREDENTIALS = "credentials", "Credentials"
 
 
 class Deliverable(models.Model):

@@ -9,9 +9,18 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from brainframe.models import Agent, AgentNote, AgentTask, ContextBucketEntry, PrimeDirective, Tool
+from brainframe.models import (
+    Agent,
+    AgentNote,
+    AgentTask,
+    ContextBucketEntry,
+    OriginRegistry,
+    PrimeDirective,
+    Tool,
+)
 from brainframe.services.cards import card_as_dict, cards_due
 from brainframe.services.search import semantic_search
+from brainframe.services.sharing import memory_readable
 
 
 def directives_preamble() -> str:
@@ -71,7 +80,7 @@ def agent_context(
             }
             for hit in result.hits
         ]
-        _with_provenance(observations)
+        observations = _with_provenance(observations, agent=agent, task=task)
         # A less reliable memory ranks lower (rank × confidence), most used first among equals.
         observations.sort(key=lambda o: (-o["rank"] * o["confidence"], -o["access_count"]))
     else:
@@ -94,7 +103,7 @@ def agent_context(
                 (F("current_score") * F("confidence")).desc(), "-access_count"
             )[:limit]
         ]
-        _with_provenance(observations)
+        observations = _with_provenance(observations, agent=agent, task=task)
     note_rows = list(notes)
     cards = cards_due(agent)
     _accessed([uuid.UUID(str(o["id"])) for o in observations], [n.pk for n in note_rows])
@@ -128,8 +137,11 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _with_provenance(observations: list[dict[str, Any]]) -> None:
-    """Each observation's provenance as it stood before this read."""
+def _with_provenance(
+    observations: list[dict[str, Any]], *, agent: Agent, task: AgentTask | None
+) -> list[dict[str, Any]]:
+    """Each observation's provenance as it stood before this read; those the agent may not
+    read (sharing: docs/access.md) are withheld, every decision kept."""
     rows = {
         str(row["id"]): row
         for row in ContextBucketEntry.objects.filter(pk__in=[o["id"] for o in observations]).values(
@@ -140,9 +152,26 @@ def _with_provenance(observations: list[dict[str, Any]]) -> None:
             "created_at",
             "last_accessed_at",
             "access_count",
+            "boundary",
+            "share_policy",
+            "participant_id",
+            "data_class",
         )
     }
+    principal = None
+    if task is not None and task.o_tag_id is not None:
+        principal = (
+            OriginRegistry.objects.filter(pk=task.o_tag_id)
+            .values_list("principal", flat=True)
+            .first()
+        )
+    readable = memory_readable(
+        agent=agent, principal=principal, rows=[dict(r) for r in rows.values()]
+    )
+    kept = []
     for o in observations:
+        if o["id"] not in readable:
+            continue
         row: dict[str, Any] = dict(rows.get(o["id"], {}))
         o["confidence"] = row.get("confidence", 1.0)
         o["access_count"] = row.get("access_count", 0)
@@ -154,6 +183,8 @@ def _with_provenance(observations: list[dict[str, Any]]) -> None:
             "last_accessed_at": _iso(row.get("last_accessed_at")),
             "access_count": o["access_count"],
         }
+        kept.append(o)
+    return kept
 
 
 def _accessed(observation_ids: list[uuid.UUID], note_ids: list[uuid.UUID]) -> None:

@@ -40,15 +40,44 @@ class ShareDecision:
     reason: str
 
 
+@dataclass(frozen=True)
+class ShareItem:
+    """What is read: a deliverable or a memory entry, with its owner (an agent id, or None when
+    staff or a job made it) and its sharing attributes."""
+
+    kind: str
+    id: str
+    owner: str | None
+    boundary: str
+    participant_id: str
+    data_class: str
+    policy: dict[str, Any]
+
+    @classmethod
+    def of_deliverable(cls, item: Deliverable) -> ShareItem:
+        return cls(
+            "deliverable", str(item.pk), item.agent_id, item.boundary, item.participant_id,
+            item.data_class, item.share_policy or {},
+        )  # fmt: skip
+
+    @classmethod
+    def of_memory(cls, row: dict[str, Any]) -> ShareItem:
+        """A context-bucket entry's row (``created_by`` is ``agent:<id>`` for an agent's)."""
+        author = str(row.get("created_by") or "")
+        owner = author.removeprefix("agent:") if author.startswith("agent:") else None
+        return cls(
+            "observation", str(row["id"]), owner, row["boundary"], row["participant_id"],
+            row["data_class"], row.get("share_policy") or {},
+        )  # fmt: skip
+
+
 def share_facts(
-    *, agent: Agent, principal: dict[str, Any] | None, item: Deliverable
+    *, agent: Agent, principal: dict[str, Any] | None, item: ShareItem
 ) -> dict[str, Any]:
     """What sharing conditions read: the requester (the agent, and the person its chain acts
     for) and the item."""
     participant = (principal or {}).get("participant_id")
-    same = (
-        None if not participant or not item.participant_id else participant == item.participant_id
-    )
+    same = (participant == item.participant_id) if participant and item.participant_id else None
     return {
         "requester": {
             "agent_id": agent.agent_id,
@@ -61,8 +90,8 @@ def share_facts(
             "same_participant": same,
         },
         "item": {
-            "kind": "deliverable",
-            "owner": item.agent_id,
+            "kind": item.kind,
+            "owner": item.owner,
             "participant_id": item.participant_id or None,
             "data_class": item.data_class,
             "boundary": item.boundary,
@@ -71,39 +100,69 @@ def share_facts(
 
 
 def share_decide(
-    *, agent: Agent, principal: dict[str, Any] | None, item: Deliverable
+    *,
+    agent: Agent,
+    principal: dict[str, Any] | None,
+    item: ShareItem,
+    mac: list[MacRule] | None = None,
 ) -> ShareDecision:
     """DAC → MAC → ABAC for ``agent`` (in a chain acting for ``principal``) reading ``item``."""
-    if item.agent_id == agent.agent_id and principal is None:
+    own = item.owner == agent.agent_id
+    if own and principal is None:
         return ShareDecision(True, "owner", "its own")
-    if item.boundary == Boundary.NONE:
-        return ShareDecision(False, "dac", f"{item.agent_id} shares it with nobody")
+    if item.boundary == Boundary.NONE and not own:
+        return ShareDecision(False, "dac", f"{item.owner or 'its owner'} shares it with nobody")
     facts = share_facts(agent=agent, principal=principal, item=item)
-    for rule in MacRule.objects.order_by("code"):
+    for rule in mac if mac is not None else MacRule.objects.order_by("code"):
         if holds(rule.when, facts):
             return ShareDecision(False, "mac", f"{rule.code}: {rule.reason}")
-    if item.agent_id == agent.agent_id or item.boundary == Boundary.ALL:
-        return ShareDecision(True, "dac", f"{item.agent_id} shares it with all")
-    if item.share_policy and holds(item.share_policy, facts):
+    if own or item.boundary == Boundary.ALL:
+        return ShareDecision(True, "dac", f"{item.owner or 'its owner'} shares it with all")
+    if item.policy and holds(item.policy, facts):
         return ShareDecision(True, "abac", "the requester fits its sharing policy")
     return ShareDecision(False, "abac", "the requester does not fit its sharing policy")
+
+
+def _event(
+    agent: Agent, principal: dict[str, Any] | None, item: ShareItem, d: ShareDecision
+) -> ShareDecided:
+    return ShareDecided(
+        agent_id=agent.agent_id,
+        item=f"{item.kind}:{item.id}",
+        owner=item.owner or "",
+        allowed=d.allowed,
+        layer=d.layer,
+        reason=d.reason,
+        person_id=(principal or {}).get("person_id"),
+    )
 
 
 def deliverable_read(
     *, agent: Agent, principal: dict[str, Any] | None, item: Deliverable
 ) -> ShareDecision:
     """Decide a read of ``item`` and keep the decision in the event log."""
-    decision = share_decide(agent=agent, principal=principal, item=item)
+    shared = ShareItem.of_deliverable(item)
+    decision = share_decide(agent=agent, principal=principal, item=shared)
     with transaction.atomic():
-        emit(
-            ShareDecided(
-                agent_id=agent.agent_id,
-                item=f"deliverable:{item.pk}",
-                owner=item.agent_id,
-                allowed=decision.allowed,
-                layer=decision.layer,
-                reason=decision.reason,
-                person_id=(principal or {}).get("person_id"),
-            )
-        )
+        emit(_event(agent, principal, shared, decision))
     return decision
+
+
+def memory_readable(
+    *, agent: Agent, principal: dict[str, Any] | None, rows: list[dict[str, Any]]
+) -> set[str]:
+    """The ids of the memory entries ``agent`` may read (the rest are withheld); every decision
+    on an entry it does not own is kept in the event log, in one statement."""
+    mac = list(MacRule.objects.order_by("code"))
+    readable, events = set(), []
+    for row in rows:
+        item = ShareItem.of_memory(row)
+        decision = share_decide(agent=agent, principal=principal, item=item, mac=mac)
+        if decision.allowed:
+            readable.add(item.id)
+        if decision.layer != "owner":
+            events.append(_event(agent, principal, item, decision))
+    if events:
+        with transaction.atomic():
+            emit(*events)
+    return readable

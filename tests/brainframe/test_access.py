@@ -25,6 +25,7 @@ from brainframe.models import (
     CapabilityGrant,
     ChannelAdapter,
     ChannelIdentity,
+    ContextBucketEntry,
     Deliverable,
     EventLogEntry,
     MacRule,
@@ -489,3 +490,41 @@ def test_mac_rules_are_a_ratchet(seeded: None) -> None:
     MacRule.objects.create(code="MAC-2", when={"field": "item.data_class", "op": "eq",
                                                "value": "credentials"}, reason="never")  # fmt: skip
     assert MacRule.objects.count() == 2
+
+
+def test_memory_entries_are_shared_the_same_way(inbound: Any, reggie: SignedClient) -> None:
+    general = ContextBucketEntry.objects.create(
+        bucket="transportation", entity="bus 2", pattern_type="preference",
+        observation="bus 2 has the wheelchair lift", created_by="agent:henry",
+    )  # fmt: skip
+    health = ContextBucketEntry.objects.create(
+        bucket="transportation", entity="Ruby Tran", pattern_type="preference",
+        observation="Ruby needs her seizure medication on outings", created_by="agent:henry",
+        participant_id="P-1042", data_class="health",
+    )  # fmt: skip
+    private = ContextBucketEntry.objects.create(
+        bucket="transportation", entity="bus 3", pattern_type="preference",
+        observation="bus 3's driver is on leave", created_by="agent:henry", boundary="none",
+    )  # fmt: skip
+    sam = Person.objects.create(name="Sam Lee", relationship="participant",
+                                attributes={"participant_id": "P-2000"})  # fmt: skip
+    dad = Person.objects.create(name="Joe Lee", relationship="family", acts_for=sam)
+    ChannelIdentity.objects.create(person=dad, channel="sms", address="+61400000999")
+
+    def seen(task: str | None) -> set[str]:
+        query = "bucket=transportation" + (f"&task_id={task}" if task else "")
+        answer = reggie.get(f"/api/v1/context/?{query}")
+        assert answer.status_code == 200, answer.content
+        return {o["id"] for o in answer.json()["observations"]}
+
+    ids = {str(general.pk), str(health.pk), str(private.pk)}
+    assert seen(None) & ids == {str(general.pk), str(health.pk)}  # DAC keeps bus 3 private
+    linh = inbound("sms", "0400000102", "is Ruby's outing on?")
+    assert seen(_task_of(linh)) & ids == {str(general.pk), str(health.pk)}
+    joe = inbound("sms", "0400000999", "is Sam's outing on?")
+    assert seen(_task_of(joe)) & ids == {str(general.pk)}  # MAC-1: not Ruby's health record
+    refused = EventLogEntry.objects.filter(
+        name="governance:share_decided", payload__item=f"observation:{health.pk}",
+        payload__allowed=False,
+    )  # fmt: skip
+    assert [e.payload["layer"] for e in refused] == ["mac"]
