@@ -11,7 +11,7 @@ from django.contrib import admin
 from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
-from brainframe.models import AclPolicy
+from brainframe.models import AclPolicy, RuleProposal
 
 
 class AclPolicyForm(forms.ModelForm):
@@ -49,3 +49,20 @@ class AclPolicyAdmin(SimpleHistoryAdmin):
     @admin.display(description="as checked")
     def parsed(self, obj: AclPolicy) -> Any:
         return format_html("<pre>{}</pre>", json.dumps(obj.spec, indent=2)) if obj.spec else "—"
+
+
+@admin.register(RuleProposal)
+class RuleProposalAdmin(admin.ModelAdmin):
+    """Rules the nightly job proposed from recurring rejections and refusals; staff try, accept
+    or dismiss them on the board (Proposed rules)."""
+
+    list_display = ("tool_id", "argument", "value", "action", "count", "status", "vpol")
+    list_filter = ("status", "action")
+    search_fields = ("tool_id", "argument")
+    readonly_fields = (
+        "tool_id", "argument", "value", "action", "rule", "evidence", "count", "status", "vpol",
+        "decided_by", "decided_at", "created_at",
+    )  # fmt: skip
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False

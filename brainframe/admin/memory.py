@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db.models import Case, FloatField, QuerySet, Value, When
 from django.http import HttpRequest
@@ -12,6 +13,7 @@ from brainframe.models import (
     ContextBucketEntry,
 )
 from brainframe.services.search import semantic_search
+from brainframe.services.sharing import share_policy_errors
 
 from .common import (
     JSONEditingMixin,
@@ -80,8 +82,25 @@ class SemanticSearchMixin(admin.ModelAdmin):
         return (*shown, "search_match") if self._term(request) else shown
 
 
+class ContextBucketEntryForm(forms.ModelForm):
+    class Meta:
+        model = ContextBucketEntry
+        fields = "__all__"  # the admin's own exclude keeps the vector out
+
+    def clean_share_policy(self) -> Any:
+        policy = self.cleaned_data.get("share_policy") or {}
+        problems = share_policy_errors(policy)
+        if problems:
+            raise forms.ValidationError(problems)
+        return policy
+
+
 @admin.register(ContextBucketEntry)
 class ContextBucketEntryAdmin(JSONEditingMixin, SemanticSearchMixin):
+    """Shared memory; who else may read each entry is its boundary, participant, data class and
+    sharing policy (docs/access.md, "Sharing")."""
+
+    form = ContextBucketEntryForm
     semantic_kind = "observation"
     list_display = (
         "bucket",
@@ -94,8 +113,8 @@ class ContextBucketEntryAdmin(JSONEditingMixin, SemanticSearchMixin):
         "current_score",
         "has_embedding",
     )
-    list_filter = ("bucket", "pattern_type", "severity")
-    search_fields = ("entity", "observation", "pattern_type")
+    list_filter = ("bucket", "pattern_type", "severity", "boundary", "data_class")
+    search_fields = ("entity", "observation", "pattern_type", "participant_id")
     list_select_related = ("source_agent",)
     show_full_result_count = False
     exclude = ("vector",)

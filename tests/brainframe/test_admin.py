@@ -149,6 +149,13 @@ def populated(seeded: None) -> None:
     LearningCard.objects.create(
         agent=agent, tool_id=tool.tool_id, lesson="use the bus", due_at="2030-01-01T00:00:00Z"
     )
+    from brainframe.models import RuleProposal
+
+    RuleProposal.objects.create(
+        tool_id=tool.tool_id, argument="vendor", value="ACME", action="review", count=5,
+        rule={"id": "proposed-vendor-acme", "action": "review",
+              "when": {"field": "arguments.vendor", "op": "eq", "value": "ACME"}},
+    )  # fmt: skip
 
     AgentSupervisor.objects.create(
         agent=agent, control_url="http://127.0.0.1:8765", token_encrypted="x"
