@@ -148,6 +148,28 @@ def test_forty_days_graduate_a_tool_from_0_to_1_to_2(
     assert float(tool.alignment_score_90d) == 1.0
 
 
+def test_graduation_stops_at_the_agents_autonomy_cap(
+    tool: Tool, agent: Agent, settings: Any
+) -> None:
+    """docs/access.md: forty good days lift the tool past 1, the agent only to its cap."""
+    settings.RABS_GRADUATION_MIN_VOLUME = 20
+    Agent.objects.filter(pk=agent.pk).update(
+        monitoring_level=0, caps={"autonomy": {"max_level": 1}}
+    )
+    start = date(2026, 1, 1)
+    for offset in range(40):
+        day = start + timedelta(days=offset)
+        for hour in (9, 11, 14):
+            _call(tool, agent, when=_noon(day).replace(hour=hour))
+        _nightly(day)
+    tool.refresh_from_db()
+    agent.refresh_from_db()
+    assert tool.monitoring_level > 1  # the tool is not the agent's: its caps do not hold it
+    assert agent.monitoring_level == 1
+    lifts = MonitoringLevelChange.objects.filter(agent=agent, rule="graduation")
+    assert [(c.from_level, c.to_level) for c in lifts] == [(0, 1)]
+
+
 def test_no_graduation_on_tiny_volume_or_a_high_priority_misalignment(
     tool: Tool, agent: Agent, settings: Any
 ) -> None:
