@@ -188,7 +188,9 @@ def check_principal(ctx: CallContext) -> Verdict | None:
                 f"{ctx.agent.agent_id} may call {tool.tool_id}, but the chain acts for {who} "
                 f"and {acl.label()} does not allow it for them: both must",
             )
-        scopes = {**acl.scopes, **grant.scopes}
+        # A person no policy allows gets the narrowest scopes, widened only by the grant.
+        base = acl.scopes if acl.allows else {"participant": "own", "recipient": "sender"}
+        scopes = {**base, **grant.scopes}
     else:
         scopes = dict(acl.scopes)
     why = scope_violation(scopes, principal, arguments)
