@@ -88,6 +88,8 @@ def _sees(hook: Hook, entry: EventLogEntry) -> bool:
         return False  # no hook reacts to hooks: no loops
     if entry.name not in hook.events and entry.family not in hook.events:
         return False
+    if entry.payload.get("handled") == "acl_denied":
+        return False  # the ACL runs before hooks (docs/access.md): a refused message wakes no one
     return entry.family == "inbound" or entry.agent_id in (None, hook.agent_id)
 
 

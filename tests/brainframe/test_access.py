@@ -37,6 +37,8 @@ from brainframe.models import (
 from brainframe.safety.acl import AclDocumentError, acl_decide, acl_facts, acl_parse
 from brainframe.services.channels import token_hash
 from brainframe.services.grants import grants_expire
+from brainframe.services.hook_runner import hooks_run
+from brainframe.services.hooks import hook_propose
 from brainframe.services.seed import DEMO_ACL
 from broker.services.approvals import approval_decide
 from tests import factories as f
@@ -528,3 +530,24 @@ def test_memory_entries_are_shared_the_same_way(inbound: Any, reggie: SignedClie
         payload__allowed=False,
     )  # fmt: skip
     assert [e.payload["layer"] for e in refused] == ["mac"]
+
+
+def test_a_message_the_acl_refuses_wakes_no_hook(inbound: Any) -> None:
+    hook = hook_propose(
+        agent=Agent.objects.get(agent_id="henry"),
+        definition={
+            "name": "every message",
+            "kind": "deterministic",
+            "events": ["conversation:message_received"],
+            "condition": {"field": "event.name", "op": "eq",
+                          "value": "conversation:message_received"},
+            "effects": [{"type": "wake", "title": "a message came"}],
+        },
+        proposed_by="agent:henry",
+    )  # fmt: skip
+    assert hook.status == "active"
+    owner = inbound("chat", "@Priya", "hello")  # Henry's, allowed
+    supplier = inbound("email", "bookings@hillsbus.example", "invoice attached")
+    assert (owner["handled"], supplier["handled"]) == ("turn", "acl_denied")
+    counts = hooks_run()
+    assert counts["fired"] == 1  # the owner's message only: the ACL runs before hooks
