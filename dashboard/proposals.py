@@ -33,14 +33,10 @@ def proposals_page(request: HttpRequest) -> HttpResponse:
 def proposal_whatif(request: HttpRequest, proposal_id: str) -> HttpResponse:
     """The proposed rule tried on the last 30 days of calls, with accept and dismiss."""
     proposal = get_object_or_404(RuleProposal, pk=proposal_id)
-    target, draft = proposal_draft(proposal)
+    target, new, draft = proposal_draft(proposal)
     error, report = "", None
     try:
-        report = policy_replay(
-            kind="vpol",
-            target=target or f"proposed_{proposal.tool_id}",
-            draft=draft if target else {**draft, "tool_patterns": [proposal.tool_id]},
-        ).as_dict()
+        report = policy_replay(kind="vpol", target=target, draft=draft).as_dict()
     except BrokerRefusal as exc:
         error = exc.detail
     return render(
@@ -48,7 +44,7 @@ def proposal_whatif(request: HttpRequest, proposal_id: str) -> HttpResponse:
         "dashboard/proposal_whatif.html",
         {
             "proposal": proposal,
-            "target": target,
+            "target": "" if new else target,
             "report": report,
             "error": error,
             "can_decide": _may_decide(request),

@@ -16,6 +16,7 @@ from brainframe.models import (
     MonitoringLevelChange,
 )
 from brainframe.services.alignment import monitoring_level_set
+from brainframe.services.sharing import share_policy_errors
 
 
 def pretty_json(value: Any) -> str:
@@ -134,3 +135,14 @@ class LevelChangeInline(ReadOnlyInline):
 
 class AgentLevelChangeInline(LevelChangeInline):
     fk_name = "agent"
+
+
+class SharePolicyFormMixin(forms.ModelForm):
+    """A form for something with a sharing policy (docs/access.md, "Sharing"): checked on save."""
+
+    def clean_share_policy(self) -> Any:
+        policy = self.cleaned_data.get("share_policy") or {}
+        problems = share_policy_errors(policy)
+        if problems:
+            raise forms.ValidationError(problems)
+        return policy

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin
 from django.db.models import Case, FloatField, QuerySet, Value, When
 from django.http import HttpRequest
@@ -13,10 +12,10 @@ from brainframe.models import (
     ContextBucketEntry,
 )
 from brainframe.services.search import semantic_search
-from brainframe.services.sharing import share_policy_errors
 
 from .common import (
     JSONEditingMixin,
+    SharePolicyFormMixin,
 )
 
 
@@ -82,17 +81,10 @@ class SemanticSearchMixin(admin.ModelAdmin):
         return (*shown, "search_match") if self._term(request) else shown
 
 
-class ContextBucketEntryForm(forms.ModelForm):
+class ContextBucketEntryForm(SharePolicyFormMixin):
     class Meta:
         model = ContextBucketEntry
         fields = "__all__"  # the admin's own exclude keeps the vector out
-
-    def clean_share_policy(self) -> Any:
-        policy = self.cleaned_data.get("share_policy") or {}
-        problems = share_policy_errors(policy)
-        if problems:
-            raise forms.ValidationError(problems)
-        return policy
 
 
 @admin.register(ContextBucketEntry)

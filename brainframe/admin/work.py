@@ -11,10 +11,9 @@ from django.http import HttpRequest
 
 from brainframe.models import AgentTask, CapabilityGrant, Deliverable, MacRule
 from brainframe.services.grants import grant_withdraw
-from brainframe.services.sharing import share_policy_errors
 from brainframe.services.tasks import task_announce
 
-from .common import JSONEditingMixin, ReadOnlyAdmin
+from .common import JSONEditingMixin, ReadOnlyAdmin, SharePolicyFormMixin
 
 
 @admin.register(AgentTask)
@@ -44,17 +43,10 @@ class AgentTaskAdmin(JSONEditingMixin, admin.ModelAdmin):
             task_announce(obj, also_agent_id=moved_from, owner=False)
 
 
-class DeliverableForm(forms.ModelForm):
+class DeliverableForm(SharePolicyFormMixin):
     class Meta:
         model = Deliverable
         fields = "__all__"
-
-    def clean_share_policy(self) -> Any:
-        policy = self.cleaned_data.get("share_policy") or {}
-        problems = share_policy_errors(policy)
-        if problems:
-            raise forms.ValidationError(problems)
-        return policy
 
 
 @admin.register(Deliverable)

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from brainframe.models import AclPolicy, Person
+from brainframe.models import AclPolicy, AgentTask, OriginRegistry, Person
 from brainframe.safety.acl import (
     AclDecision,
     AclDocumentError,
@@ -54,8 +54,20 @@ def acl_specs() -> list[dict[str, Any]]:
 
 
 def acl_for(principal: dict[str, Any]) -> AclDecision:
-    """The ACL decision for a message's sender now (the hour in the business's time zone)."""
-    return acl_decide(acl_specs(), acl_facts(principal, hour=timezone.localtime().hour))
+    """The ACL decision for a message's sender, at the hour it came (else now, in the business's
+    time zone)."""
+    hour = principal.get("hour", timezone.localtime().hour)
+    return acl_decide(acl_specs(), acl_facts(principal, hour=hour))
+
+
+def task_principal(task: AgentTask | None) -> dict[str, Any] | None:
+    """The person the task's chain acts for, as its O-Tag recorded them (None: nobody)."""
+    if task is None or task.o_tag_id is None:
+        return None
+    principal: dict[str, Any] | None = (
+        OriginRegistry.objects.filter(pk=task.o_tag_id).values_list("principal", flat=True).first()
+    )
+    return principal
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from brainframe.models import (
     AgentNote,
     AgentTask,
     ContextBucketEntry,
-    OriginRegistry,
     PrimeDirective,
     Tool,
 )
+from brainframe.services.access import task_principal
 from brainframe.services.cards import card_as_dict, cards_due
 from brainframe.services.search import semantic_search
 from brainframe.services.sharing import memory_readable
@@ -158,15 +158,8 @@ def _with_provenance(
             "data_class",
         )
     }
-    principal = None
-    if task is not None and task.o_tag_id is not None:
-        principal = (
-            OriginRegistry.objects.filter(pk=task.o_tag_id)
-            .values_list("principal", flat=True)
-            .first()
-        )
     readable = memory_readable(
-        agent=agent, principal=principal, rows=[dict(r) for r in rows.values()]
+        agent=agent, principal=task_principal(task), rows=[dict(r) for r in rows.values()]
     )
     kept = []
     for o in observations:

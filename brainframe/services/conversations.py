@@ -46,9 +46,8 @@ from brainframe.models import (
     Thread,
     Turn,
 )
-from brainframe.safety.acl import acl_decide, acl_facts
 from brainframe.safety.guardian import assess
-from brainframe.services.access import acl_specs, principal_of
+from brainframe.services.access import acl_for, principal_of
 from brainframe.services.channels import channel_context, message_parse
 from brainframe.services.indexing import classify_origin_after_commit
 from brainframe.services.ledger import (
@@ -244,7 +243,7 @@ def message_receive(adapter: ChannelAdapter, payload: Any) -> MessageResult:
         if existing is not None:
             first = Turn.objects.filter(messages__event=existing).first()
             return MessageResult(existing, False, "duplicate", None, first, existing.person)
-        acl = acl_decide(acl_specs(), acl_facts(principal, hour=principal["hour"]))
+        acl = acl_for(principal)
         agent = adapter.agent
         if acl.allows and acl.route_to and acl.route_to != agent.agent_id:
             agent = Agent.objects.get(pk=acl.route_to)

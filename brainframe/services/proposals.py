@@ -113,11 +113,24 @@ def proposal_target(proposal: RuleProposal) -> ValidationPolicy | None:
     return governing_policy(tool, list(ValidationPolicy.objects.filter(active=True)))
 
 
-def proposal_draft(proposal: RuleProposal) -> tuple[str, dict[str, Any]]:
-    """(the target V-Pol's name, its draft with the rule first): what the what-if replays."""
+def _new_policy_name(proposal: RuleProposal) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", f"proposed_{proposal.tool_id}")[:80]
+
+
+def proposal_draft(proposal: RuleProposal) -> tuple[str, bool, dict[str, Any]]:
+    """(the V-Pol's name, whether it is a new one, its draft with the rule first): what the
+    what-if replays and accepting saves."""
     target = proposal_target(proposal)
-    rules = [proposal.rule, *(target.rules if target else [])]
-    return (target.name if target else ""), {"rules": rules}
+    if target is None:
+        return (
+            _new_policy_name(proposal),
+            True,
+            {
+                "rules": [proposal.rule],
+                "tool_patterns": [proposal.tool_id],
+            },
+        )
+    return target.name, False, {"rules": [proposal.rule, *target.rules]}
 
 
 def proposal_decide(*, proposal_id: Any, by: Any, accept: bool) -> RuleProposal:
@@ -133,7 +146,7 @@ def proposal_decide(*, proposal_id: Any, by: Any, accept: bool) -> RuleProposal:
             target = proposal_target(proposal)
             if target is None:
                 target = ValidationPolicy(
-                    name=re.sub(r"[^a-z0-9_]+", "_", f"proposed_{proposal.tool_id}")[:80],
+                    name=_new_policy_name(proposal),
                     tool_patterns=[proposal.tool_id],
                     description="Made by accepting a proposed rule.",
                 )

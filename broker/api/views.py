@@ -22,10 +22,11 @@ from rest_framework.views import APIView
 
 from brainframe.choices import ContextBucket
 from brainframe.events import AgentStatusChanged, Heartbeat, emit, publish
-from brainframe.models import Agent, AgentTask, Deliverable, OriginRegistry, ToolCall
+from brainframe.models import Agent, AgentTask, Deliverable, ToolCall
 from brainframe.queue import RECORD_OBSERVATION, enqueue
 from brainframe.selectors import tools_for_agent
 from brainframe.services import tasks as task_services
+from brainframe.services.access import task_principal
 from brainframe.services.context import agent_context
 from brainframe.services.deliverables import deliverable_store
 from brainframe.services.hooks import (
@@ -289,19 +290,14 @@ class DeliverableView(AgentAPIView):
         item = Deliverable.objects.filter(pk=deliverable_id).first()
         if item is None:
             raise BrokerRefusal(404, "unknown_deliverable", "no such deliverable")
-        principal = None
+        task = None
         if "task_id" in request.query_params:
             try:
                 task_id = uuid.UUID(request.query_params["task_id"])
             except ValueError as exc:
                 raise BrokerRefusal(400, "invalid_request", "not a UUID", field="task_id") from exc
             task = self.own_task(request, task_id)
-            if task.o_tag_id is not None:
-                principal = (
-                    OriginRegistry.objects.filter(pk=task.o_tag_id)
-                    .values_list("principal", flat=True)
-                    .first()
-                )
+        principal = task_principal(task)
         decision = deliverable_read(agent=agent, principal=principal, item=item)
         if not decision.allowed:
             raise BrokerRefusal(403, "share_denied", f"{decision.layer}: {decision.reason}")

@@ -165,7 +165,7 @@ class CallContext:
         return self._facts
 
     def _build_facts(self) -> dict[str, Any]:
-        return decision_facts(
+        facts = decision_facts(
             arguments=self.request.arguments,
             agent=self.agent,
             tool=self.tool,
@@ -175,7 +175,9 @@ class CallContext:
             reason=self.request.reason,
             text=self.free_text,
             confidence=self.request.confidence,
-        ) | {"history": self.history_count}
+        )
+        facts["history"] = self.history_count  # sequence rules count on demand
+        return facts
 
     def history_count(self, spec: dict[str, Any]) -> int:
         """A sequence rule's count (``brainframe.selectors.history_count``): the chain's or the

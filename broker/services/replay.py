@@ -198,10 +198,6 @@ def replay_call(call: ToolCall, rules: Rules) -> Verdict:
     return decide(ctx)
 
 
-def _label(verdict: Verdict) -> str:
-    return verdict.outcome
-
-
 @dataclass
 class Replay:
     since: datetime
@@ -242,7 +238,7 @@ def policy_replay(*, kind: str, target: str, draft: Any, days: int = 30) -> Repl
         if was.outcome == would.outcome:  # the same outcome for another reason
             report.transitions[f"{was.outcome} ({was.code}) → {would.outcome} ({would.code})"] += 1
         else:
-            report.transitions[f"{_label(was)} → {_label(would)}"] += 1
+            report.transitions[f"{was.outcome} → {would.outcome}"] += 1
         report.changed.append(
             {
                 "call_id": str(call.pk),
