@@ -1,6 +1,6 @@
 """Benchmark: where a decision's CPU goes, in one process (no HTTP server, no load generator).
 
-    .venv/bin/python bench/decision_cpu.py [--calls 2000]
+    .venv/bin/python bench/decision_cpu.py [--calls 2000] [--profile N]
 
 On a throwaway database (``rabs_decision_cpu``), one agent sends signed ``roster.shift.read``
 calls (auto: the whole pipeline, the audit, the handler) through Django's test client, one at a
@@ -87,6 +87,13 @@ def main() -> int:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: profile the calls (cProfile) and print the N costliest functions",
+    )
     args = parser.parse_args()
 
     spent: defaultdict[str, float] = defaultdict(float)
@@ -115,6 +122,8 @@ def main() -> int:
 
         for _ in range(300):  # warm the registry, the pools and the compiled validators
             call()
+        if args.profile:
+            return _profiled(call, args.calls, args.profile)
         spent.clear()
         meter = CpuMeter()
         before = meter.sample()
@@ -130,6 +139,24 @@ def main() -> int:
     for part in ("postgres", "redis"):
         if part in servers:
             print(f"  {part + ' (its own processes)':46s} {servers[part]:.3f}")
+    return 0
+
+
+def _profiled(call: Callable[[], None], calls: int, top: int) -> int:
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile(time.thread_time)
+    profile.enable()
+    for _ in range(calls):
+        call()
+    profile.disable()
+    stats = pstats.Stats(profile)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    callees = os.environ.get("RABS_PROFILE_CALLEES")  # e.g. "record_decision|decide"
+    if callees:
+        stats.print_callees(callees)
     return 0
 
 

@@ -140,6 +140,8 @@ def event_from_wire(item: dict[str, Any]) -> Event | None:
 # --- The bus ---------------------------------------------------------------------------------
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
+#: Most publishes in one channel-layer message (more go in the next, in order).
+BATCH_PUBLISHES = 100
 
 
 def _publisher_loop() -> asyncio.AbstractEventLoop:
@@ -158,22 +160,79 @@ def _log_failure(future: Future[Any]) -> None:
         log.warning("could not publish a board event: %s", exc)
 
 
+class _Outbox:
+    """What this process has yet to send to the boards, in order, and whether a sender runs.
+
+    One sender at a time on the publisher's loop takes everything queued so far and sends it as
+    one message; what is queued while it sends goes in the next. At a few calls a second every
+    publish is sent on its own, at once; at hundreds, a message carries every event queued
+    during the previous send: a group send costs the channel layer two to four Redis round
+    trips (and this process a loop wake-up) whatever it carries."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.queued: list[tuple[list[dict[str, Any]], Future[Any]]] = []
+        self.sending = False
+
+    def put(self, items: list[dict[str, Any]], layer: Any) -> Future[Any] | None:
+        future: Future[Any] = Future()
+        with self.lock:
+            self.queued.append((items, future))
+            start = not self.sending
+            self.sending = True
+        if start:
+            try:
+                asyncio.run_coroutine_threadsafe(self._send(layer), _publisher_loop())
+            except RuntimeError:  # interpreter shutting down
+                with self.lock:
+                    self.queued.clear()
+                    self.sending = False
+                return None
+        return future
+
+    async def _send(self, layer: Any) -> None:
+        batch: list[tuple[list[dict[str, Any]], Future[Any]]] = []
+        try:
+            while True:
+                with self.lock:
+                    batch = self.queued[:BATCH_PUBLISHES]
+                    del self.queued[: len(batch)]
+                    if not batch:
+                        self.sending = False
+                        return
+                events = [item for items, _ in batch for item in items]
+                try:
+                    await layer.group_send(BOARD_GROUP, {"type": "board.events", "events": events})
+                except Exception as exc:  # each publisher of the batch is told; the next goes on
+                    for _, future in batch:
+                        future.set_exception(exc)
+                else:
+                    for _, future in batch:
+                        future.set_result(None)
+                batch = []
+        except BaseException as exc:  # cancelled (the loop is going away): fail what is left
+            with self.lock:
+                left, self.queued, self.sending = batch + self.queued, [], False
+            for _, future in left:
+                if not future.done():
+                    future.set_exception(exc)
+            raise
+
+
+_outbox = _Outbox()
+
+
 def publish(*events: Event) -> Future[Any] | None:
-    """Queue ``events``, in order, for every open board, as one message (a tool call's Guardian
-    assessment with its row: each message costs the channel layer a few Redis commands,
-    whatever it carries). Returns the pending send (tests may wait on it)."""
+    """Queue ``events``, in order, for every open board, in one message (a tool call's
+    Guardian assessment with its row), batched with what other threads of this process publish
+    meanwhile (``_Outbox``). Returns the pending send (tests may wait on it)."""
     events_observed(events)
     layer = get_channel_layer()
     if layer is None or not events:
         return None
-    message = {"type": "board.events", "events": [event.wire() for event in events]}
-    try:
-        future = asyncio.run_coroutine_threadsafe(
-            layer.group_send(BOARD_GROUP, message), _publisher_loop()
-        )
-    except RuntimeError:  # interpreter shutting down
-        return None
-    future.add_done_callback(_log_failure)
+    future = _outbox.put([event.wire() for event in events], layer)
+    if future is not None:
+        future.add_done_callback(_log_failure)
     return future
 
 

@@ -84,6 +84,10 @@ def _json(body: dict[str, Any], status: int, **headers: str) -> HttpResponse:
     return response
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def _uuid(value: Any) -> uuid.UUID | None:
     return uuid.UUID(value) if value is not None else None
 
@@ -154,7 +158,8 @@ def _decided(request: HttpRequest, body: bytes, user: AgentUser, fallback: Any) 
             **{"Retry-After": str(wait)},
         )  # fmt: skip
     try:
-        data = json.loads(body) if b"\\u0000" not in body else None
+        # NaN and Infinity are not JSON (DRF refuses them; the audit could not store them).
+        data = json.loads(body, parse_constant=_not_json) if b"\\u0000" not in body else None
     except ValueError:
         data = None
     if data is None or not _valid(data):

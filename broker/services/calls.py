@@ -38,7 +38,7 @@ from brainframe.models import (
 from brainframe.services.alignment import alignment_signal, safety_escalation
 from brainframe.telemetry import decision_observed, now_ns
 
-from ..audit.record import record_decision
+from ..audit.record import origin_new, record_decision
 from ..errors import BrokerRefusal
 from ..pipeline.context import (
     CallContext,
@@ -172,23 +172,23 @@ def _chain_tags(ctx: CallContext) -> ChainTags:
         )
     req, origin = ctx.request, None
     if req.origin is not None:
-        origin = OriginRegistry(
+        origin = origin_new(
+            agent=ctx.agent,
             origin_type=req.origin["origin_type"],
             source_ref=req.origin["source_ref"],
             metadata=req.origin.get("metadata") or {},
-            registered_by=ctx.agent,
         )
     elif req.o_tag is not None:
         o_tag_id = req.o_tag
     elif ctx.task is not None and ctx.task.o_tag_id is not None:
         o_tag_id = ctx.task.o_tag_id
     else:
-        origin = OriginRegistry(
+        origin = origin_new(
+            agent=ctx.agent,
             origin_type=OriginRegistry.OriginType.AGENT,
             source_ref=f"agent:{ctx.agent.agent_id}"
             + (f":task:{ctx.task.task_id}" if ctx.task else ""),
             metadata={"note": "no origin given: the agent's own initiative"},
-            registered_by=ctx.agent,
         )
     if origin is not None:
         o_tag_id = origin.id

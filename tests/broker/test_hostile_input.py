@@ -32,6 +32,11 @@ GOOD = {
             400,
             "malformed_json",
         ),
+        (  # not JSON, wherever it is (the audit could not store it either)
+            b'{"tool_id": "roster.shift.read", "reason": "x", "arguments": {"n": Infinity}}',
+            400,
+            "malformed_json",
+        ),
     ],
 )
 def test_malformed_bodies(henry: SignedClient, raw: bytes, status: int, code: str) -> None:
