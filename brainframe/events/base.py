@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from django.db import DataError
 from django.utils import timezone
 
 from brainframe.models import SYSTEM_STREAM
@@ -124,9 +125,19 @@ def _utc_iso(at: datetime) -> str:
 
 
 def _canonical(value: Any) -> bytes:
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-    ).encode()
+    """NaN and Infinity (not JSON: no stored event has them) raise DataError, as the database
+    would refuse them."""
+    try:
+        return json.dumps(
+            value,
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            default=str,
+            allow_nan=False,
+        ).encode()
+    except ValueError as exc:
+        raise DataError(f"an event is not JSON: {exc}") from exc
 
 
 #: What an event's content hash covers (its chain position enters in the database).

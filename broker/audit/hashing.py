@@ -7,6 +7,8 @@ import hashlib
 import json
 from typing import Any
 
+from django.db import DataError
+
 GENESIS_HASH = "0" * 64
 
 HASHED_FIELDS = (
@@ -49,10 +51,22 @@ OUTCOME_FIELDS = (
 )
 
 
-def canonical_json(value: Any) -> bytes:
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=json_default
-    ).encode()
+def canonical_json(value: Any, *, strict: bool = False) -> bytes:
+    """``strict``: NaN and Infinity (not JSON: no stored row holds them) raise DataError, as
+    the database would refuse them (a row is hashed before it is written)."""
+    try:
+        return json.dumps(
+            value,
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            default=json_default,
+            allow_nan=not strict,
+        ).encode()
+    except ValueError as exc:
+        if not strict:
+            raise
+        raise DataError(f"not JSON: {exc}") from exc
 
 
 def json_default(value: Any) -> str:
@@ -64,7 +78,7 @@ def json_default(value: Any) -> str:
 def compute_content_hash(values: dict[str, Any]) -> str:
     """sha256 of the row's recorded content, by its ``hash_scheme`` (2 or 3)."""
     fields = CONTENT_FIELDS_BY_SCHEME[values.get("hash_scheme", HASH_SCHEME)]
-    return hashlib.sha256(canonical_json({k: values[k] for k in fields})).hexdigest()
+    return hashlib.sha256(canonical_json({k: values[k] for k in fields}, strict=True)).hexdigest()
 
 
 def compute_row_hash(values: dict[str, Any]) -> str:
@@ -78,7 +92,7 @@ def compute_row_hash(values: dict[str, Any]) -> str:
 def compute_outcome_hash(anchor: str, values: dict[str, Any]) -> str:
     """sha256(anchor + canonical outcome); the anchor is the row hash (schemes 1, 2) or the
     content hash (scheme 3): see ``outcome_anchor``."""
-    payload = anchor.encode() + canonical_json({k: values[k] for k in OUTCOME_FIELDS})
+    payload = anchor.encode() + canonical_json({k: values[k] for k in OUTCOME_FIELDS}, strict=True)
     return hashlib.sha256(payload).hexdigest()
 
 

@@ -13,6 +13,7 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.db import DatabaseError, connection, models, transaction
 from django.db.models import signals
@@ -301,11 +302,12 @@ def record_decision(
     try:
         with atomic, connection.cursor() as cursor:
             # The document as JSON text cast in the statement: psycopg's Jsonb adapter costs
-            # twice the serialisation again on the way (0.42 → 0.13 ms per call, in process).
+            # twice the serialisation again on the way (0.42 → 0.13 ms per call, in process),
+            # and orjson a tenth of the standard library's.
             cursor.execute(
                 "SELECT out_seq, out_prev_hash, out_row_hash"
                 " FROM brainframe_record_decision(%s::jsonb)",
-                [_dumps(document)],
+                [_document_json(document)],
             )
             call.seq, call.prev_hash, call.row_hash = cursor.fetchone()
     except DatabaseError as exc:
@@ -346,6 +348,17 @@ def _sql_value(column: str, value: Any) -> Any:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, default=json_default)
+
+
+def _document_json(document: dict[str, Any]) -> str:
+    """A decision's document as JSON text, as the standard library would write it for the
+    database (orjson writes NaN and Infinity as null, but none reaches here: the hashed values
+    were refused while hashing, ``canonical_json(strict=True)``, and the request's while it was
+    parsed); an integer beyond 64 bits, which orjson refuses, goes to the standard library."""
+    try:
+        return orjson.dumps(document, default=json_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:
+        return _dumps(document)
 
 
 def _approval(

@@ -35,7 +35,7 @@ if not _database_url or not _redis_url:
     _redis_url = _redis_url or _embedded.redis_url
 
 _db = environ.Env.db_url_config(_database_url)
-_db["ENGINE"] = "django.db.backends.postgresql"
+_db["ENGINE"] = "rabs.postgres"  # Django's, with a cheaper pool check (rabs/postgres/base.py)
 _db.setdefault("OPTIONS", {})
 if "host" in _db["OPTIONS"]:  # a unix-socket URL (…?host=/path) names its socket dir here
     _db["HOST"] = _db["OPTIONS"].pop("host")

@@ -21,8 +21,11 @@ DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": 4, "timeou
 # A server started by the tests (browser tests) shares the run's namespace via RABS_TEST_RUN_ID.
 _RUN = os.environ.get("RABS_TEST_RUN_ID") or uuid.uuid4().hex[:12]
 os.environ["RABS_TEST_RUN_ID"] = _RUN
-CACHES["default"]["KEY_PREFIX"] = f"rabs-test-{_RUN}"
-CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN}:channels"  # type: ignore[index]
+# And one of each parallel test process's own (its servers inherit PYTEST_XDIST_WORKER): one
+# process's tests must not count, or reset, the rate limits of another's agents meanwhile.
+_RUN_WORKER = f"{_RUN}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+CACHES["default"]["KEY_PREFIX"] = f"rabs-test-{_RUN_WORKER}"
+CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN_WORKER}:channels"  # type: ignore[index]
 
 # A worker started by a test consumes this run's queue only.
 CELERY_TASK_DEFAULT_QUEUE = f"rabs-test-{_RUN}"

@@ -1,0 +1,40 @@
+"""Django's PostgreSQL backend, its pool checking a connection before handing it out without a
+round trip to the server when the connection's socket shows nothing wrong (``socket_check``).
+
+Django's health check (``CONN_HEALTH_CHECKS`` with a pool) sends an empty query on every
+checkout: every request pays a round trip, and the server a wake-up, to learn what the socket
+already tells. A connection the server ended (a restart, a terminated backend, a crash) has
+something to read while it sits idle in the pool: the server's farewell, or the end of the
+stream. Such a connection, or one in any state but idle, gets the full check (the empty query),
+which raises if it is dead, and the pool replaces it. A connection the network lost silently
+passes, as it would pass the empty query a moment before the network fails: its first statement
+fails, and the request is refused ``503 database_unavailable`` with nothing done.
+"""
+
+from __future__ import annotations
+
+import select
+from typing import Any
+
+from django.db.backends.postgresql import base
+from psycopg import OperationalError
+from psycopg.pq import TransactionStatus
+from psycopg_pool import ConnectionPool
+
+
+def socket_check(conn: Any) -> None:
+    """psycopg_pool's ``check``: return if ``conn`` can be used, raise if not."""
+    if conn.closed or conn.broken:
+        raise OperationalError("the connection is closed")
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable or conn.info.transaction_status != TransactionStatus.IDLE:
+        ConnectionPool.check_connection(conn)
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    @property
+    def pool(self) -> Any:
+        pool = super().pool  # type: ignore[misc]
+        if pool is not None and self.settings_dict["CONN_HEALTH_CHECKS"]:
+            pool._check = socket_check  # in place of Django's (psycopg-pool is pinned)
+        return pool
