@@ -48,11 +48,23 @@ def _closed(url: str, secrets_by_agent: dict[str, str], *, bare: bool, clients: 
         bare_requests(url, budget) if bare else signed_calls(url, secrets_by_agent, budget)
     )
     meter = CpuMeter()
+    commands = _redis_commands()
     before = meter.sample()
     result = asyncio.run(closed_loop(url, requests, clients=clients, seconds=seconds))
     answered = sum(result["codes"].values())
     result["cpu_ms"] = per_request_ms(before, meter.sample(), answered)
+    # Commands Redis ran per request (replay guard, rate count, board events, Celery…): a count,
+    # not a time, so it does not drift with the machine's speed.
+    result["redis_commands"] = (_redis_commands() - commands) / max(1, answered)
     return result
+
+
+def _redis_commands() -> int:
+    import redis
+    from django.conf import settings
+
+    stats: dict[str, Any] = redis.Redis.from_url(settings.REDIS.cache).info("stats")  # type: ignore[assignment]
+    return int(stats["total_commands_processed"])
 
 
 def _open(
@@ -121,6 +133,10 @@ def main() -> int:
     print(
         f"    CPU per decision: {describe(decisions['cpu_ms'])}; "
         f"per bare request: {describe(bare['cpu_ms'])}"
+    )
+    print(
+        f"    Redis commands per decision: {decisions['redis_commands']:.2f} "
+        f"(per bare request {bare['redis_commands']:.2f})"
     )
     for rate, result in ((args.rate, opened), (args.high_rate, high)):
         print(

@@ -10,14 +10,11 @@ import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import cache
 from typing import Any
 
 import orjson
 from django.conf import settings
 from django.db import DatabaseError, connection, models, transaction
-from django.db.models import signals
-from django.db.models.base import ModelState
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
@@ -28,7 +25,7 @@ from brainframe.events import (
     call_refusal_event,
     event_log_rows,
 )
-from brainframe.models import ApprovalRequest, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
+from brainframe.models import ApprovalRequest, ToolCall
 from brainframe.services.indexing import classify_origin_after_commit, index_after_commit
 
 from ..pipeline.context import CallContext, Outcome, StaleSnapshot, Verdict
@@ -40,6 +37,7 @@ from .hashing import (
     compute_outcome_hash,
     json_default,
 )
+from .rows import tables
 
 log = logging.getLogger(__name__)
 # Raised by brainframe_record_decision when what a decision was made under is no longer current.
@@ -99,88 +97,6 @@ def _summary(ctx: CallContext) -> str:
     return f"{ctx.agent.name} will run {tool.tool_id} ({what}) with {given}."
 
 
-class _Table:
-    """Building one table's row without a model instance's construction (the decision's hot
-    path builds several per call): the model's defaults, then the given values, by column."""
-
-    def __init__(self, model: type[models.Model]) -> None:
-        fields = model._meta.concrete_fields
-        blank = model()
-        self.model = model
-        self.defaults = {f.attname: getattr(blank, f.attname) for f in fields}
-        # Defaults made anew for each row (a new uuid, a new dict): never shared.
-        self.made = [(f.attname, f) for f in fields if callable(f.default)]
-        self.attnames = [f.attname for f in fields]
-        self.columns = [(f.attname, f.column) for f in fields]
-        self.stamped = [
-            f.attname
-            for f in fields
-            if getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False)
-        ]
-        # Nothing may watch an instance being made: ``new`` and ``instance`` skip __init__.
-        assert not signals.pre_init.has_listeners(model), model
-        assert not signals.post_init.has_listeners(model), model
-
-    def new(self, given: dict[str, Any], related: dict[str, models.Model]) -> Any:
-        """An unsaved instance, as ``model(**given, **related)`` makes it (without its
-        ``__init__``: a quarter of a decision's preparation): ``given`` by attname,
-        ``related`` the objects behind foreign keys (by field name)."""
-        values = {**self.defaults, **given}
-        for attname, field in self.made:
-            if attname not in given:
-                values[attname] = field.get_default()
-        instance = self.model.__new__(self.model)
-        instance.__dict__.update(values)
-        instance._state = ModelState()
-        for name, obj in related.items():
-            instance._state.fields_cache[name] = obj
-        return instance
-
-    def values(self, given: dict[str, Any], now: Any) -> dict[str, Any]:
-        merged = {**self.defaults, **given}
-        for attname in self.stamped:
-            merged[attname] = now
-        return merged
-
-    def row(self, values: dict[str, Any]) -> dict[str, Any]:
-        """By column, as jsonb_populate_record reads it."""
-        return {column: values[attname] for attname, column in self.columns}
-
-    def instance(self, values: dict[str, Any]) -> Any:
-        """The saved instance, as ``Model.from_db`` makes it (without its ``__init__``)."""
-        instance = self.model.__new__(self.model)
-        instance.__dict__.update({a: values[a] for a in self.attnames})
-        instance._state = ModelState()
-        instance._state.adding, instance._state.db = False, "default"
-        return instance
-
-
-@cache
-def _tables() -> tuple[_Table, _Table, _Table]:
-    return _Table(ReasonLog), _Table(ReasonEdge), _Table(ToolCall)
-
-
-@cache
-def _origins() -> _Table:
-    return _Table(OriginRegistry)
-
-
-def origin_new(
-    *, agent: Any, origin_type: str, source_ref: str, metadata: dict[str, Any]
-) -> OriginRegistry:
-    """An origin the call registers with its decision (``record_decision`` writes it)."""
-    origin: OriginRegistry = _origins().new(
-        {
-            "origin_type": origin_type,
-            "source_ref": source_ref,
-            "metadata": metadata,
-            "registered_by_id": agent.pk,
-        },
-        {"registered_by": agent},
-    )
-    return origin
-
-
 def record_decision(
     ctx: CallContext,
     verdict: Verdict,
@@ -202,7 +118,7 @@ def record_decision(
     tags = ctx.tags
     if tags is None:
         raise ValueError("the call's tags were not resolved (prepare the context first)")
-    reasons, edges_table, calls = _tables()
+    reasons, edges_table, calls = tables()
     now = timezone.now()
     origin, o_tag_id = tags.origin, tags.o_tag_id
     vpol_id, vpol_version = tags.vpol_id, tags.vpol_version

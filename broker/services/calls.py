@@ -38,7 +38,8 @@ from brainframe.models import (
 from brainframe.services.alignment import alignment_signal, safety_escalation
 from brainframe.telemetry import decision_observed, now_ns
 
-from ..audit.record import origin_new, record_decision
+from ..audit.record import record_decision
+from ..audit.rows import origin_new
 from ..errors import BrokerRefusal
 from ..pipeline.context import (
     CallContext,
