@@ -4,14 +4,13 @@ event is hashed."""
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from django.db import DataError
 from django.utils import timezone
 
+from brainframe.canonical import canonical_json
 from brainframe.models import SYSTEM_STREAM
 
 #: The Channels group every open board joins.
@@ -124,22 +123,6 @@ def _utc_iso(at: datetime) -> str:
     return at.astimezone(UTC).isoformat()
 
 
-def _canonical(value: Any) -> bytes:
-    """NaN and Infinity (not JSON: no stored event has them) raise DataError, as the database
-    would refuse them."""
-    try:
-        return json.dumps(
-            value,
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-            default=str,
-            allow_nan=False,
-        ).encode()
-    except ValueError as exc:
-        raise DataError(f"an event is not JSON: {exc}") from exc
-
-
 #: What an event's content hash covers (its chain position enters in the database).
 CONTENT_FIELDS = ("stream", "name", "agent_id", "subject", "payload", "at")
 
@@ -149,7 +132,7 @@ def event_content_hash(row: dict[str, Any]) -> str:
     content = {k: row[k] for k in CONTENT_FIELDS}
     if isinstance(content["at"], datetime):
         content["at"] = _utc_iso(content["at"])
-    return hashlib.sha256(_canonical(content)).hexdigest()
+    return hashlib.sha256(canonical_json(content)).hexdigest()
 
 
 def event_row_hash(prev_hash: str, seq: int, content_hash: str) -> str:

@@ -174,7 +174,7 @@ class _Outbox:
         self.queued: list[tuple[list[dict[str, Any]], Future[Any]]] = []
         self.sending = False
 
-    def put(self, items: list[dict[str, Any]], layer: Any) -> Future[Any] | None:
+    def put(self, items: list[dict[str, Any]], layer: Any) -> Future[Any]:
         future: Future[Any] = Future()
         with self.lock:
             self.queued.append((items, future))
@@ -183,11 +183,11 @@ class _Outbox:
         if start:
             try:
                 asyncio.run_coroutine_threadsafe(self._send(layer), _publisher_loop())
-            except RuntimeError:  # interpreter shutting down
+            except RuntimeError as exc:  # interpreter shutting down: nothing queued can go
                 with self.lock:
-                    self.queued.clear()
-                    self.sending = False
-                return None
+                    left, self.queued, self.sending = self.queued, [], False
+                for _, queued in left:
+                    queued.set_exception(exc)
         return future
 
     async def _send(self, layer: Any) -> None:
@@ -231,8 +231,7 @@ def publish(*events: Event) -> Future[Any] | None:
     if layer is None or not events:
         return None
     future = _outbox.put([event.wire() for event in events], layer)
-    if future is not None:
-        future.add_done_callback(_log_failure)
+    future.add_done_callback(_log_failure)
     return future
 
 

@@ -4,10 +4,9 @@ hashes (see the package docstring for the chain)."""
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
-from django.db import DataError
+from brainframe.canonical import canonical_json as _canonical_json
 
 GENESIS_HASH = "0" * 64
 
@@ -52,21 +51,9 @@ OUTCOME_FIELDS = (
 
 
 def canonical_json(value: Any, *, strict: bool = False) -> bytes:
-    """``strict``: NaN and Infinity (not JSON: no stored row holds them) raise DataError, as
-    the database would refuse them (a row is hashed before it is written)."""
-    try:
-        return json.dumps(
-            value,
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-            default=json_default,
-            allow_nan=not strict,
-        ).encode()
-    except ValueError as exc:
-        if not strict:
-            raise
-        raise DataError(f"not JSON: {exc}") from exc
+    """The system's canonical JSON with the audit's ``default`` (dates as ISO 8601);
+    ``strict`` for what is stored (see ``brainframe.canonical``)."""
+    return _canonical_json(value, strict=strict, default=json_default)
 
 
 def json_default(value: Any) -> str:

@@ -34,7 +34,8 @@ def socket_check(conn: Any) -> None:
 class DatabaseWrapper(base.DatabaseWrapper):
     @property
     def pool(self) -> Any:
+        made = self.alias in self._connection_pools  # type: ignore[attr-defined]
         pool = super().pool  # type: ignore[misc]
-        if pool is not None and self.settings_dict["CONN_HEALTH_CHECKS"]:
-            pool._check = socket_check  # in place of Django's (psycopg-pool is pinned)
+        if not made and pool is not None and self.settings_dict["CONN_HEALTH_CHECKS"]:
+            pool._check = socket_check  # in place of Django's, once (psycopg-pool is pinned)
         return pool
