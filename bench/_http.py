@@ -13,6 +13,7 @@ import asyncio
 import secrets as tokens
 import time
 from collections.abc import Iterator
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from bench._stack import PAYLOAD
@@ -123,23 +124,31 @@ async def closed_loop(url: str, requests: list[bytes], *, clients: int, seconds:
     }
 
 
-async def open_loop(url: str, requests: list[bytes], *, rate: float) -> list[tuple[int, float]]:
+class Answer(NamedTuple):
+    status: int  # 0: a transport error
+    ms: float  # from the scheduled send to the answer
+    sent_ms: float  # the scheduled send, epoch milliseconds
+    body: bytes
+
+
+async def open_loop(url: str, requests: list[bytes], *, rate: float) -> list[Answer]:
     """Each request sent at its scheduled time (``rate`` per second) whatever the others do,
-    on an idle connection or a new one. Returns (status, ms from scheduled send to answer);
-    status 0 is a transport error."""
+    on an idle connection or a new one. Returns each one's ``Answer``, in the order answered."""
     idle: list[Connection] = []
-    results: list[tuple[int, float]] = []
+    results: list[Answer] = []
+    epoch_ms = (time.time() - time.monotonic()) * 1000
 
     async def one(raw: bytes, at: float) -> None:
         await asyncio.sleep(max(0.0, at - time.monotonic()))
+        sent_ms = epoch_ms + at * 1000
         connection = idle.pop() if idle else await Connection.open(url)
         try:
-            status, _ = await connection.send(raw)
+            status, body = await connection.send(raw)
         except (OSError, asyncio.IncompleteReadError, ValueError):
             connection.close()
-            results.append((0, (time.monotonic() - at) * 1000))
+            results.append(Answer(0, (time.monotonic() - at) * 1000, sent_ms, b""))
             return
-        results.append((status, (time.monotonic() - at) * 1000))
+        results.append(Answer(status, (time.monotonic() - at) * 1000, sent_ms, body))
         idle.append(connection)
 
     start = time.monotonic() + 0.5

@@ -5,7 +5,6 @@ agents that may call ``roster.shift.read`` as fast as they like; signed calls of
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import secrets as tokens
@@ -14,7 +13,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYLOAD = json.dumps(
@@ -55,43 +53,6 @@ def wait_for_answer(url: str, timeout: float = 120) -> None:
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
-@dataclass(frozen=True)
-class Offered:
-    sent_ms: float  # when it was sent, epoch milliseconds
-    latency_ms: float
-    response: Any  # httpx.Response, or None after a transport error
-
-
-async def offer_calls(
-    url: str, secrets: dict[str, str], *, rate: float, seconds: float
-) -> list[Offered]:
-    """Open loop: ``rate × seconds`` signed calls, each sent at its scheduled time whatever the
-    others do, the agents of ``secrets`` in turn."""
-    import httpx
-
-    agents = list(secrets)
-    offered: list[Offered] = []
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
-
-        async def one(n: int, at: float) -> None:
-            await asyncio.sleep(max(0.0, at - time.monotonic()))
-            agent = agents[n % len(agents)]
-            sent_ms, started = time.time() * 1000, time.monotonic()
-            try:
-                response = await client.post(
-                    "/api/v1/tool-calls/", content=PAYLOAD, headers=signed(agent, secrets[agent])
-                )
-            except httpx.HTTPError:
-                response = None
-            offered.append(Offered(sent_ms, (time.monotonic() - started) * 1000, response))
-
-        start = time.monotonic() + 0.5
-        count = int(rate * seconds)
-        await asyncio.gather(*(one(n, start + n / rate) for n in range(count)))
-    return offered
 
 
 @dataclass(frozen=True)

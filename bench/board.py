@@ -7,7 +7,7 @@ throwaway database (``rabs_board``), opens the board for agent ``board-0`` in De
 (headless, logged in as a reviewer) and records, in the page, when each call's row appears in
 the action log (a MutationObserver, ``Date.now()``). Calls are then offered over HTTP at
 ``--rate``/s for ``--seconds`` (open loop: each sent at its time, signed, ``roster.shift.read``
-run inline), and each call's latency is its row's appearance minus the moment it was sent.
+run inline), and each call's latency is its row's appearance minus its scheduled send.
 Prints p50/p95/p99 and how many rows never appeared.
 """
 
@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -49,31 +51,26 @@ OBSERVE = """() => {
 ANSWERED: list[float] = []  # each call's HTTP answer time (ms), to tell the broker from the board
 
 
-async def _offer(url: str, secret: str, *, rate: float, seconds: float) -> dict[str, float]:
-    """Calls offered at ``rate``: call id → when it was sent (epoch ms)."""
-    from bench._stack import offer_calls
+def _offer(url: str, secret: str, *, rate: float, seconds: float) -> dict[str, float]:
+    """Calls offered at ``rate`` by the lean client (``bench/_http.py``, signed beforehand: a
+    general-purpose client took a core of the two at 100/s): call id → when it was sent
+    (epoch ms)."""
+    from bench._http import open_loop, signed_calls
 
-    offered = await offer_calls(url, {AGENT: secret}, rate=rate, seconds=seconds)
-    ANSWERED[:] = [o.latency_ms for o in offered if o.response is not None]
-    sent = {
-        o.response.json()["call_id"]: o.sent_ms
-        for o in offered
-        if o.response is not None and o.response.status_code in (200, 202)
-    }
-    if len(sent) < len(offered):
-        print(f"{len(offered) - len(sent)} call(s) failed to send")
-    return sent
-
-
-def _offer_in_thread(url: str, secret: str, *, rate: float, seconds: float) -> dict[str, float]:
+    requests = list(signed_calls(url, {AGENT: secret}, int(rate * seconds)))
     # Playwright's sync API keeps an event loop on this thread; the sender gets its own. The
     # page records arrivals by itself (its observer runs in the browser).
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(
-            lambda: asyncio.run(_offer(url, secret, rate=rate, seconds=seconds))
-        ).result()
+        answers = pool.submit(lambda: asyncio.run(open_loop(url, requests, rate=rate))).result()
+    ANSWERED[:] = [answer.ms for answer in answers if answer.status]
+    sent = {
+        json.loads(answer.body)["call_id"]: answer.sent_ms
+        for answer in answers
+        if answer.status in (200, 202)
+    }
+    if len(sent) < len(answers):
+        print(f"{len(answers) - len(sent)} call(s) failed to send")
+    return sent
 
 
 def main() -> int:
@@ -117,12 +114,10 @@ def main() -> int:
             page.wait_for_selector("#live-state[data-ok='1']", timeout=15000)
             page.evaluate(OBSERVE)
             # Warm up: a few calls before measuring.
-            _offer_in_thread(stack.url, stack.secrets[AGENT], rate=10, seconds=1)
+            _offer(stack.url, stack.secrets[AGENT], rate=10, seconds=1)
             page.wait_for_timeout(1000)
             page.evaluate("() => { window.__seen = {}; }")
-            sent = _offer_in_thread(
-                stack.url, stack.secrets[AGENT], rate=args.rate, seconds=args.seconds
-            )
+            sent = _offer(stack.url, stack.secrets[AGENT], rate=args.rate, seconds=args.seconds)
             page.wait_for_timeout(3000)
             seen: dict[str, Any] = page.evaluate("() => window.__seen")
             browser.close()

@@ -75,11 +75,11 @@ def _open(
 
     requests = list(signed_calls(url, secrets_by_agent, int(rate * seconds)))
     results = asyncio.run(open_loop(url, requests, rate=rate))
-    latencies = [ms for status, ms in results if status]
+    latencies = [answer.ms for answer in results if answer.status]
     codes: dict[int, int] = {}
-    for status, _ in results:
-        if status:
-            codes[status] = codes.get(status, 0) + 1
+    for answer in results:
+        if answer.status:
+            codes[answer.status] = codes.get(answer.status, 0) + 1
     return {
         "offered": len(results),
         "p50_ms": statistics.median(latencies),

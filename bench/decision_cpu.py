@@ -157,6 +157,9 @@ def _profiled(call: Callable[[], None], calls: int, top: int) -> int:
     callees = os.environ.get("RABS_PROFILE_CALLEES")  # e.g. "record_decision|decide"
     if callees:
         stats.print_callees(callees)
+    callers = os.environ.get("RABS_PROFILE_CALLERS")  # e.g. "dispatcher.py.*connect"
+    if callers:
+        stats.print_callers(callers)
     return 0
 
 
