@@ -11,7 +11,13 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
-from brainframe.events import BOARD_GROUP, GuardianAssessmentComplete, publish, publish_tool_call
+from brainframe.events import (
+    BOARD_GROUP,
+    GuardianAssessmentComplete,
+    ToolCallChanged,
+    publish,
+    publish_tool_call,
+)
 from dashboard.routing import websocket_urlpatterns
 from tests import factories as f
 
@@ -25,6 +31,15 @@ async def _board_socket() -> WebsocketCommunicator:
     connected, _ = await communicator.connect()
     assert connected
     return communicator
+
+
+async def _frames_until(communicator: WebsocketCommunicator, *needles: str) -> str:
+    """What the socket sends until every needle was seen (a frame carries every swap of one
+    channel-layer message)."""
+    seen = ""
+    while not all(needle in seen for needle in needles):
+        seen += await communicator.receive_from(timeout=5)
+    return seen
 
 
 @pytest.mark.asyncio
@@ -47,6 +62,26 @@ async def test_tool_call_event_pushes_a_log_row() -> None:
     html = await communicator.receive_from(timeout=5)
     assert 'hx-swap-oob="afterbegin:#action-log"' in html
     assert "roster.shift.read" in html and "OK" in html and "(7ms)" in html
+    await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_rows_sent_together_arrive_in_one_frame_in_order() -> None:
+    """Events one message carries reach the page as one frame, swapped in the order they
+    happened: the later call's row ends on top."""
+    communicator = await _board_socket()
+    first, second = [
+        await sync_to_async(f.ToolCallFactory)(requested_tool_id=tool, outcome="succeeded")
+        for tool in ("roster.shift.read", "participant.profile.read")
+    ]
+    assessment = GuardianAssessmentComplete(risk=0.0, action="allow")  # not shown: skipped
+    changed = [ToolCallChanged.of(call) for call in (first, second)]
+    await sync_to_async(lambda: publish(changed[0], assessment, changed[1]).result())()
+    html = await communicator.receive_from(timeout=5)
+    assert html.count('hx-swap-oob="afterbegin:#action-log"') == 2
+    assert html.index(f"call-{first.id}") < html.index(f"call-{second.id}")
+    assert await communicator.receive_nothing(timeout=0.2)
     await communicator.disconnect()
 
 
@@ -189,10 +224,10 @@ async def test_a_task_staff_move_in_the_admin_shows_on_open_boards() -> None:
         return staff.post(f"/admin/brainframe/agenttask/{task.task_id}/change/", form).status_code
 
     assert await sync_to_async(reassign)() == 302
-    received = [await communicator.receive_from(timeout=5) for _ in range(2)]
-    assert "[Reggie]" in "".join(received) and "IN PROGRESS" in "".join(received)
-    assert any('id="kanban-henry"' in html for html in received)  # loses the task
-    assert any('id="kanban-reggie"' in html and "Vehicle check" in html for html in received)
+    received = await _frames_until(communicator, 'id="kanban-henry"', 'id="kanban-reggie"')
+    assert "[Reggie]" in received and "IN PROGRESS" in received
+    reggie = received[received.index('id="kanban-reggie"') :]
+    assert "Vehicle check" in reggie.split('id="kanban-henry"')[0]
     await communicator.disconnect()
 
 
