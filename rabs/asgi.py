@@ -6,6 +6,7 @@ manager; under daphne, which sends none, the first MCP request starts it."""
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import Any
 
@@ -37,6 +38,11 @@ router = ProtocolTypeRouter(
 mcp = MCPGateway()
 a2a = A2AGateway()
 llm = LLMGateway()
+
+# What is loaded by now (code, settings, registries) lives as long as the process: out of the
+# cyclic collector's way, so its full collections walk only what requests leave behind.
+gc.collect()
+gc.freeze()
 
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
