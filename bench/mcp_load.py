@@ -61,10 +61,22 @@ def _free_port() -> int:
     return free_port()
 
 
+def _python312() -> str:
+    """A Python 3.12 that runs (pyenv's ``python3.12`` shim is on PATH but fails unless 3.12 is
+    selected, so the interpreters themselves come first)."""
+    pyenv = sorted(Path.home().glob(".pyenv/versions/3.12.*/bin/python"), reverse=True)
+    for candidate in [CF_PYTHON, *map(str, pyenv), shutil.which("python3.12")]:
+        if candidate and subprocess.run([candidate, "--version"], capture_output=True).returncode:
+            continue
+        if candidate:
+            return candidate
+    raise SystemExit("ContextForge needs Python 3.12: none found")
+
+
 def _ensure_contextforge() -> Path:
     python = CF_VENV / "bin" / "python"
     if not python.exists():
-        base = shutil.which("python3.12") or CF_PYTHON
+        base = _python312()
         print(f"installing {', '.join(CF_PACKAGES)} into {CF_VENV} (benchmark only)")
         subprocess.run([base, "-m", "venv", str(CF_VENV)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", *CF_PACKAGES], check=True)
