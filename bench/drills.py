@@ -50,6 +50,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
 DB = "rabs_drills"
 QUEUE = "rabs-drills"
 SLOW_SECONDS = 1.5
+#: The drills' Celery workers write here (each start marked): what a stalled run looked like.
+WORKER_LOG = ROOT / "var" / "bench" / "drills-worker.log"
 
 
 class Receiver:
@@ -85,7 +87,9 @@ class Receiver:
         deadline = time.monotonic() + timeout
         while self.arrived[call_id] == 0:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"call {call_id} never reached the receiver")
+                raise RuntimeError(
+                    f"call {call_id} never reached the receiver (the workers' log: {WORKER_LOG})"
+                )
             time.sleep(0.02)
 
 
@@ -106,15 +110,21 @@ def _env() -> dict[str, str]:
     }
 
 
-def _spawn(argv: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        argv,
-        cwd=ROOT,
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+def _spawn(argv: list[str], *, log: Path | None = None) -> subprocess.Popen[bytes]:
+    """``argv`` in its own session; its output appended to ``log`` (or dropped)."""
+    if log is None:
+        return subprocess.Popen(
+            argv, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        out.write(f"--- {time.strftime('%H:%M:%S')} {' '.join(argv[1:])}\n".encode())
+        out.flush()
+        return subprocess.Popen(
+            argv, cwd=ROOT, env=_env(), stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
@@ -125,7 +135,7 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 def _worker() -> subprocess.Popen[bytes]:
     bin_dir = Path(sys.executable).parent
     return _spawn([str(bin_dir / "celery"), "-A", "rabs", "worker", "-P", "solo", "-Q", QUEUE,
-                   "-l", "warning"])  # fmt: skip
+                   "-l", "info"], log=WORKER_LOG)  # fmt: skip
 
 
 def _web() -> tuple[str, Any]:
@@ -495,6 +505,7 @@ def _main(args: argparse.Namespace, redis: PrivateRedis) -> int:
     from bench._db import throwaway_database
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    WORKER_LOG.unlink(missing_ok=True)  # this invocation's workers only
     settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.CELERY_TASK_DEFAULT_QUEUE = QUEUE
     from rabs.celery import app
