@@ -112,17 +112,13 @@ def _env() -> dict[str, str]:
 
 def _spawn(argv: list[str], *, log: Path | None = None) -> subprocess.Popen[bytes]:
     """``argv`` in its own session; its output appended to ``log`` (or dropped)."""
-    if log is None:
+    target = log or Path(os.devnull)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("ab") as sink:
+        sink.write(f"--- {time.strftime('%H:%M:%S')} {' '.join(argv[1:])}\n".encode())
+        sink.flush()
         return subprocess.Popen(
-            argv, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
-        out.write(f"--- {time.strftime('%H:%M:%S')} {' '.join(argv[1:])}\n".encode())
-        out.flush()
-        return subprocess.Popen(
-            argv, cwd=ROOT, env=_env(), stdout=out, stderr=subprocess.STDOUT,
+            argv, cwd=ROOT, env=_env(), stdout=sink, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
 

@@ -65,10 +65,8 @@ def _python312() -> str:
     """A Python 3.12 that runs (pyenv's ``python3.12`` shim is on PATH but fails unless 3.12 is
     selected, so the interpreters themselves come first)."""
     pyenv = sorted(Path.home().glob(".pyenv/versions/3.12.*/bin/python"), reverse=True)
-    for candidate in [CF_PYTHON, *map(str, pyenv), shutil.which("python3.12")]:
-        if candidate and subprocess.run([candidate, "--version"], capture_output=True).returncode:
-            continue
-        if candidate:
+    for candidate in filter(None, [CF_PYTHON, *map(str, pyenv), shutil.which("python3.12")]):
+        if subprocess.run([candidate, "--version"], capture_output=True).returncode == 0:
             return candidate
     raise SystemExit("ContextForge needs Python 3.12: none found")
 

@@ -50,9 +50,9 @@ OUTCOME_FIELDS = (
 )
 
 
-def canonical_json(value: Any, *, strict: bool = False) -> bytes:
-    """The system's canonical JSON with the audit's ``default`` (dates as ISO 8601);
-    ``strict`` for what is stored (see ``brainframe.canonical``)."""
+def canonical_json(value: Any, *, strict: bool = True) -> bytes:
+    """The system's canonical JSON with the audit's ``default`` (dates as ISO 8601): strict,
+    as ``brainframe.canonical``'s; ``strict=False`` only for fingerprints of what is not stored."""
     return _canonical_json(value, strict=strict, default=json_default)
 
 
@@ -65,13 +65,15 @@ def json_default(value: Any) -> str:
 def compute_content_hash(values: dict[str, Any]) -> str:
     """sha256 of the row's recorded content, by its ``hash_scheme`` (2 or 3)."""
     fields = CONTENT_FIELDS_BY_SCHEME[values.get("hash_scheme", HASH_SCHEME)]
-    return hashlib.sha256(canonical_json({k: values[k] for k in fields}, strict=True)).hexdigest()
+    return hashlib.sha256(canonical_json({k: values[k] for k in fields})).hexdigest()
 
 
 def compute_row_hash(values: dict[str, Any]) -> str:
     """The row hash of a tool_calls row, by its ``hash_scheme``."""
     if values.get("hash_scheme", 1) == 1:
-        return hashlib.sha256(canonical_json({k: values[k] for k in HASHED_FIELDS})).hexdigest()
+        return hashlib.sha256(
+            canonical_json({k: values[k] for k in HASHED_FIELDS}, strict=False)
+        ).hexdigest()
     link = f"{values['prev_hash']}:{values['seq']}:{compute_content_hash(values)}"
     return hashlib.sha256(link.encode()).hexdigest()
 
@@ -79,7 +81,7 @@ def compute_row_hash(values: dict[str, Any]) -> str:
 def compute_outcome_hash(anchor: str, values: dict[str, Any]) -> str:
     """sha256(anchor + canonical outcome); the anchor is the row hash (schemes 1, 2) or the
     content hash (scheme 3): see ``outcome_anchor``."""
-    payload = anchor.encode() + canonical_json({k: values[k] for k in OUTCOME_FIELDS}, strict=True)
+    payload = anchor.encode() + canonical_json({k: values[k] for k in OUTCOME_FIELDS})
     return hashlib.sha256(payload).hexdigest()
 
 
@@ -91,4 +93,4 @@ def outcome_anchor(values: dict[str, Any]) -> str:
 
 
 def arguments_hash(arguments: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(arguments)).hexdigest()
+    return hashlib.sha256(canonical_json(arguments, strict=False)).hexdigest()

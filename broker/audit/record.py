@@ -269,7 +269,7 @@ def _dumps(value: Any) -> str:
 def _document_json(document: dict[str, Any]) -> str:
     """A decision's document as JSON text, as the standard library would write it for the
     database (orjson writes NaN and Infinity as null, but none reaches here: the hashed values
-    were refused while hashing, ``canonical_json(strict=True)``, and the request's while it was
+    were refused while hashing (strict ``canonical_json``), and the request's while it was
     parsed); an integer beyond 64 bits, which orjson refuses, goes to the standard library."""
     try:
         return orjson.dumps(document, default=json_default, option=orjson.OPT_NON_STR_KEYS).decode()

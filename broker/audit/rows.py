@@ -43,9 +43,7 @@ class Table:
         for attname, field in self.made:
             if attname not in given:
                 values[attname] = field.get_default()
-        instance = self.model.__new__(self.model)
-        instance.__dict__.update(values)
-        instance._state = ModelState()
+        instance = self._bare(values)
         for name, obj in related.items():
             instance._state.fields_cache[name] = obj
         return instance
@@ -62,10 +60,15 @@ class Table:
 
     def instance(self, values: dict[str, Any]) -> Any:
         """The saved instance, as ``Model.from_db`` makes it (without its ``__init__``)."""
-        instance = self.model.__new__(self.model)
-        instance.__dict__.update({a: values[a] for a in self.attnames})
-        instance._state = ModelState()
+        instance = self._bare({a: values[a] for a in self.attnames})
         instance._state.adding, instance._state.db = False, "default"
+        return instance
+
+    def _bare(self, values: dict[str, Any]) -> Any:
+        """An instance holding ``values`` (by attname), made without ``__init__``."""
+        instance = self.model.__new__(self.model)
+        instance.__dict__.update(values)
+        instance._state = ModelState()
         return instance
 
 

@@ -228,7 +228,7 @@ def call_request(name: str, arguments: dict[str, Any], meta: dict[str, Any]) -> 
 
 
 def hashlib_hex(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value)).hexdigest()
+    return hashlib.sha256(canonical_json(value, strict=False)).hexdigest()
 
 
 @on_worker_thread

@@ -25,7 +25,8 @@ def hook_invoke(
     idempotency_key: str,
 ) -> tuple[int, dict[str, Any]]:
     """Submit the call; a repeat with the same ``idempotency_key`` gets the first answer."""
-    request_hash = hashlib.sha256(canonical_json([tool_id, arguments, reason])).hexdigest()
+    fingerprint = canonical_json([tool_id, arguments, reason], strict=False)
+    request_hash = hashlib.sha256(fingerprint).hexdigest()
     try:
         answer = tool_call_submit(
             agent=agent,

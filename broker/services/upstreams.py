@@ -59,7 +59,7 @@ def definition(tool: types.Tool) -> dict[str, Any]:
 
 
 def definition_sha256(value: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(value)).hexdigest()
+    return hashlib.sha256(canonical_json(value, strict=False)).hexdigest()
 
 
 def registry_id(upstream: MCPUpstream, tool_name: str) -> str:
