@@ -28,6 +28,7 @@ from brainframe.instances import model_copy
 from brainframe.models import (
     CapabilityGrant,
     ConstitutionRule,
+    MCPUpstream,
     PrimeDirective,
     Tool,
     ValidationPolicy,
@@ -36,7 +37,13 @@ from brainframe.services.access import acl_specs
 from brainframe.services.policies import governing_policy
 
 _NONE: Any = object()
-__all__ = ["Snapshot", "governing_policy", "registry_snapshot", "registry_token"]
+__all__ = [
+    "Snapshot",
+    "governing_policy",
+    "registry_snapshot",
+    "registry_token",
+    "tool_upstream",
+]
 
 
 @dataclass(frozen=True)
@@ -74,12 +81,16 @@ class Snapshot:
     _governing: dict[str, ValidationPolicy | None] = field(default_factory=dict)
 
     def tool(self, tool_id: str) -> Tool | None:
-        """The registry entry (a copy the caller may change), or None."""
+        """The registry entry (a copy the caller may change), or None. A tool that forwards to
+        an upstream MCP server carries the upstream as this snapshot read it
+        (``tool_upstream``)."""
         tool = self._tools.get(tool_id)
         if tool is None:
             tool = Tool.objects.filter(pk=tool_id).first()
             if tool is None:
                 return None
+            if tool.handler_type == Tool.HandlerType.MCP:
+                setattr(tool, _UPSTREAM, _enabled_upstream(tool))
             if self.token is not None:
                 self._tools[tool_id] = tool
         return model_copy(tool)
@@ -91,6 +102,24 @@ class Snapshot:
             if self.token is not None:
                 self._governing[tool.tool_id] = found
         return found
+
+
+# The attribute under which a snapshot's tool carries its upstream (None: none enabled).
+_UPSTREAM = "_rabs_upstream"
+
+
+def _enabled_upstream(tool: Tool) -> MCPUpstream | None:
+    name = (tool.handler_config or {}).get("upstream", "")
+    return MCPUpstream.objects.filter(pk=name, enabled=True).first()
+
+
+def tool_upstream(tool: Tool) -> MCPUpstream | None:
+    """The enabled upstream MCP server an ``mcp`` tool forwards to, or None: as the registry
+    snapshot the call was decided under read it (upstreams are part of the registry's
+    generation, migration 0038), else (a tool read elsewhere: a worker running an approved
+    call) read now."""
+    found = getattr(tool, _UPSTREAM, _NONE)
+    return _enabled_upstream(tool) if found is _NONE else found
 
 
 _current: Snapshot | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -184,27 +185,92 @@ class TokenRefused(Exception):
         self.code, self.detail = code, detail
 
 
-def agent_token_authenticate(*, token: str) -> Agent:
-    """The agent a bearer token admits, or TokenRefused: unknown, revoked or expired token, or
-    a paused agent (refused like on REST)."""
+@dataclass(frozen=True)
+class Bearer:
+    """Who a bearer token admits: the agent at ``generation``, and the registry's generation
+    token read in the same round trip."""
+
+    agent: Agent
+    generation: str | None
+    registry_token: str | None
+    # Kept in this process's memory, not read for this request: current only if the statement
+    # that records the decision finds ``generation`` unchanged (it checks; migration 0038).
+    remembered: bool = False
+
+
+@dataclass(frozen=True)
+class _Admitted:
+    bearer: Bearer
+    expires_at: datetime | None
+    read_at: float  # time.monotonic()
+
+
+_AGENT_BY_TOKEN = (
+    f"SELECT {', '.join(f'a.{f.column}' for f in _AGENT_FIELDS)},"
+    " t.id, t.revoked_at, t.expires_at, t.last_used_at,"
+    " (SELECT token::text FROM registry_generation WHERE id = 1), a.generation::text"
+    f" FROM {AgentToken._meta.db_table} t"
+    f" JOIN {Agent._meta.db_table} a ON a.agent_id = t.agent_id"
+    " WHERE t.token_sha256 = %s"
+)
+# Tokens this process admitted, by digest. A remembered token is read again after this long
+# (which also keeps ``last_used_at`` current for staff) or whenever a decision's statement finds
+# its agent's generation changed.
+_admitted: dict[str, _Admitted] = {}
+REMEMBER_SECONDS = 60.0
+
+
+def agent_token_remembered(*, token: str) -> Bearer | None:
+    """What this process last admitted ``token`` as (no query), or None: then read it
+    (``agent_token_bearer``). Only for a caller that has the agent's generation checked by the
+    statement that acts on it, and reads the token again before it answers anything else."""
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    admitted = _admitted.get(_token_digest(token))
+    if admitted is None or time.monotonic() - admitted.read_at > REMEMBER_SECONDS:
+        return None
+    if admitted.expires_at is not None and admitted.expires_at <= timezone.now():
+        return None  # read again, and refused as expired
+    bearer = admitted.bearer
+    return Bearer(model_copy(bearer.agent), bearer.generation, bearer.registry_token, True)
+
+
+def agent_token_bearer(*, token: str) -> Bearer:
+    """The agent a bearer token admits (one query), or TokenRefused: unknown, revoked or
+    expired token, or a paused agent (refused like on REST)."""
     if not token.startswith(TOKEN_PREFIX):
         raise TokenRefused("auth_unknown_token", "not a token of this broker")
-    found = (
-        AgentToken.objects.select_related("agent").filter(token_sha256=_token_digest(token)).first()
-    )
-    if found is None:
+    digest = _token_digest(token)
+    _admitted.pop(digest, None)
+    with connection.cursor() as cursor:
+        cursor.execute(_AGENT_BY_TOKEN, [digest])
+        row = cursor.fetchone()
+    if row is None:
         raise TokenRefused("auth_unknown_token", "unknown token")
+    *agent_row, token_id, revoked_at, expires_at, last_used_at, registry_token, generation = row
+    agent = _agent_from(tuple(agent_row))
     now = timezone.now()
-    if found.revoked_at is not None:
+    if revoked_at is not None:
         raise TokenRefused("auth_token_revoked", "this token was revoked")
-    if found.expires_at is not None and found.expires_at <= now:
+    if expires_at is not None and expires_at <= now:
         raise TokenRefused("auth_token_expired", "this token has expired")
-    if found.agent.status == Agent.Status.PAUSED:
-        raise TokenRefused("auth_agent_paused", f"{found.agent_id} is paused by staff")
+    if agent.status == Agent.Status.PAUSED:
+        raise TokenRefused("auth_agent_paused", f"{agent.agent_id} is paused by staff")
     # Once a minute is enough to show staff which tokens are in use.
-    if found.last_used_at is None or now - found.last_used_at > timedelta(minutes=1):
-        AgentToken.objects.filter(pk=found.pk).update(last_used_at=now)
-    return found.agent
+    if last_used_at is None or now - last_used_at > timedelta(minutes=1):
+        AgentToken.objects.filter(pk=token_id).update(last_used_at=now)
+    bearer = Bearer(agent, generation, registry_token)
+    if len(_admitted) > _BOUND:
+        _admitted.clear()
+    _admitted[digest] = _Admitted(
+        Bearer(model_copy(agent), generation, registry_token), expires_at, time.monotonic()
+    )
+    return bearer
+
+
+def agent_token_authenticate(*, token: str) -> Agent:
+    """The agent a bearer token admits, read now, or TokenRefused (``agent_token_bearer``)."""
+    return agent_token_bearer(token=token).agent
 
 
 def agent_tokens_revoke(*, tokens: Iterable[AgentToken]) -> int:

@@ -27,8 +27,8 @@ from django.http import HttpRequest, HttpResponse
 from brainframe.models import OriginRegistry
 
 from ..errors import BrokerRefusal
-from ..pipeline.context import CallRequest, Expectation, StaleSnapshot
-from ..services.calls import CallAnswer, tool_call_submit
+from ..pipeline.context import CallRequest
+from ..services.calls import tool_call_submit_admitted
 from .authentication import SCHEME, AgentUser, SignatureFailed, authenticate_signed, reverified
 from .throttling import AgentRateThrottle, RateCounts
 
@@ -181,27 +181,7 @@ def _decided(request: HttpRequest, body: bytes, user: AgentUser, fallback: Any) 
         ).hexdigest(),
     )
     try:
-        answer = _submit(user, call_request)
+        answer = tool_call_submit_admitted(user, call_request, reverified)
     except BrokerRefusal as refusal:
-        reverified(user)  # refused by what the database says now, if it refuses
         return _json(refusal.body(), refusal.status)
     return _json(answer.body, answer.status)
-
-
-def _submit(user: AgentUser, call_request: CallRequest) -> CallAnswer:
-    """The call decided and answered under an agent checked for this request: by the
-    statement that records the decision (``Expectation``) when it came from memory; when that
-    check fails, or the answer came without it (an idempotent replay), read and decided anew."""
-    if user.remembered and user.generation is not None:
-        expect = Expectation(user.generation)
-        try:
-            answer = tool_call_submit(agent=user.agent, request=call_request, expect=expect)
-        except StaleSnapshot:
-            pass
-        else:
-            if expect.verified or reverified(user).generation == user.generation:
-                return answer
-        user = reverified(user)
-    return tool_call_submit(
-        agent=user.agent, request=call_request, registry_token=user.registry_token
-    )

@@ -16,9 +16,10 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from brainframe.models import MCPUpstream, Tool
+from brainframe.models import Tool
 from brainframe.safety.guardian import argument_strings, assess
 
+from ..registry import tool_upstream
 from ..upstream_client import UpstreamTimeout, UpstreamUnavailable, upstream_call
 from .base import HandlerFailure, HandlerTimeout
 
@@ -40,7 +41,7 @@ def _strings(text: str, structured: Any) -> list[str]:
 def run(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID, timeout: float) -> Any:
     config = tool.handler_config
     name = config.get("upstream", "")
-    upstream = MCPUpstream.objects.filter(pk=name, enabled=True).first()
+    upstream = tool_upstream(tool)
     if upstream is None:
         raise HandlerFailure(f"upstream MCP server {name!r} is not registered or is disabled")
     try:

@@ -20,12 +20,13 @@ from brainframe.choices import PermissionTier, RiskLevel
 from brainframe.models import Agent, AgentTask, ApprovalRequest, Hook, Tool, ToolCall
 from brainframe.selectors import tools_for_agent
 from brainframe.services.context import directives_preamble
+from brainframe.services.credentials import Bearer, TokenRefused, agent_token_bearer
 from brainframe.services.hooks import hook_resource
 
 from ..audit.hashing import canonical_json
 from ..errors import BrokerRefusal
 from ..pipeline.context import CallRequest
-from ..services.calls import CallAnswer, call_answer, tool_call_submit
+from ..services.calls import CallAnswer, call_answer, tool_call_submit_admitted
 from . import loop_tools
 from .results import json_text
 
@@ -65,6 +66,32 @@ class UnknownTool(Exception):
 
 class UnknownResource(Exception):
     pass
+
+
+@dataclass
+class Caller:
+    """Who sent one ``/mcp`` request, as the gateway admitted its bearer token. A tools/call may
+    be admitted from the process's memory (``Bearer.remembered``): then the decision's
+    statement checks the agent's generation, and anything else reads the token first
+    (``agent``). ``refused``: such a read refused the token; the gateway answers 401 then, as
+    it would have at the door."""
+
+    token: str
+    bearer: Bearer
+    refused: TokenRefused | None = None
+
+    def reread(self, _remembered: Bearer | None = None) -> Bearer:
+        """The bearer read for this request (itself if it was); raises TokenRefused."""
+        if self.bearer.remembered:
+            try:
+                self.bearer = agent_token_bearer(token=self.token)
+            except TokenRefused as refused:
+                self.refused = refused
+                raise
+        return self.bearer
+
+    def agent(self) -> Agent:
+        return self.reread().agent
 
 
 def on_worker_thread(fn: Any) -> Any:
@@ -233,12 +260,16 @@ def hashlib_hex(value: Any) -> str:
 
 @on_worker_thread
 def tools_call(
-    agent: Agent, name: str, arguments: dict[str, Any] | None, meta: dict[str, Any]
+    caller: Caller, name: str, arguments: dict[str, Any] | None, meta: dict[str, Any]
 ) -> Submitted:
     """Submit the call through the pipeline (audited like any other). A tool that does not exist,
     or is not on this agent's allowlist, raises UnknownTool after the attempt is recorded."""
-    request = call_request(name, dict(arguments or {}), meta)
-    answer = tool_call_submit(agent=agent, request=request)
+    try:
+        request = call_request(name, dict(arguments or {}), meta)
+    except BrokerRefusal:
+        caller.reread()  # refused by what the database says now, if it refuses
+        raise
+    answer = tool_call_submit_admitted(caller.bearer, request, caller.reread)
     if answer.body.get("code") in ("unknown_tool", "not_allowed"):
         raise UnknownTool(name)
     return Submitted(answer, answer.body.get("approval_id"))

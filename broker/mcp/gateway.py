@@ -24,8 +24,14 @@ from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
 
-from brainframe.services.credentials import TokenRefused, agent_token_authenticate
+from brainframe.services.credentials import (
+    Bearer,
+    TokenRefused,
+    agent_token_bearer,
+    agent_token_remembered,
+)
 
+from .face import Caller
 from .server import AGENT_SCOPE_KEY, build_server
 
 log = logging.getLogger(__name__)
@@ -49,11 +55,65 @@ async def _json(send: Any, status: int, body: dict[str, Any], **headers: str) ->
     await send({"type": "http.response.body", "body": payload})
 
 
-def _authenticate(token: str) -> Any:
+def _authenticate(token: str) -> Bearer:
     try:
-        return agent_token_authenticate(token=token)
+        return agent_token_bearer(token=token)
     finally:
         close_old_connections()
+
+
+async def _refuse(send: Any, refused: TokenRefused) -> None:
+    await _json(
+        send,
+        401,
+        {"code": refused.code, "detail": refused.detail},
+        **{"www-authenticate": f'Bearer realm="rabs", error="{refused.code}"'},
+    )
+
+
+async def _buffered(receive: Any, limit: int) -> tuple[bytes | None, Any]:
+    """The request's body (None past ``limit`` bytes, or when the client went away), and a
+    ``receive`` that hands the transport everything read here, then the rest."""
+    read: list[dict[str, Any]] = []
+    chunks: list[bytes] = []
+    size, more = 0, True
+    while more and size <= limit:
+        message = await receive()
+        read.append(message)
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        more = message.get("more_body", False)
+
+    async def replay() -> Any:
+        return read.pop(0) if read else await receive()
+
+    return (b"".join(chunks) if not more and size <= limit else None), replay
+
+
+def _is_tool_call(body: bytes | None) -> bool:
+    """A single JSON-RPC ``tools/call`` (what the decision's statement checks the agent for)."""
+    if not body:
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("method") == "tools/call"
+
+
+def _refusing(send: Any, caller: Caller) -> Any:
+    """``send``, unless reading the token for this request refused it: then the 401 the gateway
+    gives a refused token, in place of the transport's answer."""
+
+    async def sending(message: dict[str, Any]) -> None:
+        if caller.refused is None:
+            await send(message)
+        elif message["type"] == "http.response.start":
+            await _refuse(send, caller.refused)
+
+    return sending
 
 
 class _Running:
@@ -136,25 +196,31 @@ class MCPGateway:
                 **{"www-authenticate": 'Bearer realm="rabs"'},
             )
             return
-        loop = asyncio.get_running_loop()
-        try:
-            agent = await loop.run_in_executor(_auth_threads, _authenticate, token.strip())
-        except TokenRefused as refused:
-            await _json(
-                send,
-                401,
-                {"code": refused.code, "detail": refused.detail},
-                **{"www-authenticate": f'Bearer realm="rabs", error="{refused.code}"'},
-            )
-            return
-        except Exception:
-            log.exception("MCP authentication failed")
-            await _json(
-                send,
-                503,
-                {"code": "auth_unavailable", "detail": "could not check the token"},
-                **{"retry-after": "2"},
-            )
-            return
+        token = token.strip()
+        # A tool call may go on a token this process admitted lately, unread: the statement
+        # that records its decision checks the agent's generation (a revoked token or a paused
+        # agent changes it), and any other answer reads the token first (``face.Caller``).
+        bearer = agent_token_remembered(token=token)
+        if bearer is not None:
+            body, receive = await _buffered(receive, settings.RABS_MAX_BODY_BYTES)
+            if not _is_tool_call(body):
+                bearer = None
+        if bearer is None:
+            loop = asyncio.get_running_loop()
+            try:
+                bearer = await loop.run_in_executor(_auth_threads, _authenticate, token)
+            except TokenRefused as refused:
+                await _refuse(send, refused)
+                return
+            except Exception:
+                log.exception("MCP authentication failed")
+                await _json(
+                    send,
+                    503,
+                    {"code": "auth_unavailable", "detail": "could not check the token"},
+                    **{"retry-after": "2"},
+                )
+                return
+        caller = Caller(token, bearer)
         running = await self._started()
-        await running.app({**scope, AGENT_SCOPE_KEY: agent}, receive, send)
+        await running.app({**scope, AGENT_SCOPE_KEY: caller}, receive, _refusing(send, caller))

@@ -21,33 +21,46 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from brainframe.models import Agent
+from brainframe.services.credentials import TokenRefused
 
 from ..errors import BrokerRefusal
 from . import face, loop_tools, results
 
-#: The ASGI scope key under which the gateway leaves the authenticated agent.
+#: The ASGI scope key under which the gateway leaves the request's ``face.Caller``.
 AGENT_SCOPE_KEY = "rabs.agent"
+NOT_AUTHENTICATED = -32001
 POLL_SECONDS = 0.25
 
 _threads = ThreadPoolExecutor(max_workers=settings.RABS_MCP_THREADS, thread_name_prefix="mcp")
 
 
 async def _run(fn: Any, *args: Any) -> Any:
-    return await asyncio.get_running_loop().run_in_executor(_threads, fn, *args)
+    try:
+        return await asyncio.get_running_loop().run_in_executor(_threads, fn, *args)
+    except TokenRefused as refused:  # the gateway turns this answer into its 401
+        raise MCPError(NOT_AUTHENTICATED, refused.detail) from None
 
 
-def _agent(ctx: ServerRequestContext[Any, Any]) -> Agent:
+def _caller(ctx: ServerRequestContext[Any, Any]) -> face.Caller:
     request = ctx.request
-    agent = getattr(request, "scope", {}).get(AGENT_SCOPE_KEY) if request is not None else None
-    if not isinstance(agent, Agent):  # the gateway admits nothing unauthenticated
-        raise MCPError(-32001, "not authenticated")
-    return agent
+    caller = getattr(request, "scope", {}).get(AGENT_SCOPE_KEY) if request is not None else None
+    if not isinstance(caller, face.Caller):  # the gateway admits nothing unauthenticated
+        raise MCPError(NOT_AUTHENTICATED, "not authenticated")
+    return caller
+
+
+async def _agent(ctx: ServerRequestContext[Any, Any]) -> Agent:
+    """The caller's agent as read for this request (on a worker thread if it must be read)."""
+    caller = _caller(ctx)
+    if caller.bearer.remembered:
+        return await _run(face.on_worker_thread(caller.agent))
+    return caller.bearer.agent
 
 
 async def list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=await _run(face.tools_list, _agent(ctx)))
+    return types.ListToolsResult(tools=await _run(face.tools_list, await _agent(ctx)))
 
 
 async def _wait(agent: Agent, approval_id: str, seconds: float) -> face.CallAnswer | None:
@@ -64,21 +77,22 @@ async def _wait(agent: Agent, approval_id: str, seconds: float) -> face.CallAnsw
 async def call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
-    agent = _agent(ctx)
+    caller = _caller(ctx)
     arguments = params.arguments or {}
     if params.name in face.FOLLOW_UP_NAMES:
-        return await _follow_up(agent, params.name, arguments)
+        return await _follow_up(await _agent(ctx), params.name, arguments)
     if params.name in loop_tools.NAMES:
-        return await _run(loop_tools.call, agent, params.name, arguments)
+        return await _run(loop_tools.call, await _agent(ctx), params.name, arguments)
     meta: dict[str, Any] = dict(params.meta) if params.meta else {}
     try:
-        submitted = await _run(face.tools_call, agent, params.name, arguments, meta)
+        submitted = await _run(face.tools_call, caller, params.name, arguments, meta)
     except face.UnknownTool:
         raise MCPError(face.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
     except BrokerRefusal as refusal:
         return results.refusal_result(refusal)
     answer = submitted.answer
     if submitted.approval_id is not None and not face.settled(answer):
+        agent = caller.bearer.agent  # as the decision's statement checked it, or read anew
         waited = await _wait(agent, submitted.approval_id, face.approval_wait_seconds())
         answer = waited or answer
     return face.tool_result(answer)
@@ -116,21 +130,21 @@ async def _follow_up(agent: Agent, name: str, arguments: dict[str, Any]) -> type
 async def list_resources(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
-    _agent(ctx)
+    await _agent(ctx)
     return types.ListResourcesResult(resources=face.resources_list())
 
 
 async def list_resource_templates(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourceTemplatesResult:
-    _agent(ctx)
+    await _agent(ctx)
     return types.ListResourceTemplatesResult(resource_templates=face.resource_templates())
 
 
 async def read_resource(
     ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
-    agent, uri = _agent(ctx), str(params.uri)
+    agent, uri = await _agent(ctx), str(params.uri)
     try:
         mime, text = await _run(face.resource_read, agent, uri)
     except face.UnknownResource:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from django.db import DatabaseError, IntegrityError
 from django.db.models import F, TextField
@@ -205,6 +206,52 @@ def _chain_tags(ctx: CallContext) -> ChainTags:
 class CallAnswer:
     status: int
     body: dict[str, Any]
+
+
+class Admitted(Protocol):
+    """An agent as a face admitted it for one request (a signed request's user, an MCP
+    bearer): read for it, or ``remembered`` from the process's memory at ``generation``."""
+
+    @property
+    def agent(self) -> Agent: ...
+    @property
+    def generation(self) -> str | None: ...
+    @property
+    def registry_token(self) -> str | None: ...
+    @property
+    def remembered(self) -> bool: ...
+
+
+A = TypeVar("A", bound=Admitted)
+
+
+def tool_call_submit_admitted(
+    admitted: A, request: CallRequest, reread: Callable[[A], A]
+) -> CallAnswer:
+    """The call decided and answered under an agent checked for this request: by the
+    statement that records the decision (``Expectation``) when it came from memory. When that
+    check fails, or the answer came without it (an idempotent replay, a refusal before the
+    statement), the agent is read anew (``reread``: it raises what refuses the caller now, a
+    paused agent or a revoked key) and, if it changed, the call is decided anew."""
+    if admitted.remembered and admitted.generation is not None:
+        expect = Expectation(admitted.generation)
+        try:
+            answer = tool_call_submit(agent=admitted.agent, request=request, expect=expect)
+        except StaleSnapshot:
+            admitted = reread(admitted)
+        except BrokerRefusal:
+            reread(admitted)  # refused by what the database says now, if it refuses
+            raise
+        else:
+            if expect.verified:
+                return answer
+            current = reread(admitted)
+            if current.generation == admitted.generation:
+                return answer
+            admitted = current
+    return tool_call_submit(
+        agent=admitted.agent, request=request, registry_token=admitted.registry_token
+    )
 
 
 def tool_call_submit(

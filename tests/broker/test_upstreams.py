@@ -184,3 +184,24 @@ def test_import_of_an_upstream_that_is_down_writes_nothing(seeded: None) -> None
     with pytest.raises(UpstreamUnavailable):
         upstream_import(upstream=upstream)
     assert not Tool.objects.filter(handler_type="mcp").exists()
+
+
+def test_an_upstream_disabled_between_two_calls_is_not_called_by_the_second(
+    time_upstream: MCPUpstream, henry: SignedClient
+) -> None:
+    """The registry the broker keeps in memory holds each tool's upstream too: disabling the
+    upstream (even by a bare UPDATE) is in force from the next call, and enabling it again."""
+    upstream_import(upstream=time_upstream)
+    _enable("time.get_current_time", "henry")
+    call = {
+        "tool_id": "time.get_current_time",
+        "reason": "what time is it",
+        "arguments": {"timezone": "UTC"},
+    }
+    assert henry.post("/api/v1/tool-calls/", call).json()["outcome"] == "succeeded"
+    MCPUpstream.objects.filter(pk="time").update(enabled=False)
+    refused = henry.post("/api/v1/tool-calls/", call).json()
+    assert refused["outcome"] == "failed"
+    assert "not registered or is disabled" in refused["error"]
+    MCPUpstream.objects.filter(pk="time").update(enabled=True)
+    assert henry.post("/api/v1/tool-calls/", call).json()["outcome"] == "succeeded"
