@@ -313,3 +313,31 @@ def test_where_the_learned_stage_runs() -> None:
 
 def test_the_checked_in_model_is_what_training_gives() -> None:
     call_command("guardian_train", "--check", stdout=None)
+
+
+def test_the_learned_stage_scores_as_scikit_learn_does_on_every_corpus_text() -> None:
+    """The detector's plain-Python scoring against scikit-learn's own vectorizers and the same
+    weights, on every text it was trained and measured on (and their upper-cased and
+    re-spaced variants): the same score to within rounding."""
+    import numpy as np
+    from scipy.sparse import hstack
+
+    from brainframe.safety import learned
+
+    data = learned.model_read()
+    char, word = learned._vectorizers()
+    for vectorizer, part in ((char, data["char"]), (word, data["word"])):
+        vectorizer.vocabulary_ = {term: i for i, term in enumerate(part["vocabulary"])}
+        vectorizer.idf_ = np.asarray(part["idf"], dtype=np.float64)
+    texts = [text for text, _label, _source in learned.training_rows()]
+    with open(learned.CORPORA / "agt-injection-smoke.jsonl") as f:
+        texts += [json.loads(line)["text"] for line in f if line.strip()]
+    texts += [t.upper() for t in texts[:200]] + [" \t ".join(t.split()) for t in texts[:200]]
+    texts += ["", " ", "a", "ab c", "é" * 5, "x" * 20000]
+    clipped = [t[: learned.MAX_CHARS] for t in texts]
+    features = hstack([char.transform(clipped), word.transform(clipped)]).tocsr()
+    logits = features @ np.asarray(data["coef"]) + data["intercept"]
+    expected = 1.0 / (1.0 + np.exp(-logits))
+    got = np.asarray(learned.Detector(data).scores(texts))
+    assert len(texts) > 1800
+    assert np.max(np.abs(got - expected)) < 1e-9
