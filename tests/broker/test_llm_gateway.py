@@ -81,7 +81,8 @@ def test_chat_tool_calls_embeddings_and_models(
     assert [len(v.embedding) for v in vectors.data] == [8, 8]
     listed = sorted(m.id for m in client.models.list())
     assert listed == ["actuator", "small-model"], "a model this key may not use is listed"
-    chat, embed = _records(2)
+    # Each is recorded after its answer is sent: the two records may land in either order.
+    chat, embed = sorted(_records(2), key=lambda r: r.endpoint)
     assert (chat.endpoint, chat.role, chat.model, chat.upstream, chat.status) == (
         "chat/completions",
         "actuator",
