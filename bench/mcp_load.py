@@ -159,9 +159,10 @@ def contextforge(python: Path, upstream_url: str) -> Iterator[tuple[str, str, st
     ):
         base = f"http://127.0.0.1:{port}"
         wait_for_answer(f"{base}/health")
+        # ``--secret=…`` in one word: a secret may begin with "-" (one in 64 runs failed so).
         jwt = subprocess.run(
             [str(python), "-m", "mcpgateway.utils.create_jwt_token", "-u", "admin@example.com",
-             "--admin", "-e", "240", "-s", env["JWT_SECRET_KEY"]],
+             "--admin", "-e", "240", f"--secret={env['JWT_SECRET_KEY']}"],
             capture_output=True, text=True, check=True, env=env, cwd=WORK,
         ).stdout.strip().splitlines()[-1]  # fmt: skip
         headers = {"Authorization": f"Bearer {jwt}"}
