@@ -42,7 +42,7 @@ STEPS = [
     ("    agent, key, registry token", "broker.api.authentication", "agent_secret_get"),
     ("    replay guard and rate count", "broker.api.authentication", "replay_guard_and_count"),
     ("  body validation", "broker.api.fast", "_valid"),
-    ("  call", "broker.api.fast", "tool_call_submit"),
+    ("  call", "broker.api.fast", "tool_call_submit_admitted"),
     ("    prepare (registry, task)", "broker.services.calls", "prepare"),
     ("    decide (pipeline)", "broker.services.calls", "decide"),
     ("    run (a read, before it is recorded)", "broker.services.calls", "call_run"),
