@@ -36,7 +36,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_PATH = Path(__file__).with_name("learned_model.json.gz")
 CORPORA = ROOT / "eval" / "corpora"
-CHAR = {"analyzer": "char_wb", "ngram_range": (3, 5), "min_df": 2, "max_features": 20000}
+CHAR_NGRAMS = (3, 5)
+CHAR = {"analyzer": "char_wb", "ngram_range": CHAR_NGRAMS, "min_df": 2, "max_features": 20000}
 WORD = {"analyzer": "word", "ngram_range": (1, 2), "min_df": 2, "max_features": 10000}
 COMMON = {"lowercase": True, "sublinear_tf": True, "dtype": np.float64}
 C = 4.0
@@ -172,7 +173,7 @@ class Detector:
 def _char_wb_ngrams(text: str) -> list[str]:
     """scikit-learn's ``char_wb`` analyzer for n = 3–5: each word padded with a space either
     side; a word no longer than n gives itself once, and no longer n-grams."""
-    low, high = CHAR["ngram_range"]
+    low, high = CHAR_NGRAMS
     grams: list[str] = []
     for word in text.split():
         padded = f" {word} "

@@ -14,7 +14,7 @@ from typing import Any
 
 import mcp_types as types
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 
 from brainframe.choices import PermissionTier, RiskLevel
 from brainframe.models import Agent, AgentTask, ApprovalRequest, Hook, Tool, ToolCall
@@ -60,6 +60,10 @@ INVALID_PARAMS = -32602
 RESOURCE_NOT_FOUND = -32002
 
 
+#: The code of a token that could not be checked (the database unreachable): 503.
+AUTH_UNAVAILABLE = "auth_unavailable"
+
+
 class UnknownTool(Exception):
     """Not a tool this agent may call (or no tool at all): the same answer for both."""
 
@@ -73,8 +77,8 @@ class Caller:
     """Who sent one ``/mcp`` request, as the gateway admitted its bearer token. A tools/call may
     be admitted from the process's memory (``Bearer.remembered``): then the decision's
     statement checks the agent's generation, and anything else reads the token first
-    (``agent``). ``refused``: such a read refused the token; the gateway answers 401 then, as
-    it would have at the door."""
+    (``agent``). ``refused``: such a read refused the token, or could not be made; the gateway
+    answers then as it would have at the door (401, or 503 ``auth_unavailable``)."""
 
     token: str
     bearer: Bearer
@@ -88,6 +92,9 @@ class Caller:
             except TokenRefused as refused:
                 self.refused = refused
                 raise
+            except DatabaseError as exc:  # fail closed, and say so as the door would
+                self.refused = TokenRefused(AUTH_UNAVAILABLE, "could not check the token")
+                raise self.refused from exc
         return self.bearer
 
     def agent(self) -> Agent:

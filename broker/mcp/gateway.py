@@ -31,7 +31,7 @@ from brainframe.services.credentials import (
     agent_token_remembered,
 )
 
-from .face import Caller
+from .face import AUTH_UNAVAILABLE, Caller
 from .server import AGENT_SCOPE_KEY, build_server
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,10 @@ def _authenticate(token: str) -> Bearer:
 
 
 async def _refuse(send: Any, refused: TokenRefused) -> None:
+    if refused.code == AUTH_UNAVAILABLE:
+        body = {"code": refused.code, "detail": refused.detail}
+        await _json(send, 503, body, **{"retry-after": "2"})
+        return
     await _json(
         send,
         401,
@@ -214,12 +218,7 @@ class MCPGateway:
                 return
             except Exception:
                 log.exception("MCP authentication failed")
-                await _json(
-                    send,
-                    503,
-                    {"code": "auth_unavailable", "detail": "could not check the token"},
-                    **{"retry-after": "2"},
-                )
+                await _refuse(send, TokenRefused(AUTH_UNAVAILABLE, "could not check the token"))
                 return
         caller = Caller(token, bearer)
         running = await self._started()
