@@ -10,26 +10,15 @@ from typing import Any
 
 import httpx
 import pytest
-from django.db import connection
 
 from brainframe.models import ToolCall
 from tests.broker.test_mcp import READ, server, world  # noqa: F401  (the fixtures)
+from tests.broker.test_remembered_agents import _generation, _sql
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 BOOK = {"vehicle_id": "hiace-2", "driver_id": "ST-031", "start": "2026-03-02T09:00:00+10:00",
         "end": "2026-03-02T15:00:00+10:00", "purpose": "Outing", "passengers": 3}  # fmt: skip
-
-
-def _sql(statement: str, params: list[Any]) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-
-
-def _generation(agent_id: str) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT generation::text FROM agents WHERE agent_id = %s", [agent_id])
-        return str(cursor.fetchone()[0])
 
 
 def _rpc(url: str, token: str, method: str, params: dict[str, Any]) -> httpx.Response:
