@@ -12,7 +12,7 @@ import hashlib
 import secrets
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -82,12 +82,23 @@ class SigningKey:
 # ORM's query building (0.9 → 0.3 ms), and the registry's generation token comes along instead
 # of costing a round trip of its own.
 _AGENT_FIELDS = list(Agent._meta.concrete_fields)
-_AGENT_WITH_SECRET = (
-    f"SELECT {', '.join(f'a.{f.column}' for f in _AGENT_FIELDS)}, c.secret_encrypted,"
-    " (SELECT token::text FROM registry_generation WHERE id = 1), a.generation::text"
-    f" FROM {AgentCredential._meta.db_table} c"
-    f" JOIN {Agent._meta.db_table} a ON a.agent_id = c.agent_id"
-    " WHERE c.agent_id = %s AND c.revoked_at IS NULL"
+
+
+def _agent_query(columns: str, table: str, where: str) -> str:
+    """The agent's columns, ``columns`` of ``table`` (as ``t``, joined by agent id), the
+    registry's generation token and the agent's generation, in that order."""
+    return (
+        f"SELECT {', '.join(f'a.{f.column}' for f in _AGENT_FIELDS)}, {columns},"
+        " (SELECT token::text FROM registry_generation WHERE id = 1), a.generation::text"
+        f" FROM {table} t JOIN {Agent._meta.db_table} a ON a.agent_id = t.agent_id"
+        f" WHERE {where}"
+    )
+
+
+_AGENT_WITH_SECRET = _agent_query(
+    "t.secret_encrypted",
+    AgentCredential._meta.db_table,
+    "t.agent_id = %s AND t.revoked_at IS NULL",
 )
 # The agent built from a row, by agent id, with the row it was built from: an unchanged row
 # (every request but the first after a change) reuses it instead of building a model again.
@@ -205,13 +216,10 @@ class _Admitted:
     read_at: float  # time.monotonic()
 
 
-_AGENT_BY_TOKEN = (
-    f"SELECT {', '.join(f'a.{f.column}' for f in _AGENT_FIELDS)},"
-    " t.id, t.revoked_at, t.expires_at, t.last_used_at,"
-    " (SELECT token::text FROM registry_generation WHERE id = 1), a.generation::text"
-    f" FROM {AgentToken._meta.db_table} t"
-    f" JOIN {Agent._meta.db_table} a ON a.agent_id = t.agent_id"
-    " WHERE t.token_sha256 = %s"
+_AGENT_BY_TOKEN = _agent_query(
+    "t.id, t.revoked_at, t.expires_at, t.last_used_at",
+    AgentToken._meta.db_table,
+    "t.token_sha256 = %s",
 )
 # Tokens this process admitted, by digest. A remembered token is read again after this long
 # (which also keeps ``last_used_at`` current for staff) or whenever a decision's statement finds
@@ -231,8 +239,7 @@ def agent_token_remembered(*, token: str) -> Bearer | None:
         return None
     if admitted.expires_at is not None and admitted.expires_at <= timezone.now():
         return None  # read again, and refused as expired
-    bearer = admitted.bearer
-    return Bearer(model_copy(bearer.agent), bearer.generation, bearer.registry_token, True)
+    return replace(admitted.bearer, agent=model_copy(admitted.bearer.agent))
 
 
 def agent_token_bearer(*, token: str) -> Bearer:
@@ -262,9 +269,8 @@ def agent_token_bearer(*, token: str) -> Bearer:
     bearer = Bearer(agent, generation, registry_token)
     if len(_admitted) > _BOUND:
         _admitted.clear()
-    _admitted[digest] = _Admitted(
-        Bearer(model_copy(agent), generation, registry_token), expires_at, time.monotonic()
-    )
+    remembered = replace(bearer, agent=model_copy(agent), remembered=True)
+    _admitted[digest] = _Admitted(remembered, expires_at, time.monotonic())
     return bearer
 
 

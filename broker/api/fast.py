@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import uuid
+from functools import partial
 from typing import Any
 
 import jsonschema_rs
@@ -181,7 +182,7 @@ def _decided(request: HttpRequest, body: bytes, user: AgentUser, fallback: Any) 
         ).hexdigest(),
     )
     try:
-        answer = tool_call_submit_admitted(user, call_request, reverified)
+        answer = tool_call_submit_admitted(user, call_request, partial(reverified, user))
     except BrokerRefusal as refusal:
         return _json(refusal.body(), refusal.status)
     return _json(answer.body, answer.status)

@@ -84,7 +84,7 @@ class Caller:
     bearer: Bearer
     refused: TokenRefused | None = None
 
-    def reread(self, _remembered: Bearer | None = None) -> Bearer:
+    def reread(self) -> Bearer:
         """The bearer read for this request (itself if it was); raises TokenRefused."""
         if self.bearer.remembered:
             try:

@@ -226,26 +226,27 @@ A = TypeVar("A", bound=Admitted)
 
 
 def tool_call_submit_admitted(
-    admitted: A, request: CallRequest, reread: Callable[[A], A]
+    admitted: A, request: CallRequest, reread: Callable[[], A]
 ) -> CallAnswer:
     """The call decided and answered under an agent checked for this request: by the
     statement that records the decision (``Expectation``) when it came from memory. When that
     check fails, or the answer came without it (an idempotent replay, a refusal before the
-    statement), the agent is read anew (``reread``: it raises what refuses the caller now, a
-    paused agent or a revoked key) and, if it changed, the call is decided anew."""
+    statement), the agent as admitted is read anew (``reread``: it raises what refuses the
+    caller now, a paused agent or a revoked key) and, if it changed, the call is decided
+    anew."""
     if admitted.remembered and admitted.generation is not None:
         expect = Expectation(admitted.generation)
         try:
             answer = tool_call_submit(agent=admitted.agent, request=request, expect=expect)
         except StaleSnapshot:
-            admitted = reread(admitted)
+            admitted = reread()
         except BrokerRefusal:
-            reread(admitted)  # refused by what the database says now, if it refuses
+            reread()  # refused by what the database says now, if it refuses
             raise
         else:
             if expect.verified:
                 return answer
-            current = reread(admitted)
+            current = reread()
             if current.generation == admitted.generation:
                 return answer
             admitted = current
