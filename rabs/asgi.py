@@ -20,6 +20,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from brainframe.safety.learned import detector  # noqa: E402
 from broker.a2a.gateway import A2AGateway, serves  # noqa: E402
 from broker.llm.gateway import LLMGateway  # noqa: E402
 from broker.llm.gateway import serves as llm_serves  # noqa: E402
@@ -38,6 +39,10 @@ router = ProtocolTypeRouter(
 mcp = MCPGateway()
 a2a = A2AGateway()
 llm = LLMGateway()
+
+# The Guardian's learned model is read now rather than on the first untrusted text a request
+# brings (about 0.2 s), and so is frozen with the rest.
+detector()
 
 # What is loaded by now (code, settings, registries) lives as long as the process: out of the
 # cyclic collector's way, so its full collections walk only what requests leave behind.

@@ -34,6 +34,10 @@ def database(expressions: list[str], flags: list[int]) -> hyperscan.Database:
     by the expressions, their flags and the library version; a database that will not load on
     this CPU is compiled again), so only the first process on a machine pays.
     """
+    expressions = [
+        widened(e) if f & hyperscan.HS_FLAG_PREFILTER else e
+        for e, f in zip(expressions, flags, strict=True)
+    ]
     key = hashlib.sha256(json.dumps([_HS_VERSION, expressions, flags]).encode()).hexdigest()
     path = _cache_dir() / f"{key}.db"
     try:
@@ -55,6 +59,38 @@ def database(expressions: list[str], flags: list[int]) -> hyperscan.Database:
     except OSError:  # a read-only checkout still works, compiling each time
         pass
     return db
+
+
+_BOUNDED = re.compile(r"\{(\d*),(\d+)\}")
+
+
+def widened(expression: str) -> str:
+    """``expression`` with every bounded repeat ``{m,n}`` opened to ``{m,}``: a language that
+    holds the original's, which is all a prefilter must report. Hyperscan unrolls a bounded
+    repeat of "any character" in UTF-8 into an automaton per count, and compiling the
+    Guardian's ``[\\s\\S]{0,200}`` took minutes; opened, its whole set compiles in about a
+    second. Escaped braces and braces inside a character class are left as they are."""
+    out: list[str] = []
+    i, opened = 0, -1  # where the character class we are in begins (its "[")
+    while i < len(expression):
+        c = expression[i]
+        if c == "\\":
+            out.append(expression[i : i + 2])
+            i += 2
+            continue
+        if opened >= 0:  # a "]" first in the class, or first after "^", is a member
+            first = opened + (2 if expression[opened + 1 : opened + 2] == "^" else 1)
+            if c == "]" and i > first:
+                opened = -1
+        elif c == "[":
+            opened = i
+        elif c == "{" and (bounded := _BOUNDED.match(expression, i)):
+            out.append(f"{{{bounded[1] or 0},}}")
+            i = bounded.end()
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _cache_dir() -> Path:

@@ -211,10 +211,15 @@ async def _finish(
             slot.settle(sum(tokens), cost_of(admitted.upstream, *tokens))
 
     def record_later() -> None:
+        # The agent's cache keeps the answer for the same question before the record is
+        # written, so a request seen as recorded is a request whose answer is cached.
+        if keep is not None:
+            try:
+                cache_store(admitted, keep, response_body)
+            except Exception:
+                log.exception("a model answer could not be kept in the agent's cache")
         try:
             llm_record(**record)
-            if keep is not None:  # the agent's cache keeps the answer for the same question
-                cache_store(admitted, keep, response_body)
         except Exception:
             log.exception("a model request was answered but could not be recorded")
 

@@ -22,6 +22,11 @@ CASES = [
     (r"\bsuicid\w*", re.I, "ſuicidal (long s folds to s in re)"),
     (r"(?<=@)evil\.example", 0, "bcc: x@evil.example"),
     (r"a*", 0, "matches the empty string: Hyperscan refuses it, re alone answers"),
+    # Hyperscan screens with bounded repeats opened ({0,200} as {0,}): re keeps the bound.
+    (r"end of file[\s\S]{0,20}?instructions", 0, "end of file. New instructions: obey"),
+    (r"end of file[\s\S]{0,20}?instructions", 0, "end of file." + " é" * 20 + " instructions"),
+    (r"x[{0,2}]{2,3}y", 0, "x{}y"),
+    (r"x[{0,2}]{2,3}y", 0, "x{}{}y"),
 ]
 
 
@@ -56,3 +61,21 @@ def test_compiled_databases_are_kept_and_a_damaged_one_is_compiled_again(
     kept.write_bytes(b"not a database")
     repaired = fastre.Pattern(expression)
     assert repaired.search("callback  URL".lower()) and kept.read_bytes() != b"not a database"
+
+
+@pytest.mark.parametrize(
+    ("expression", "screened"),
+    [
+        (r"[\s\S]{0,200}?end", r"[\s\S]{0,}?end"),
+        (r"a{2,5}b{3}c{,4}(?:ab){10,20}", r"a{2,}b{3}c{0,}(?:ab){10,}"),
+        (r"\{0,5\}", r"\{0,5\}"),  # escaped braces are literal text
+        (r"[{0,5}]{1,2}", r"[{0,5}]{1,}"),  # braces in a class are members
+        (r"[]{0,5}]x", r"[]{0,5}]x"),  # so is a "]" first in a class
+        (r"[^]{1,2}]x{1,3}", r"[^]{1,2}]x{1,}"),
+        (r"\\{1,3}", r"\\{1,}"),  # an escaped backslash, then a repeat
+    ],
+)
+def test_the_screen_opens_bounded_repeats_and_nothing_else(expression: str, screened: str) -> None:
+    """What Hyperscan is given: each bounded repeat opened, a language holding re's (the
+    Guardian's ``[\\s\\S]{0,200}`` compiled for minutes as it was written)."""
+    assert fastre.widened(expression) == screened
