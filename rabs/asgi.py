@@ -27,6 +27,7 @@ from broker.llm.gateway import serves as llm_serves  # noqa: E402
 from broker.mcp.gateway import MCP_PATH, MCPGateway  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 from rabs.http import SyncASGIHandler, http_threads  # noqa: E402
+from rabs.schema import schema_extensions_resolve  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
@@ -39,6 +40,11 @@ router = ProtocolTypeRouter(
 mcp = MCPGateway()
 a2a = A2AGateway()
 llm = LLMGateway()
+
+# drf-spectacular resolves each schema extension's target class on first use, without a lock:
+# two requests generating the schema at once in a fresh process (a readiness probe that timed
+# out and asked again) could see one half-resolved and answer 500. Resolved here, before any.
+schema_extensions_resolve()
 
 # The Guardian's learned model is read now rather than on the first untrusted text a request
 # brings (about 0.2 s), and so is frozen with the rest.
