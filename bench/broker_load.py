@@ -18,7 +18,10 @@ much CPU as half a decision, on the same two cores).
 (b) Open loop: requests offered at ``--rate``/s for ``--open-seconds`` (each sent at its
     scheduled time whatever the others do, on an idle connection or a new one); latency from the
     scheduled time to the answer, p50/p99; then the same at ``--high-rate``/s (the headroom
-    the stack keeps when agents are busy).
+    the stack keeps when agents are busy); then the bare endpoint at ``--rate``/s: at a low
+    rate the cores sit idle between requests, and each hop of a request (client, event loop,
+    worker thread, Redis, PostgreSQL and back) waits for one to wake, which this machine's
+    bare request shows as a floor under any decision's latency.
 """
 
 from __future__ import annotations
@@ -68,12 +71,15 @@ def _redis_commands() -> int:
 
 
 def _open(
-    url: str, secrets_by_agent: dict[str, str], *, rate: float, seconds: float
+    url: str, secrets_by_agent: dict[str, str], *, rate: float, seconds: float, bare: bool = False
 ) -> dict[str, Any]:
-    from bench._http import open_loop, signed_calls
+    from bench._http import bare_requests, open_loop, signed_calls
     from bench._stack import percentile
 
-    requests = list(signed_calls(url, secrets_by_agent, int(rate * seconds)))
+    count = int(rate * seconds)
+    requests = list(
+        bare_requests(url, count) if bare else signed_calls(url, secrets_by_agent, count)
+    )
     results = asyncio.run(open_loop(url, requests, rate=rate))
     latencies = [answer.ms for answer in results if answer.status]
     codes: dict[int, int] = {}
@@ -123,6 +129,7 @@ def main() -> int:
         )
         opened = _open(url, secrets_by_agent, rate=args.rate, seconds=args.open_seconds)
         high = _open(url, secrets_by_agent, rate=args.high_rate, seconds=args.open_seconds)
+        floor = _open(url, secrets_by_agent, rate=args.rate, seconds=args.open_seconds, bare=True)
     print(
         f"(a) closed loop, {args.concurrency} clients, {args.seconds:g} s: "
         f"{decisions['per_second']:.0f} decisions/s (codes {decisions['codes']}, "
@@ -144,6 +151,10 @@ def main() -> int:
             f"({result['offered']} requests, codes {result['codes']}, errors {result['errors']}): "
             f"p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms"
         )
+    print(
+        f"    the bare endpoint at {args.rate:g}/s, the same way: p50 {floor['p50_ms']:.1f} ms, "
+        f"p99 {floor['p99_ms']:.1f} ms (codes {floor['codes']}, errors {floor['errors']})"
+    )
     return 0
 
 
