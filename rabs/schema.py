@@ -11,17 +11,19 @@ from drf_spectacular.extensions import (
     OpenApiViewExtension,
 )
 
+EXTENSION_KINDS = (
+    OpenApiAuthenticationExtension,
+    OpenApiFilterExtension,
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+    OpenApiViewExtension,
+)
+
 
 def schema_extensions_resolve() -> None:
     """Import every registered extension's target class now (one for a package that is not
     installed resolves to nothing), as the first schema request would: that request's thread
     and another's must not both be doing it."""
-    for kind in (
-        OpenApiAuthenticationExtension,
-        OpenApiFilterExtension,
-        OpenApiSerializerExtension,
-        OpenApiSerializerFieldExtension,
-        OpenApiViewExtension,
-    ):
+    for kind in EXTENSION_KINDS:
         for extension in kind._registry:
             extension._matches(object)

@@ -71,19 +71,18 @@ def widened(expression: str) -> str:
     Guardian's ``[\\s\\S]{0,200}`` took minutes; opened, its whole set compiles in about a
     second. Escaped braces and braces inside a character class are left as they are."""
     out: list[str] = []
-    i, opened = 0, -1  # where the character class we are in begins (its "[")
+    i, first = 0, -1  # in a character class: where its first member is (a "]" there is one)
     while i < len(expression):
         c = expression[i]
         if c == "\\":
             out.append(expression[i : i + 2])
             i += 2
             continue
-        if opened >= 0:  # a "]" first in the class, or first after "^", is a member
-            first = opened + (2 if expression[opened + 1 : opened + 2] == "^" else 1)
+        if first >= 0:
             if c == "]" and i > first:
-                opened = -1
+                first = -1
         elif c == "[":
-            opened = i
+            first = i + (2 if expression[i + 1 : i + 2] == "^" else 1)
         elif c == "{" and (bounded := _BOUNDED.match(expression, i)):
             out.append(f"{{{bounded[1] or 0},}}")
             i = bounded.end()
