@@ -26,9 +26,10 @@ from broker.llm.gateway import LLMGateway  # noqa: E402
 from broker.llm.gateway import serves as llm_serves  # noqa: E402
 from broker.mcp.gateway import MCP_PATH, MCPGateway  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
-from rabs.http import SyncASGIHandler, http_threads  # noqa: E402
+from rabs.http import SyncASGIHandler, form_parsing_off, http_threads  # noqa: E402
 from rabs.schema import schema_extensions_resolve  # noqa: E402
 
+form_parsing_off()  # daphne's Twisted requests leave POST bodies to the app (rabs.http)
 router = ProtocolTypeRouter(
     {
         "http": SyncASGIHandler(threads=http_threads()),

@@ -201,3 +201,27 @@ def http_threads() -> int:
     pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
     threads: int = settings.RABS_HTTP_THREADS
     return min(threads, int(pool["max_size"])) if isinstance(pool, dict) else threads
+
+
+def form_parsing_off() -> None:
+    """Turn off Twisted's parsing of POSTed forms for daphne's requests.
+
+    Under daphne every request is a Twisted ``Request``. For each POST with a body and a
+    Content-Type, Twisted parses the type with the email package and, for a form, the body
+    itself (multipart in memory whole) to fill ``request.args``. daphne never reads ``args``:
+    the app gets the raw body and Django parses it, within the body limit. Under a load of
+    signed JSON calls that parsing was a tenth of a web process's Python time, and a form
+    Twisted could not parse was answered with its own bare 400 before the app saw it. Twisted's
+    switch for this, ``parsePOSTFormSubmission``, is set off for every request daphne makes.
+    """
+    from daphne.http_protocol import WebRequest
+
+    made = WebRequest.__init__
+    if getattr(made, "forms_off", False):
+        return
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **{**kwargs, "parsePOSTFormSubmission": False})
+
+    __init__.forms_off = True  # type: ignore[attr-defined]
+    WebRequest.__init__ = __init__  # type: ignore[method-assign]

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from django.contrib.auth.models import Group
 from django.core.files.base import ContentFile
@@ -181,3 +182,15 @@ def test_agent_calls_take_the_lean_lane_with_the_same_safeguards(app: SyncASGIHa
     status, headers, answer = post(bad)  # handed to DRF: its full answer
     assert status == 400 and answer["field"] == "tool_id"
     assert headers[b"x-frame-options"] == b"DENY"
+
+
+def test_a_form_body_reaches_the_app_under_daphne(live_server_url: str) -> None:
+    """daphne's HTTP layer (Twisted) leaves POSTed forms to the app: a multipart body it cannot
+    parse gets the API's own JSON answer, not a bare 400 from below the app."""
+    answer = httpx.post(
+        f"{live_server_url}/api/v1/tool-calls/",
+        content=b"not a multipart body",
+        headers={"Content-Type": "multipart/form-data"},
+    )
+    assert answer.status_code == 401, answer.text  # Twisted's own answer was a bare 400
+    assert answer.json()["code"] == "auth_missing"
