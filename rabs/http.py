@@ -224,4 +224,4 @@ def form_parsing_off() -> None:
         made(self, *args, **{**kwargs, "parsePOSTFormSubmission": False})
 
     __init__.forms_off = True  # type: ignore[attr-defined]
-    WebRequest.__init__ = __init__  # type: ignore[method-assign]
+    WebRequest.__init__ = __init__
