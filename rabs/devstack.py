@@ -82,7 +82,7 @@ def wait_until_up(
     url: str,
     process: subprocess.Popen[bytes],
     *,
-    path: str = "/api/schema/",
+    path: str = "/healthz",
     timeout: float = 30.0,
     request_timeout: float = 2.0,
 ) -> None:
@@ -102,7 +102,7 @@ def wait_until_up(
 @contextmanager
 def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Iterator[str]:
     """Run ``python -m rabs.devstack`` in the background with ``env`` (which names the port in
-    ``RABS_PORT``), its output in ``log``; yields the base URL once ``/api/schema/`` answers,
+    ``RABS_PORT``), its output in ``log``; yields the base URL once ``/healthz`` answers,
     and stops everything it started on exit. For tests and benchmarks of the whole stack."""
     if not env.get("RABS_BEAT_SCHEDULE"):  # a fresh one next to the log
         schedule = log.with_name(f"{log.stem}-beat-schedule")

@@ -11,6 +11,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from dashboard.metrics import metrics
+from rabs.health import healthz
 from rabs.signin import AdminSignInForm, SignInForm
 
 admin.site.site_header = "RABS Brainframe"
@@ -29,6 +30,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("metrics", metrics, name="metrics"),
+    path("healthz", healthz, name="healthz"),
     path("api/v1/", include("broker.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -1,11 +1,13 @@
 """With the database unreachable, the API says so (503 database_unavailable, Retry-After) and does
-nothing, instead of answering a bare 500: a real server pointed at a port where nothing listens."""
+nothing, instead of answering a bare 500, and /healthz reports it: a real server pointed at a port
+where nothing listens."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 from django.conf import settings
 
@@ -40,6 +42,10 @@ def test_database_unreachable_is_503(tmp_path: Path) -> None:
         assert response.status_code == 503, response.text
         assert response.json()["code"] == "database_unavailable"
         assert response.headers["Retry-After"] == "1"
+        health = httpx.get(f"{url}/healthz", timeout=30)
+        assert health.status_code == 503, health.text
+        assert health.json()["code"] == "unavailable"
+        assert health.json()["checks"] == {"database": "down", "redis": "ok"}
     finally:
         server.terminate()
         server.wait(timeout=20)

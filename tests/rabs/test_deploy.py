@@ -84,6 +84,8 @@ def test_nothing_starts_before_the_schema_and_the_governance_baseline() -> None:
         "redis": {"condition": "service_healthy"},
     }
     assert services["db"]["healthcheck"] and services["redis"]["healthcheck"]
+    # Each web replica reports whether it can serve: PostgreSQL and Redis reached (rabs/health.py).
+    assert "/healthz" in " ".join(services["web"]["healthcheck"]["test"])
     for name in ("web", "worker", "beat"):
         assert services[name]["depends_on"] == {
             "migrate": {"condition": "service_completed_successfully"}
@@ -412,3 +414,20 @@ def test_an_agent_reaches_the_gate_on_its_loopback_and_staff_reach_its_superviso
         gate.shutdown()
         supervisor.shutdown()
     assert ("supervisor", "/healthz") in seen and len(seen) == 2
+
+
+def test_the_web_health_check_passes_against_a_served_stack(live_server_url: str) -> None:
+    """The compose file's health check of ``web``, run against a real server (its address
+    swapped in): healthy when asked for a Host the server serves, not when asked for another."""
+    test = _compose()["services"]["web"]["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "python", "-c"]
+    code = test[3].replace("http://127.0.0.1:8000", live_server_url)
+    assert code != test[3]
+
+    def check(allowed_hosts: str) -> int:
+        env = {**os.environ, "DJANGO_ALLOWED_HOSTS": allowed_hosts}
+        return subprocess.run([sys.executable, "-c", code], env=env, timeout=60).returncode
+
+    assert check("127.0.0.1,localhost") == 0
+    assert check("*") == 0  # asked as localhost
+    assert check("elsewhere.example") != 0  # the server refuses that Host

@@ -1,6 +1,6 @@
 """The production settings (``rabs.settings.production``), in a process of their own: Django's
 deployment checks pass, the staff side redirects to https, and the agents' broker API — plain
-HTTP on a loopback-only port behind the proxy — is answered, not redirected."""
+HTTP on a loopback-only port behind the proxy — is answered, not redirected, as is /healthz."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ client = Client()
 answers = {}
 for method, path in [("post", "/api/v1/tool-calls/"), ("get", "/api/v1/tasks/"),
                      ("get", "/api/v1/review/approvals/"), ("get", "/admin/login/"),
-                     ("get", "/board/")]:
+                     ("get", "/board/"), ("get", "/healthz")]:
     answer = getattr(client, method)(path)
     answers[path] = [answer.status_code, answer.get("Location", "")]
 print(json.dumps(answers))
@@ -69,6 +69,8 @@ def test_staff_side_redirects_to_https_and_the_agent_api_does_not() -> None:
     # Agent endpoints answer (401: no signature), over plain HTTP.
     assert answers["/api/v1/tool-calls/"][0] == 401
     assert answers["/api/v1/tasks/"][0] == 401
+    # Health checks from inside the network, too.
+    assert answers["/healthz"][0] == 200
     # The staff side, the reviewer API included, moves to https.
     for path in ("/api/v1/review/approvals/", "/admin/login/", "/board/"):
         assert answers[path] == [301, f"https://testserver{path}"], path
