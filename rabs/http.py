@@ -214,6 +214,7 @@ def form_parsing_off() -> None:
     Twisted could not parse was answered with its own bare 400 before the app saw it. Twisted's
     switch for this, ``parsePOSTFormSubmission``, is set off for every request daphne makes.
     """
+    # Twisted and daphne loaded only by the process that serves with daphne.
     from daphne.http_protocol import WebRequest
 
     made = WebRequest.__init__
