@@ -56,9 +56,10 @@ run: install $(BWRAP)
 run-multi: install $(BWRAP)
 	RABS_WEB_PROCESSES=2 RABS_WORKER_PROCESSES=2 $(PY) -m rabs.devstack
 
-# pytest exits 5 when it collected no tests; that is not a failure of the suite.
+# pytest exits 5 when it collected no tests; that is not a failure of the suite. The 20 slowest
+# steps are listed at the end (the suite should stay within about 15 minutes).
 test: install $(CHROMIUM) $(NGINX) $(BWRAP)
-	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
+	$(PY) -m pytest --durations=20 $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
 
 # Style, and the architecture contract (layers point one way, no import cycles).
 lint: install
