@@ -5,9 +5,9 @@ loads the demo data, makes sure an admin exists and prints its login, then runs 
 worker and Celery beat. Ctrl-C (or any of them dying) stops everything this started.
 
 ``make run-multi`` (``RABS_WEB_PROCESSES=2 RABS_WORKER_PROCESSES=2``) runs several daphne
-processes behind one port (the launcher binds the socket and every daphne accepts on it, so the
-kernel spreads connections between them) and several Celery workers, with one beat: the local
-picture of a multi-process deployment.
+processes behind one port (the launcher binds a socket per process on that port with
+``SO_REUSEPORT``, so the kernel spreads connections between them) and several Celery workers,
+with one beat: the local picture of a multi-process deployment.
 
 Beat keeps its schedule (when each periodic job last ran) in ``RABS_BEAT_SCHEDULE``, by default
 ``var/celerybeat-schedule``. A stack started by :func:`launched` (tests, benchmarks) gets, unless
@@ -138,6 +138,17 @@ def beat_command(env: dict[str, str]) -> list[str]:
     return [str(BIN_DIR / "celery"), "-A", "rabs", "beat", "-l", "info", "-s", schedule]
 
 
+def web_listener(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` for one of several web processes, each with its own
+    (``SO_REUSEPORT``): the kernel spreads new connections over them by their addresses. On one
+    socket shared by all, the process that woke first accepted a whole burst of connections
+    (Twisted accepts up to a hundred at a time), and under kept-alive load one process could
+    serve every client while the other sat idle."""
+    listener = socket.create_server((host, port), backlog=1024, reuse_port=True)
+    listener.set_inheritable(True)
+    return listener
+
+
 def main() -> int:
     env = _environment()
     _manage(env, "migrate", "--no-input")
@@ -148,15 +159,13 @@ def main() -> int:
     port = env.get("RABS_PORT", "8000")
     web_processes = int(env.get("RABS_WEB_PROCESSES", "1"))
     worker_processes = int(env.get("RABS_WORKER_PROCESSES", "1"))
-    pass_fds: tuple[int, ...] = ()
     commands: dict[str, list[str]] = {}
+    sockets: dict[str, socket.socket] = {}  # a web process's own listening socket, by name
     if web_processes == 1:
         commands["web"] = [str(BIN_DIR / "daphne"), "-b", host, "-p", port, "rabs.asgi:application"]
     else:
-        listener = socket.create_server((host, int(port)), backlog=1024)
-        listener.set_inheritable(True)
-        pass_fds = (listener.fileno(),)
         for n in range(1, web_processes + 1):
+            listener = sockets[f"web{n}"] = web_listener(host, int(port))
             commands[f"web{n}"] = [
                 str(BIN_DIR / "daphne"),
                 "--fd",
@@ -188,9 +197,12 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     for name, argv in commands.items():
         # Own process group: the terminal's Ctrl-C reaches only us, and we stop them in order.
+        passed = (sockets[name].fileno(),) if name in sockets else ()
         children[name] = subprocess.Popen(
-            argv, cwd=BASE_DIR, env=env, start_new_session=True, pass_fds=pass_fds
+            argv, cwd=BASE_DIR, env=env, start_new_session=True, pass_fds=passed
         )
+    for listener in sockets.values():
+        listener.close()  # each is its web process's now
     print(
         f"\nRABS Brainframe is up: http://{host}:{port}/board/ (the board), "
         f"http://{host}:{port}/admin/ (the admin), http://{host}:{port}/mcp (agents' MCP)  "

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import threading
 import time
 from collections import Counter
@@ -15,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -107,6 +110,31 @@ def _reviewer(url: str, username: str) -> httpx.Client:
     return client
 
 
+def _answering_processes(url: str, *, connections: int) -> set[str]:
+    """The web processes that answer ``connections`` connections opened back to back, before a
+    request is sent on any (one ``/healthz`` each)."""
+    address = urlsplit(url)
+    sockets = [
+        socket.create_connection((address.hostname, address.port), timeout=10)
+        for _ in range(connections)
+    ]
+    processes = set()
+    try:
+        for sock in sockets:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        for sock in sockets:
+            head = b""
+            while b"\r\n\r\n" not in head and (chunk := sock.recv(4096)):
+                head += chunk
+            found = re.search(rb"(?i)^x-rabs-process: *(\d+)", head, re.MULTILINE)
+            assert found, head[:300]
+            processes.add(found.group(1).decode())
+    finally:
+        for sock in sockets:
+            sock.close()
+    return processes
+
+
 def test_decisions_and_approvals_across_processes(
     stack: str, receiver: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -141,6 +169,11 @@ def test_decisions_and_approvals_across_processes(
             "/api/v1/tool-calls/",
             {"tool_id": tool_id, "reason": "multi-process check", "arguments": arguments},
         )
+
+    # Connections opened at once (agents starting together, kept alive after) are spread over
+    # both processes, burst after burst: none leaves one process serving everybody.
+    for burst in range(5):
+        assert len(_answering_processes(stack, connections=16)) == 2, f"burst {burst}: one process"
 
     # Decisions from both web processes, concurrently: one intact chain.
     with ThreadPoolExecutor(8) as pool:
