@@ -142,6 +142,10 @@ _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
 #: Most publishes in one channel-layer message (more go in the next, in order).
 BATCH_PUBLISHES = 100
+#: How long the sender waits after a send before it sends again or stops (seconds). An event
+#: that finds no sender running goes at once; one published within this time of the last send
+#: waits at most this long, and goes with everything else published meanwhile.
+LINGER_SECONDS = 0.01
 
 
 def _publisher_loop() -> asyncio.AbstractEventLoop:
@@ -164,9 +168,10 @@ class _Outbox:
     """What this process has yet to send to the boards, in order, and whether a sender runs.
 
     One sender at a time on the publisher's loop takes everything queued so far and sends it as
-    one message; what is queued while it sends goes in the next. At a few calls a second every
-    publish is sent on its own, at once; at hundreds, a message carries every event queued
-    during the previous send: a group send costs the channel layer two to four Redis round
+    one message, then waits ``LINGER_SECONDS``; what was queued meanwhile goes in the next, and
+    when nothing was, the sender stops. At a few calls a second every publish is sent on its
+    own, at once; at hundreds, a process sends about once per linger, whatever it published
+    meanwhile in one message: a group send costs the channel layer two to four Redis round
     trips (and this process a loop wake-up) whatever it carries."""
 
     def __init__(self) -> None:
@@ -210,6 +215,7 @@ class _Outbox:
                     for _, future in batch:
                         future.set_result(None)
                 batch = []
+                await asyncio.sleep(LINGER_SECONDS)  # what is published meanwhile goes together
         except BaseException as exc:  # cancelled (the loop is going away): fail what is left
             with self.lock:
                 left, self.queued, self.sending = batch + self.queued, [], False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -15,6 +16,7 @@ from brainframe.events import (
     BOARD_GROUP,
     GuardianAssessmentComplete,
     ToolCallChanged,
+    bus,
     publish,
     publish_tool_call,
 )
@@ -81,6 +83,29 @@ async def test_rows_sent_together_arrive_in_one_frame_in_order() -> None:
     html = await communicator.receive_from(timeout=5)
     assert html.count('hx-swap-oob="afterbegin:#action-log"') == 2
     assert html.index(f"call-{first.id}") < html.index(f"call-{second.id}")
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_rows_published_soon_after_a_send_go_together(monkeypatch: Any) -> None:
+    """Under load a process sends its board events once per linger, not once per call: two
+    calls published shortly after a send reach the page in one frame, and both arrive."""
+    monkeypatch.setattr(bus, "LINGER_SECONDS", 0.5)  # wide, so a slow machine cannot split them
+    communicator = await _board_socket()
+    first, second, third = [
+        await sync_to_async(f.ToolCallFactory)(requested_tool_id=tool, outcome="succeeded")
+        for tool in ("roster.shift.read", "participant.profile.read", "invoice.read")
+    ]
+    await sync_to_async(lambda: publish_tool_call(first).result())()  # type: ignore[union-attr]
+    assert f"call-{first.id}" in await communicator.receive_from(timeout=5)
+    pending = [await sync_to_async(publish_tool_call)(second)]
+    await asyncio.sleep(0.05)  # the second call's send would be over by now without the linger
+    pending.append(await sync_to_async(publish_tool_call)(third))
+    await sync_to_async(lambda: [future.result(timeout=5) for future in pending])()  # type: ignore[union-attr]
+    html = await communicator.receive_from(timeout=5)
+    assert f"call-{second.id}" in html and f"call-{third.id}" in html
     assert await communicator.receive_nothing(timeout=0.2)
     await communicator.disconnect()
 
