@@ -114,6 +114,7 @@ def _answering_processes(url: str, *, connections: int) -> set[str]:
     """The web processes that answer ``connections`` connections opened back to back, before a
     request is sent on any (one ``/healthz`` each)."""
     address = urlsplit(url)
+    request = f"GET /healthz HTTP/1.1\r\nHost: {address.netloc}\r\nConnection: close\r\n\r\n"
     sockets = [
         socket.create_connection((address.hostname, address.port), timeout=10)
         for _ in range(connections)
@@ -121,7 +122,7 @@ def _answering_processes(url: str, *, connections: int) -> set[str]:
     processes = set()
     try:
         for sock in sockets:
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            sock.sendall(request.encode())
         for sock in sockets:
             head = b""
             while b"\r\n\r\n" not in head and (chunk := sock.recv(4096)):
