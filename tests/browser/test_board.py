@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -235,7 +236,13 @@ class Sockets:
     def route(self, page: Any) -> None:
         def connect(ws: Any) -> None:
             if self.held:
-                ws.close(code=1012, reason="still restarting")
+                # No synchronous Playwright call inside a Playwright handler: the sync ``close``
+                # waits on the event loop that is running this very handler, and could spin
+                # forever. The close is scheduled on that loop instead, as Playwright itself
+                # schedules ``connect_to_server``.
+                asyncio.get_running_loop().create_task(
+                    ws._impl_obj.close(code=1012, reason="still restarting")
+                )
                 return
             ws.connect_to_server()
             self.routes.append(ws)
