@@ -66,7 +66,7 @@ def running_stack(agents: list[str], *, web: int = 2, name: str = "stack") -> It
     from django.conf import settings
 
     from brainframe.models import Agent, Tool
-    from brainframe.services.credentials import agent_credential_issue
+    from brainframe.services.access.credentials import agent_credential_issue
     from rabs.devstack import free_port, launched
     from rabs.embedded import database_url
 

@@ -33,7 +33,7 @@ def main() -> int:
 
     from bench._db import throwaway_database
     from brainframe.choices import ContextBucket
-    from brainframe.services.relevance import decay_run
+    from brainframe.services.memory.relevance import decay_run
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)

@@ -100,7 +100,7 @@ def main() -> int:
     _instrument(spent)
     with throwaway_database(DB):
         from brainframe.models import Agent, Tool
-        from brainframe.services.credentials import agent_credential_issue
+        from brainframe.services.access.credentials import agent_credential_issue
 
         Tool.objects.filter(tool_id="roster.shift.read").update(
             execution_mode="auto", agent_access=["cpu-0"]

@@ -262,7 +262,7 @@ def drill_web(runs: int, receiver: Receiver) -> dict[str, int]:
 
     from agents_vm.sdk import BrokerClient
     from brainframe.models import Agent, ToolCall
-    from brainframe.services.credentials import agent_credential_issue
+    from brainframe.services.access.credentials import agent_credential_issue
 
     _tool(receiver, "auto")
     secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry"))
@@ -361,7 +361,7 @@ def drill_redis(runs: int, receiver: Receiver, redis: PrivateRedis) -> dict[str,
 
     from agents_vm.signing import sign
     from brainframe.models import Agent
-    from brainframe.services.credentials import agent_credential_issue
+    from brainframe.services.access.credentials import agent_credential_issue
     from broker.services.approvals import approval_decide
 
     _tool(receiver, "review")
@@ -411,7 +411,7 @@ def drill_postgres(runs: int, receiver: Receiver) -> dict[str, int]:
 
     from agents_vm.sdk import BrokerClient
     from brainframe.models import Agent, ToolCall
-    from brainframe.services.credentials import agent_credential_issue
+    from brainframe.services.access.credentials import agent_credential_issue
     from broker.services.approvals import approval_decide
     from rabs.embedded import restart_postgres
 

@@ -100,9 +100,9 @@ def decision_path(calls: int) -> None:
 def hooks(events: int) -> None:
     from brainframe.events import TaskChanged, append_events
     from brainframe.models import Agent, Hook, HookCursor
-    from brainframe.services.event_log import event_log_streams
-    from brainframe.services.hook_runner import hooks_run
-    from brainframe.services.hooks import hook_propose
+    from brainframe.services.eventlog.reading import event_log_streams
+    from brainframe.services.hooks.lifecycle import hook_propose
+    from brainframe.services.hooks.runner import hooks_run
 
     Hook.objects.all().delete()
     HookCursor.objects.all().delete()
@@ -151,7 +151,7 @@ def replay(events: int) -> None:
     from django.db import connection
 
     from brainframe.models import KanbanCard
-    from brainframe.services.views import view_replay
+    from brainframe.services.eventlog.views import view_replay
 
     tasks = max(1, events // 100)
     started = time.perf_counter()

@@ -40,7 +40,7 @@ def main() -> int:
 
     from agents_vm.signing import sign
     from brainframe.models import Agent
-    from brainframe.services.credentials import agent_credential_issue
+    from brainframe.services.access.credentials import agent_credential_issue
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=10_000)

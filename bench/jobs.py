@@ -46,7 +46,7 @@ def main() -> int:
 
     with throwaway_database(DB):
         from brainframe.models import Agent, OriginRegistry, ReasonLog
-        from brainframe.services.nightly import alignment_nightly
+        from brainframe.services.trust.nightly import alignment_nightly
 
         day = timezone.localdate() - timedelta(days=1)
         agent = Agent.objects.get(agent_id="henry")
@@ -107,8 +107,8 @@ def main() -> int:
             )
         # The job's phases one by one (what alignment_nightly does), then the job itself on the
         # next day's data, which by then has nothing new to rate.
-        from brainframe.services import alignment as a
-        from brainframe.services import nightly
+        from brainframe.services.trust import alignment as a
+        from brainframe.services.trust import nightly
 
         as_of = a.end_of_day(day)
         total = 0.0
@@ -138,8 +138,8 @@ def _replay(day: object, days: int, calls: int) -> None:
     from datetime import date
 
     from brainframe.models import AlignmentSnapshot
-    from brainframe.services.alignment import snapshots_write
-    from brainframe.services.views import view_replay
+    from brainframe.services.eventlog.views import view_replay
+    from brainframe.services.trust.alignment import snapshots_write
 
     assert isinstance(day, date)
     first = day - timedelta(days=days - 1)

@@ -87,7 +87,7 @@ def floor(n: int) -> None:
 
 def append(turns: int) -> None:
     from brainframe.models import Agent, Tool
-    from brainframe.services.conversations import turn_append, turn_begin, turn_finish
+    from brainframe.services.ledger.conversations import turn_append, turn_begin, turn_finish
 
     Tool.objects.filter(tool_id="roster.shift.read").update(execution_mode="auto")
     agent = Agent.objects.get(agent_id="henry")
@@ -133,8 +133,8 @@ def append(turns: int) -> None:
 
 def inbound(messages: int) -> None:
     from brainframe.models import Agent, ChannelAdapter, ChannelIdentity, Person
-    from brainframe.services.channels import token_hash
-    from brainframe.services.conversations import message_receive
+    from brainframe.services.ledger.channels import token_hash
+    from brainframe.services.ledger.conversations import message_receive
 
     reggie = Agent.objects.get(agent_id="reggie")
     adapter = ChannelAdapter.objects.create(
@@ -161,7 +161,7 @@ def view(thread_turns: int, views: int) -> None:
     from django.test import Client
 
     from brainframe.models import Agent, Thread
-    from brainframe.services.conversations import turn_begin, turn_finish
+    from brainframe.services.ledger.conversations import turn_begin, turn_finish
 
     agent = Agent.objects.get(agent_id="henry")
     calls = _calls(agent, 5)

@@ -102,7 +102,7 @@ def _ours(upstream: str) -> str:
     from decimal import Decimal
 
     from brainframe.models import Agent, LLMBudget
-    from brainframe.services.llm import llm_key_issue, llm_upstream_set
+    from brainframe.services.llm.admission import llm_key_issue, llm_upstream_set
 
     llm_upstream_set(
         name="bench",

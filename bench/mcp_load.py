@@ -350,8 +350,8 @@ async def opened(url: str, requests: list[bytes], *, rate: float) -> dict:
 
 def _ours_setup(upstream_url: str) -> list[str]:
     from brainframe.models import Agent, MCPUpstream, Tool
-    from brainframe.services.credentials import agent_token_issue
-    from brainframe.services.tools import tool_set_enabled
+    from brainframe.services.access.credentials import agent_token_issue
+    from brainframe.services.registry.tools import tool_set_enabled
     from broker.services.upstreams import upstream_import
 
     upstream = MCPUpstream.objects.create(name="time", transport="http", url=upstream_url)

@@ -16,17 +16,17 @@ class BrainframeConfig(AppConfig):
     def ready(self) -> None:
         # Services import models, which cannot be imported before the app registry is ready.
         from .jobs import job_register
-        from .services.cards import cards_review_due
-        from .services.council import proposals_close_due
-        from .services.grants import grants_expire
-        from .services.hook_runner import hooks_run, hooks_tick
-        from .services.indexing import index_sweep
-        from .services.ledger import timer_tick
-        from .services.nightly import alignment_nightly
-        from .services.proposals import rules_propose
-        from .services.relevance import decay_run
-        from .services.sinks import sinks_deliver
-        from .services.supervisors import supervisors_check
+        from .services.access.grants import grants_expire
+        from .services.council.votes import proposals_close_due
+        from .services.eventlog.sinks import sinks_deliver
+        from .services.hooks.runner import hooks_run, hooks_tick
+        from .services.ledger.ledgers import timer_tick
+        from .services.memory.cards import cards_review_due
+        from .services.memory.indexing import index_sweep
+        from .services.memory.relevance import decay_run
+        from .services.trust.nightly import alignment_nightly
+        from .services.trust.proposals import rules_propose
+        from .services.work.supervisors import supervisors_check
 
         def decay(day: date) -> Any:
             # The 02:00 run on the morning after ``day`` is that night's decay.
@@ -47,7 +47,9 @@ class BrainframeConfig(AppConfig):
         job_register("learning_cards", lambda day: cards_review_due())
         _policy_signals()
         _task_signals()
-        from .services.views import views_register  # services import models: registry ready now
+        from .services.eventlog.views import (
+            views_register,  # services import models: registry ready now
+        )
 
         views_register()
         # Settings and the exporter's providers are needed only now, at start-up.
@@ -61,12 +63,12 @@ class BrainframeConfig(AppConfig):
 def _task_signals() -> None:
     """Every task saved (created in a service, the admin, the seed) is a ``task:changed`` event:
     the board and the Kanban view see it. Transitions that update in place announce themselves
-    (``brainframe.services.tasks``). Models are imported inside: the app registry is not ready
+    (``brainframe.services.work.tasks``). Models are imported inside: the app registry is not ready
     when this module loads."""
     from django.db.models.signals import post_save
 
     from .models import AgentTask
-    from .services.tasks import task_announce
+    from .services.work.tasks import task_announce
 
     def saved(sender: Any, instance: Any, raw: bool = False, **kw: Any) -> None:
         if not raw:
@@ -82,7 +84,7 @@ def _policy_signals() -> None:
     from django.db.models.signals import post_delete, post_save
 
     from .models import ConstitutionRule, PrimeDirective, ValidationPolicy
-    from .services.policies import policy_changed_emit
+    from .services.registry.policies import policy_changed_emit
 
     def saved(sender: Any, instance: Any, created: bool, raw: bool = False, **kw: Any) -> None:
         if not raw:  # not while loading fixtures

@@ -9,9 +9,9 @@ from celery import shared_task
 
 from brainframe.embeddings.indexer import IndexerUnavailable
 from brainframe.jobs import job_run
-from brainframe.services.bucket_checker import origin_classify
-from brainframe.services.indexing import embed_rows
-from brainframe.services.memory import observation_record_classified
+from brainframe.services.memory.bucket_checker import origin_classify
+from brainframe.services.memory.indexing import embed_rows
+from brainframe.services.memory.observations import observation_record_classified
 
 
 @shared_task

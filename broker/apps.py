@@ -17,7 +17,7 @@ class BrokerConfig(AppConfig):
         # registry is ready.
         from brainframe.jobs import job_register
         from brainframe.models import Tool
-        from brainframe.services.hook_runner import hook_invoker_register
+        from brainframe.services.hooks.runner import hook_invoker_register
 
         from . import checks  # noqa: F401  (registers the sandbox's start-up check)
 

@@ -33,8 +33,8 @@ from brainframe.models import (
     Tool,
     ValidationPolicy,
 )
-from brainframe.services.access import acl_specs
-from brainframe.services.policies import governing_policy
+from brainframe.services.access.acl import acl_specs
+from brainframe.services.registry.policies import governing_policy
 
 _NONE: Any = object()
 __all__ = [

@@ -15,9 +15,9 @@ from django.views.decorators.http import require_POST
 from brainframe.events import EVENT_FAMILIES, event_from_wire
 from brainframe.events.base import SHADOW_DECISION
 from brainframe.models import Agent, EventLogEntry, Hook, ToolCall
-from brainframe.services.event_log import event_log_feed
-from brainframe.services.hook_checks import HookError
-from brainframe.services.hooks import hook_resource, hook_review, hook_set_enabled
+from brainframe.services.eventlog.reading import event_log_feed
+from brainframe.services.hooks.checks import HookError
+from brainframe.services.hooks.lifecycle import hook_resource, hook_review, hook_set_enabled
 
 from .charts import bar_chart
 from .metrics import daily_levels, service_levels

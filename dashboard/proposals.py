@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from brainframe.models import RuleProposal
-from brainframe.services.proposals import ProposalError, proposal_decide, proposal_draft
+from brainframe.services.trust.proposals import ProposalError, proposal_decide, proposal_draft
 from broker.errors import BrokerRefusal
 from broker.services.replay import policy_replay
 

@@ -34,7 +34,7 @@ from brainframe.events import (
     ToolCallChanged,
 )
 from brainframe.models import Agent, AgentTask, ApprovalRequest, MonitoringLevelChange, ToolCall
-from brainframe.services.event_log import event_summary
+from brainframe.services.eventlog.reading import event_summary
 from broker.services.approvals import OPEN, can_decide
 
 from . import selectors

@@ -31,8 +31,8 @@ from brainframe.models import (
     ReasonLog,
     ToolCall,
 )
-from brainframe.services.llm import spend as llm_spend
-from brainframe.services.standing import ROUTINE_REVIEW
+from brainframe.services.access.standing import ROUTINE_REVIEW
+from brainframe.services.llm.admission import spend as llm_spend
 
 COLUMNS = [
     (AgentTask.Status.TODO, "To Do"),
@@ -400,7 +400,7 @@ def batches(items: list[ApprovalRequest]) -> list[dict[str, Any]]:
 
 def can_stand(approval: ApprovalRequest) -> bool:
     """Whether a standing approval can be left from this card (routine review of a call that
-    has not run; ``brainframe.services.standing`` checks again when asked)."""
+    has not run; ``brainframe.services.access.standing`` checks again when asked)."""
     return (
         approval.kind == ApprovalRequest.Kind.PRE_EXECUTION
         and approval.reviewer_group == ApprovalRequest.ReviewerGroup.REVIEWERS

@@ -35,10 +35,10 @@ from brainframe.models import (
     Turn,
 )
 from brainframe.selectors import flatten, origin_chain
-from brainframe.services.council import CouncilError, is_member, proposal_vote, tally
-from brainframe.services.grants import grant_withdraw
-from brainframe.services.standing import standing_live, standing_revoke
-from brainframe.services.supervisors import SupervisorError, supervisor_command
+from brainframe.services.access.grants import grant_withdraw
+from brainframe.services.access.standing import standing_live, standing_revoke
+from brainframe.services.council.votes import CouncilError, is_member, proposal_vote, tally
+from brainframe.services.work.supervisors import SupervisorError, supervisor_command
 from broker.services.approvals import (
     ApprovalError,
     approval_approve_standing,

@@ -27,7 +27,7 @@ def main() -> int:
 
     django.setup()
     from brainframe.embeddings.indexer import IndexerUnavailable, get_indexer
-    from brainframe.services.bucket_checker import (
+    from brainframe.services.memory.bucket_checker import (
         bucket_classify,
         default_definitions,
         rules_from,

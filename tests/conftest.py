@@ -10,7 +10,7 @@ from django.conf import settings
 from django.test import Client
 
 from brainframe.models import Agent
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
 from broker.handlers.function import functions_register
 from rabs.devstack import free_port, start_daphne, wait_until_up

@@ -19,9 +19,9 @@ from brainframe.models import (
     SupervisorCommand,
 )
 from brainframe.safety.caps import caps_errors
-from brainframe.services.agents import agent_changed, agent_set_paused
-from brainframe.services.credentials import agent_token_issue, agent_tokens_revoke
-from brainframe.services.supervisors import (
+from brainframe.services.access.credentials import agent_token_issue, agent_tokens_revoke
+from brainframe.services.registry.agents import agent_changed, agent_set_paused
+from brainframe.services.work.supervisors import (
     SupervisorError,
     supervisor_check,
     supervisor_command,

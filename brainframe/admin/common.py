@@ -15,8 +15,8 @@ from django.utils.html import format_html
 from brainframe.models import (
     MonitoringLevelChange,
 )
-from brainframe.services.alignment import monitoring_level_set
-from brainframe.services.sharing import share_policy_errors
+from brainframe.services.access.sharing import share_policy_errors
+from brainframe.services.trust.alignment import monitoring_level_set
 
 
 def pretty_json(value: Any) -> str:

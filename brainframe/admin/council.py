@@ -27,8 +27,8 @@ from brainframe.models import (
     ReviewerPreference,
     StandingApproval,
 )
-from brainframe.services.council import CouncilError, needs_council, proposal_open
-from brainframe.services.standing import standing_revoke
+from brainframe.services.access.standing import standing_revoke
+from brainframe.services.council.votes import CouncilError, needs_council, proposal_open
 
 from .common import JSONEditingMixin, ReadOnlyAdmin, ReadOnlyInline, pretty_json
 

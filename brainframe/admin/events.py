@@ -22,10 +22,10 @@ from brainframe.models import (
     KanbanCard,
     PlanRecord,
 )
-from brainframe.services.event_log import event_summary
-from brainframe.services.hook_checks import HookError
-from brainframe.services.hooks import hook_review, hook_set_enabled
-from brainframe.services.sinks import SinkError, sink_deliver, sink_set
+from brainframe.services.eventlog.reading import event_summary
+from brainframe.services.eventlog.sinks import SinkError, sink_deliver, sink_set
+from brainframe.services.hooks.checks import HookError
+from brainframe.services.hooks.lifecycle import hook_review, hook_set_enabled
 
 from .common import ReadOnlyAdmin
 

@@ -26,8 +26,8 @@ from brainframe.models import (
     TimerTicks,
     Turn,
 )
-from brainframe.services.channels import token_hash
-from brainframe.services.ledger import normalise_address
+from brainframe.services.ledger.channels import token_hash
+from brainframe.services.ledger.ledgers import normalise_address
 
 from .common import ReadOnlyAdmin, ReadOnlyInline
 

@@ -20,8 +20,8 @@ from brainframe.models import (
     LLMTeam,
     LLMUpstream,
 )
-from brainframe.services.credentials import secret_seal
-from brainframe.services.llm import spend
+from brainframe.services.access.credentials import secret_seal
+from brainframe.services.llm.admission import spend
 
 from .common import JSONEditingMixin, ReadOnlyAdmin
 

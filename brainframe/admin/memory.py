@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from brainframe.models import (
     ContextBucketEntry,
 )
-from brainframe.services.search import semantic_search
+from brainframe.services.memory.search import semantic_search
 
 from .common import (
     JSONEditingMixin,
@@ -23,7 +23,7 @@ class SemanticSearchMixin(admin.ModelAdmin):
     """The admin search box also searches by meaning, best matches first.
 
     Text matches (``search_fields``) and the semantic search's hits are shown together, ordered
-    by the semantic score (``brainframe.services.search``); the list filters still apply.
+    by the semantic score (``brainframe.services.memory.search``); the list filters still apply.
     """
 
     semantic_kind: str = ""

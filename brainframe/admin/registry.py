@@ -20,10 +20,10 @@ from brainframe.models import (
 )
 from brainframe.safety.conditions import vpol_rules_errors
 from brainframe.schemas import handler_config_errors, json_schema_errors
-from brainframe.services.council import needs_council
-from brainframe.services.council_changes import DIRECTIVE_FIELDS, VPOL_FIELDS
-from brainframe.services.policies import validation_policy_save
-from brainframe.services.tools import tool_set_enabled, tool_set_execution_mode
+from brainframe.services.council.changes import DIRECTIVE_FIELDS, VPOL_FIELDS
+from brainframe.services.council.votes import needs_council
+from brainframe.services.registry.policies import validation_policy_save
+from brainframe.services.registry.tools import tool_set_enabled, tool_set_execution_mode
 
 from .common import (
     JSONEditingMixin,

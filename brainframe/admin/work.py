@@ -10,8 +10,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from brainframe.models import AgentTask, CapabilityGrant, Deliverable, MacRule
-from brainframe.services.grants import grant_withdraw
-from brainframe.services.tasks import task_announce
+from brainframe.services.access.grants import grant_withdraw
+from brainframe.services.work.tasks import task_announce
 
 from .common import JSONEditingMixin, ReadOnlyAdmin, SharePolicyFormMixin
 

@@ -258,7 +258,7 @@ def emit(*events: Event) -> None:
 
 
 #: Functions that keep the materialized views current from appended rows (registered at
-#: start-up: ``brainframe.services.views``), called in the appending transaction.
+#: start-up: ``brainframe.services.eventlog.views``), called in the appending transaction.
 _projectors: list[Callable[[list[dict[str, Any]]], None]] = []
 
 

@@ -3,7 +3,7 @@
 A hook listens to the event log (deterministic, LLM, hybrid) or to the minute timer (scheduled),
 and fires code-free effects for its owning agent: ``wake`` (a task in its inbox), ``message``
 (queued for its next turn), ``invoke`` (a tool call through the broker, with the hook as its
-O-Tag origin). See ``brainframe/services/hooks.py`` and docs/hooks.md.
+O-Tag origin). See ``brainframe/services/hooks/lifecycle.py`` and docs/hooks.md.
 """
 
 from __future__ import annotations

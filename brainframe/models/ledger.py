@@ -4,7 +4,7 @@ everything that arrived from outside, and the agents ledger of what the agents m
 - ``Person`` and ``ChannelIdentity``: who a sender is (a phone number, an e-mail address, a chat
   handle resolves to a person, or to nobody: "unknown").
 - ``LedgerEvent`` (``events_ledger``): every external event as it arrived, permanent, append-only
-  and hash-chained in one stream (``brainframe/services/ledger.py``).
+  and hash-chained in one stream (``brainframe/services/ledger/ledgers.py``).
 - ``Thread`` → ``Turn`` → ``Message``, and ``Session`` (a stable label pointing at a thread's
   current head): the agents ledger. Each turn is sealed with a hash over its messages, its tool
   calls and its parent's hash (a Merkle chain: changing an earlier message breaks every hash after

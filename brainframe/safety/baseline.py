@@ -188,7 +188,7 @@ MAC_RULES: list[dict[str, Any]] = [
     {
         "code": "MAC-1",
         # same_participant: false only when both the requester's and the item's participant
-        # are known and differ (brainframe.services.sharing.share_facts).
+        # are known and differ (brainframe.services.access.sharing.share_facts).
         "when": {
             "all": [
                 {"field": "item.data_class", "op": "in", "value": ["health", "credentials"]},

@@ -43,9 +43,8 @@ from brainframe.models import (
     ValidationPolicy,
 )
 from brainframe.safety import baseline
-
-from .access import acl_load
-from .hooks import hook_propose
+from brainframe.services.access.acl import acl_load
+from brainframe.services.hooks.lifecycle import hook_propose
 
 # Stable ids for demo tasks, so a re-seed finds the rows it made.
 _TASK_NAMESPACE = uuid.UUID("9a4c4f0e-2f7b-4d3c-9a51-5b8e0d1c7f21")

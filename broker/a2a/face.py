@@ -37,8 +37,8 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 
 from brainframe.models import Agent, AgentTask, ApprovalRequest, OriginRegistry, ToolCall
-from brainframe.services.inbound import InboundRefusal, inbound_event_record
-from brainframe.services.tasks import task_announce
+from brainframe.services.ledger.inbound import InboundRefusal, inbound_event_record
+from brainframe.services.work.tasks import task_announce
 
 VERSION = "1.0"
 ASSIGN_KEY = "rabs/assign_to"

@@ -38,7 +38,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from brainframe.models import Agent
-from brainframe.services.credentials import TokenRefused, agent_token_authenticate
+from brainframe.services.access.credentials import TokenRefused, agent_token_authenticate
 
 from . import face
 

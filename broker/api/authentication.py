@@ -25,7 +25,7 @@ from rest_framework.request import Request
 
 from agents_vm.signing import sign
 from brainframe.models import Agent
-from brainframe.services.credentials import SigningKey, agent_secret_get
+from brainframe.services.access.credentials import SigningKey, agent_secret_get
 
 from ..errors import BrokerRefusal
 from .throttling import replay_guard_and_count

@@ -9,9 +9,9 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from brainframe.services.deliverables import DeliverableRejected
-from brainframe.services.ledger import LedgerRefusal
-from brainframe.services.tasks import TaskTransitionError
+from brainframe.services.ledger.ledgers import LedgerRefusal
+from brainframe.services.work.deliverables import DeliverableRejected
+from brainframe.services.work.tasks import TaskTransitionError
 
 from ..errors import BrokerRefusal
 from ..services.approvals import ApprovalError

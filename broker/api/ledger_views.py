@@ -16,17 +16,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brainframe.models import Thread, Turn
-from brainframe.services.channels import adapter_authenticate
-from brainframe.services.conversations import (
+from brainframe.services.ledger.channels import adapter_authenticate
+from brainframe.services.ledger.conversations import (
     compact,
     message_receive,
     turn_append,
     turn_begin,
     turn_finish,
 )
-from brainframe.services.ledger import LedgerRefusal
-from brainframe.services.transcripts import thread_context, turn_as_dict
-from brainframe.services.turns import MessageSpec, message_add
+from brainframe.services.ledger.ledgers import LedgerRefusal
+from brainframe.services.ledger.transcripts import thread_context, turn_as_dict
+from brainframe.services.ledger.turns import MessageSpec, message_add
 
 from ..errors import BrokerRefusal
 from . import serializers as s

@@ -11,9 +11,9 @@ from rest_framework.response import Response
 
 from brainframe.events import PLAN_EVENTS, emit
 from brainframe.models import Hook
-from brainframe.services.discovery import discover
-from brainframe.services.hook_checks import HookError
-from brainframe.services.hooks import hook_propose, hook_resource, hook_set_enabled
+from brainframe.services.hooks.checks import HookError
+from brainframe.services.hooks.lifecycle import hook_propose, hook_resource, hook_set_enabled
+from brainframe.services.memory.discovery import discover
 
 from ..errors import BrokerRefusal
 from . import serializers as s

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brainframe.models import ApprovalRequest, StandingApproval
-from brainframe.services.standing import standing_live, standing_revoke
+from brainframe.services.access.standing import standing_live, standing_revoke
 
 from ..errors import BrokerRefusal
 from ..services.approvals import (

@@ -25,17 +25,17 @@ from brainframe.events import AgentStatusChanged, Heartbeat, emit, publish
 from brainframe.models import Agent, AgentTask, Deliverable, ToolCall
 from brainframe.queue import RECORD_OBSERVATION, enqueue
 from brainframe.selectors import tools_for_agent
-from brainframe.services import tasks as task_services
-from brainframe.services.access import task_principal
-from brainframe.services.context import agent_context
-from brainframe.services.deliverables import deliverable_store
-from brainframe.services.hooks import (
+from brainframe.services.access.acl import task_principal
+from brainframe.services.access.sharing import deliverable_read
+from brainframe.services.hooks.lifecycle import (
     hook_messages_take,
 )
-from brainframe.services.inbound import InboundRefusal, inbound_event_record
-from brainframe.services.memory import observation_record
-from brainframe.services.sharing import deliverable_read
-from brainframe.services.usage import usage_dict, usage_record
+from brainframe.services.ledger.inbound import InboundRefusal, inbound_event_record
+from brainframe.services.llm.usage import usage_dict, usage_record
+from brainframe.services.memory.context import agent_context
+from brainframe.services.memory.observations import observation_record
+from brainframe.services.work import tasks as task_services
+from brainframe.services.work.deliverables import deliverable_store
 
 from ..errors import BrokerRefusal
 from ..pipeline.context import CallRequest

@@ -26,7 +26,7 @@ from brainframe.events import (
     event_log_rows,
 )
 from brainframe.models import ApprovalRequest, ToolCall
-from brainframe.services.indexing import classify_origin_after_commit, index_after_commit
+from brainframe.services.memory.indexing import classify_origin_after_commit, index_after_commit
 
 from ..pipeline.context import CallContext, Outcome, StaleSnapshot, Verdict
 from .hashing import (

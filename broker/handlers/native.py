@@ -19,8 +19,8 @@ from typing import Any
 from django.conf import settings
 
 from brainframe.models import Agent
-from brainframe.services.bucket_checker import bucket_classify
-from brainframe.services.usage import usage_record
+from brainframe.services.llm.usage import usage_record
+from brainframe.services.memory.bucket_checker import bucket_classify
 
 from .base import HandlerFailure
 from .function import ToolFunction

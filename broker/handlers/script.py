@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from brainframe.models import Tool
-from brainframe.services.deliverables import DeliverableRejected, deliverables_from_call
+from brainframe.services.work.deliverables import DeliverableRejected, deliverables_from_call
 
 from .base import HandlerFailure, HandlerTimeout
 from .sandbox import SandboxUnavailable, explain, limits_for, run_sandboxed

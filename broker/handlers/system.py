@@ -6,10 +6,10 @@ import uuid
 from typing import Any
 
 from brainframe.models import ApprovalRequest, ToolCall
-from brainframe.services.delegation import delegate
-from brainframe.services.grants import GrantRefused, grant_apply
-from brainframe.services.ledger import LedgerRefusal
-from brainframe.services.supervisors import SupervisorError, supervisor_command
+from brainframe.services.access.grants import GrantRefused, grant_apply
+from brainframe.services.ledger.ledgers import LedgerRefusal
+from brainframe.services.work.delegation import delegate
+from brainframe.services.work.supervisors import SupervisorError, supervisor_command
 
 from .base import HandlerFailure
 from .function import ToolFunction

@@ -29,17 +29,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from brainframe.services.llm import (
+from brainframe.services.llm.admission import (
     Admitted,
     LLMRefused,
     allowed_models,
-    cost_of,
     llm_admit,
-    llm_record,
-    outbound,
     upstream_api_key,
 )
-from brainframe.services.llm_cache import CacheLookup, cache_lookup, cache_store, cacheable
+from brainframe.services.llm.cache import CacheLookup, cache_lookup, cache_store, cacheable
+from brainframe.services.llm.outbound import outbound
+from brainframe.services.llm.records import cost_of, llm_record
 
 from . import limits
 

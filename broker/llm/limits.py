@@ -21,7 +21,13 @@ from django.core.cache import cache
 from django.core.mail import send_mail
 
 from brainframe.models import LLMBudget, LLMTeam
-from brainframe.services.llm import LLMRefused, duration_seconds, period_start, spend, team_spend
+from brainframe.services.llm.admission import (
+    LLMRefused,
+    duration_seconds,
+    period_start,
+    spend,
+    team_spend,
+)
 
 log = logging.getLogger("broker.llm")
 

@@ -19,9 +19,9 @@ from django.db import DatabaseError, close_old_connections
 from brainframe.choices import PermissionTier, RiskLevel
 from brainframe.models import Agent, AgentTask, ApprovalRequest, Hook, Tool, ToolCall
 from brainframe.selectors import tools_for_agent
-from brainframe.services.context import directives_preamble
-from brainframe.services.credentials import Bearer, TokenRefused, agent_token_bearer
-from brainframe.services.hooks import hook_resource
+from brainframe.services.access.credentials import Bearer, TokenRefused, agent_token_bearer
+from brainframe.services.hooks.lifecycle import hook_resource
+from brainframe.services.memory.context import directives_preamble
 
 from ..audit.hashing import canonical_json
 from ..errors import BrokerRefusal

@@ -24,7 +24,7 @@ from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
 
-from brainframe.services.credentials import (
+from brainframe.services.access.credentials import (
     Bearer,
     TokenRefused,
     agent_token_bearer,

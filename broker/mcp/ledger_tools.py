@@ -9,10 +9,10 @@ from typing import Any
 import mcp_types as types
 
 from brainframe.models import Agent, Thread, Turn
-from brainframe.services.conversations import compact, turn_append, turn_begin, turn_finish
-from brainframe.services.ledger import LedgerRefusal
-from brainframe.services.transcripts import thread_context, turn_as_dict
-from brainframe.services.turns import MessageSpec, message_add
+from brainframe.services.ledger.conversations import compact, turn_append, turn_begin, turn_finish
+from brainframe.services.ledger.ledgers import LedgerRefusal
+from brainframe.services.ledger.transcripts import thread_context, turn_as_dict
+from brainframe.services.ledger.turns import MessageSpec, message_add
 
 from ..errors import BrokerRefusal
 from .results import json_text, refusal_result

@@ -12,9 +12,9 @@ import mcp_types as types
 from django.db import close_old_connections
 
 from brainframe.models import Agent, Hook
-from brainframe.services.discovery import discover
-from brainframe.services.hook_checks import HookError
-from brainframe.services.hooks import hook_propose, hook_resource, hook_set_enabled
+from brainframe.services.hooks.checks import HookError
+from brainframe.services.hooks.lifecycle import hook_propose, hook_resource, hook_set_enabled
+from brainframe.services.memory.discovery import discover
 
 from ..errors import BrokerRefusal
 from . import ledger_tools

@@ -21,7 +21,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from brainframe.models import Agent
-from brainframe.services.credentials import TokenRefused
+from brainframe.services.access.credentials import TokenRefused
 
 from ..errors import BrokerRefusal
 from . import face, loop_tools, results

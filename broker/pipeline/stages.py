@@ -18,12 +18,12 @@ from brainframe.safety.acl import acl_decide_cached, scope_violation, tool_permi
 from brainframe.safety.caps import CapBreach, autonomy_cap, caps_compiled, per_day_breach
 from brainframe.safety.conditions import first_match, shadow_match
 from brainframe.selectors import authority_since, executed_unreviewed_since, tool_allows
-from brainframe.services.delegation import (
+from brainframe.services.access.standing import ROUTINE_REVIEW, standing_match
+from brainframe.services.work.delegation import (
     delegation_managers,
     delegation_of_reason,
     delegation_of_task,
 )
-from brainframe.services.standing import ROUTINE_REVIEW, standing_match
 
 from . import threat
 from .context import CallContext, Finding, Outcome, Verdict

@@ -34,9 +34,9 @@ from brainframe.models import (
     ToolCall,
     ValidationPolicy,
 )
-from brainframe.services.alignment import alignment_signal
-from brainframe.services.cards import card_from_decision
-from brainframe.services.standing import StandingRefused, standing_check, standing_grant
+from brainframe.services.access.standing import StandingRefused, standing_check, standing_grant
+from brainframe.services.memory.cards import card_from_decision
+from brainframe.services.trust.alignment import alignment_signal
 
 from ..audit.hashing import arguments_hash
 from ..audit.record import record_cancelled

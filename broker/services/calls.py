@@ -36,7 +36,7 @@ from brainframe.models import (
     ReasonLog,
     ToolCall,
 )
-from brainframe.services.alignment import alignment_signal, safety_escalation
+from brainframe.services.trust.alignment import alignment_signal, safety_escalation
 from brainframe.telemetry import decision_observed, now_ns
 
 from ..audit.record import record_decision

@@ -21,7 +21,7 @@ from django.utils import timezone
 from brainframe.choices import RiskLevel
 from brainframe.events import Event, call_outcome_event, publish_tool_call
 from brainframe.models import ApprovalRequest, Tool, ToolCall
-from brainframe.services.alignment import alignment_signal
+from brainframe.services.trust.alignment import alignment_signal
 from brainframe.telemetry import execution_observed
 
 from ..audit.record import Ran, record_outcome, record_outcome_patiently

@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from brainframe.models import Agent, ApprovalRequest, ToolCall
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
 from broker.services.approvals import approval_decide
 from tests import factories as f

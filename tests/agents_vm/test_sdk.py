@@ -21,7 +21,7 @@ from agents_vm.sdk import (
     Rejected,
 )
 from brainframe.models import Agent, ApprovalRequest, ToolCall
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
 from broker.services.approvals import approval_decide
 from tests import factories as f

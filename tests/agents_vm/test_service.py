@@ -37,7 +37,7 @@ from brainframe.models import (
     ToolCall,
     ValidationPolicy,
 )
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
 from tests import factories as f
 from tests.llm_server import OpenAICompatibleServer
@@ -496,8 +496,8 @@ def test_messages_answered_by_the_agent_service_are_on_the_record(
     """An SMS from a family member reaches Reggie's VM as a turn; the VM answers it through the
     broker (its lookup call linked to the turn), and compacts the thread with its model."""
     from brainframe.models import ChannelAdapter, ChannelIdentity, Person, Turn
-    from brainframe.services.channels import token_hash
-    from brainframe.services.ledger import ledgers_verify
+    from brainframe.services.ledger.channels import token_hash
+    from brainframe.services.ledger.ledgers import ledgers_verify
 
     seed_brainframe()
     Tool.objects.filter(tool_id="roster.shift.read").update(execution_mode="auto")

@@ -35,10 +35,10 @@ from brainframe.models import (
     Turn,
 )
 from brainframe.safety.acl import AclDocumentError, acl_decide, acl_facts, acl_parse
-from brainframe.services.channels import token_hash
-from brainframe.services.grants import grants_expire
-from brainframe.services.hook_runner import hooks_run
-from brainframe.services.hooks import hook_propose
+from brainframe.services.access.grants import grants_expire
+from brainframe.services.hooks.lifecycle import hook_propose
+from brainframe.services.hooks.runner import hooks_run
+from brainframe.services.ledger.channels import token_hash
 from brainframe.services.seed import DEMO_ACL
 from broker.services.approvals import approval_decide
 from tests import factories as f

@@ -22,10 +22,10 @@ from brainframe.models import (
     Tool,
     ValidationPolicy,
 )
-from brainframe.services.discovery import discovery_sync
-from brainframe.services.hooks import hook_propose
-from brainframe.services.sinks import sink_set
-from brainframe.services.tasks import task_announce
+from brainframe.services.eventlog.sinks import sink_set
+from brainframe.services.hooks.lifecycle import hook_propose
+from brainframe.services.memory.discovery import discovery_sync
+from brainframe.services.work.tasks import task_announce
 from tests import factories as f
 from tests.signing import SignedClient
 
@@ -45,7 +45,7 @@ def populated(seeded: None) -> None:
         approval=approval, event="created", channel="webhook", recipient="https://hooks.test/"
     )
     from brainframe.models import CapabilityGrant, MCPUpstream, UpstreamToolChange
-    from brainframe.services.credentials import agent_token_issue
+    from brainframe.services.access.credentials import agent_token_issue
 
     agent_token_issue(agent=agent, label="desktop client")
     upstream = MCPUpstream.objects.create(
@@ -91,7 +91,7 @@ def populated(seeded: None) -> None:
         reason=call.r_tag, entity_type="roster.shift", entity_id="SH-1", relationship="created"
     )
     AgentCredential.objects.create(agent=agent, secret_encrypted="x", fingerprint="abc")
-    from brainframe.services.usage import usage_record
+    from brainframe.services.llm.usage import usage_record
 
     usage_record(agent=agent, mode="normal", model="gpt-4o-mini", prompt_tokens=900)
     from brainframe.models import (
@@ -125,9 +125,9 @@ def populated(seeded: None) -> None:
         Person,
         Thread,
     )
-    from brainframe.services.channels import token_hash
-    from brainframe.services.conversations import message_receive
-    from brainframe.services.ledger import timer_tick
+    from brainframe.services.ledger.channels import token_hash
+    from brainframe.services.ledger.conversations import message_receive
+    from brainframe.services.ledger.ledgers import timer_tick
 
     linh = Person.objects.create(name="Linh henry", relationship="family")
     ChannelIdentity.objects.create(person=linh, channel="sms", address="+61412345678")
@@ -166,7 +166,7 @@ def populated(seeded: None) -> None:
     from django.contrib.auth import get_user_model
 
     from brainframe.models import CouncilMember, ReviewerPreference, StandingApproval
-    from brainframe.services.council import proposal_open, proposal_vote
+    from brainframe.services.council.votes import proposal_open, proposal_vote
 
     staff = get_user_model().objects.create_user("councillor", is_staff=True)
     CouncilMember.objects.create(user=staff)
@@ -505,7 +505,7 @@ def test_origin_chain_view_shows_every_decision(admin_client: Client, populated:
 
 
 def test_llm_usage_shows_cost_and_totals(admin_client: Client, seeded: None) -> None:
-    from brainframe.services.usage import usage_record
+    from brainframe.services.llm.usage import usage_record
 
     reggie = Agent.objects.get(agent_id="reggie")
     usage_record(agent=reggie, mode="normal", model="gpt-4o-mini", prompt_tokens=1_000_000)

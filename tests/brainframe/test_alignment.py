@@ -20,7 +20,7 @@ from brainframe.models import (
     Tool,
     ToolCall,
 )
-from brainframe.services.alignment import alignment_signal, calls_rate
+from brainframe.services.trust.alignment import alignment_signal, calls_rate
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import pytest
 
 from brainframe.choices import ContextBucket
 from brainframe.models import ContextBucketDefinition, ContextBucketEntry, OriginRegistry
-from brainframe.services.bucket_checker import (
+from brainframe.services.memory.bucket_checker import (
     bucket_classify,
     default_definitions,
     rules_from,

@@ -24,7 +24,7 @@ from brainframe.models import (
     ValidationPolicy,
 )
 from brainframe.models.append_only import AppendOnlyError
-from brainframe.services.council import (
+from brainframe.services.council.votes import (
     CouncilError,
     council_seat_first,
     council_votes_verify,
@@ -362,7 +362,7 @@ def test_verify_audit_finds_a_rewritten_vote(council: list[Any]) -> None:
 @pytest.mark.django_db
 def test_each_vote_updates_the_tally_on_open_boards(council: list[Any]) -> None:
     from brainframe.events import CouncilChanged, event_from_wire
-    from brainframe.services.council import tally
+    from brainframe.services.council.votes import tally
     from dashboard.render import render_event
 
     proposal = _vote(_open(council[0]), council[1], "yes")

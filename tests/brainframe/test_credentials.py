@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from brainframe.models import AgentCredential
-from brainframe.services.credentials import agent_secret_get
+from brainframe.services.access.credentials import agent_secret_get
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

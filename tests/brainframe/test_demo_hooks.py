@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 
 from brainframe.models import Agent, AgentTask, Hook
-from brainframe.services.credentials import agent_credential_issue
-from brainframe.services.hook_runner import hooks_run, hooks_tick
+from brainframe.services.access.credentials import agent_credential_issue
+from brainframe.services.hooks.runner import hooks_run, hooks_tick
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,7 @@ from brainframe.models import (
     Tool,
     ToolCall,
 )
-from brainframe.services.alignment import alignment_signal
+from brainframe.services.trust.alignment import alignment_signal
 from tests import factories as f
 from tests.signing import SignedClient
 

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import pytest
 
 from brainframe.models import Agent
-from brainframe.services.discovery import discover, discovery_index
+from brainframe.services.memory.discovery import discover, discovery_index
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db

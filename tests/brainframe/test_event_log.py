@@ -20,8 +20,8 @@ from brainframe.events import (
     append_events,
 )
 from brainframe.models import Agent, EventLogEntry, ValidationPolicy
-from brainframe.services.event_log import event_log_after, event_log_verify
-from brainframe.services.policies import validation_policy_save
+from brainframe.services.eventlog.reading import event_log_after, event_log_verify
+from brainframe.services.registry.policies import validation_policy_save
 from brainframe.services.seed import seed_brainframe
 from broker.pipeline.context import CallRequest
 from broker.services.approvals import approval_decide

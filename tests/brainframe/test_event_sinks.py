@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from brainframe.events import PolicyChanged, TaskChanged, append_events
 from brainframe.models import EventLogEntry, EventSink
-from brainframe.services.event_log import event_log_verify
-from brainframe.services.sinks import SinkError, signature, sink_set, sinks_deliver
+from brainframe.services.eventlog.reading import event_log_verify
+from brainframe.services.eventlog.sinks import SinkError, signature, sink_set, sinks_deliver
 from tests.mail_servers import WebhookReceiver
 
 pytestmark = pytest.mark.django_db

@@ -24,11 +24,11 @@ from brainframe.models import (
     Tool,
     ToolCall,
 )
-from brainframe.services.credentials import agent_credential_issue
-from brainframe.services.event_log import event_log_verify
-from brainframe.services.hook_runner import hooks_run, hooks_tick
-from brainframe.services.hooks import hook_review
-from brainframe.services.llm import llm_upstream_set
+from brainframe.services.access.credentials import agent_credential_issue
+from brainframe.services.eventlog.reading import event_log_verify
+from brainframe.services.hooks.lifecycle import hook_review
+from brainframe.services.hooks.runner import hooks_run, hooks_tick
+from brainframe.services.llm.admission import llm_upstream_set
 from tests import factories as f
 from tests.llm_server import OpenAICompatibleServer
 from tests.signing import SignedClient

@@ -35,9 +35,9 @@ from brainframe.models import (
     ToolCall,
     Turn,
 )
-from brainframe.services.cards import Schedule, card_review, cards_review_due, sm2
-from brainframe.services.channels import token_hash
-from brainframe.services.ledger import ledgers_verify, thread_verify
+from brainframe.services.ledger.channels import token_hash
+from brainframe.services.ledger.ledgers import ledgers_verify, thread_verify
+from brainframe.services.memory.cards import Schedule, card_review, cards_review_due, sm2
 from tests import factories as f
 from tests.signing import SignedClient
 
@@ -365,7 +365,7 @@ def test_the_events_ledger_is_chained_and_a_change_is_detected(
 
 
 def test_type3_webhooks_are_kept_in_the_events_ledger(seeded: None) -> None:
-    from brainframe.services.inbound import inbound_event_record
+    from brainframe.services.ledger.inbound import inbound_event_record
 
     voice = Agent.objects.get(agent_id="reggie-voice")
     event = {"event_id": "call-1", "event_type": "call.ended", "platform": "livekit", "text": "hi"}
@@ -409,7 +409,7 @@ def test_delegation_within_and_beyond_the_depth_limit(
     assert second["result"]["depth"] == 2
     # ...and Wendy, on hers, may not go to depth 3.
     wendy = Agent.objects.get(agent_id="wendy")
-    from brainframe.services.credentials import agent_credential_issue
+    from brainframe.services.access.credentials import agent_credential_issue
 
     wendy_client = SignedClient(Client(), "wendy", agent_credential_issue(agent=wendy))
     third = _call(
@@ -551,7 +551,7 @@ def test_a_rejection_with_a_lesson_becomes_a_card_graded_by_later_calls(
 def test_the_minute_timer_is_kept_as_hourly_aggregates(db: None) -> None:
     from brainframe.jobs import job_run
     from brainframe.models import TimerTicks
-    from brainframe.services.ledger import timer_tick
+    from brainframe.services.ledger.ledgers import timer_tick
 
     base = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=5)
 

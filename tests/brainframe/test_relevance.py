@@ -13,8 +13,8 @@ from django.db import connection
 from django.utils import timezone
 
 from brainframe.models import ContextBucketEntry, DecayRun
-from brainframe.services.memory import observation_record
-from brainframe.services.relevance import decay_run
+from brainframe.services.memory.observations import observation_record
+from brainframe.services.memory.relevance import decay_run
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,9 @@ from django.test import Client
 
 from brainframe.jobs import job_run
 from brainframe.models import ContextBucketEntry, ReasonLog, Tool
-from brainframe.services.indexing import index_pending, pending
-from brainframe.services.memory import observation_record
-from brainframe.services.search import semantic_search
+from brainframe.services.memory.indexing import index_pending, pending
+from brainframe.services.memory.observations import observation_record
+from brainframe.services.memory.search import semantic_search
 from tests import factories as f
 from tests.signing import SignedClient
 

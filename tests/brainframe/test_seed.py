@@ -143,7 +143,7 @@ def test_baseline_is_what_a_deployment_governs_with_and_nothing_of_the_demo() ->
 
 
 def test_demo_people_resolve_from_their_identities(seeded: None) -> None:
-    from brainframe.services.ledger import person_resolve
+    from brainframe.services.ledger.ledgers import person_resolve
 
     linh = person_resolve("sms", "0400 000 102")
     assert linh is not None and linh.name == "Linh Tran" and linh.relationship == "family"

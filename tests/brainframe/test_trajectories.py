@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from brainframe.models import Agent, AgentTask
-from brainframe.services.tasks import task_claim, task_complete, task_fail
+from brainframe.services.work.tasks import task_claim, task_complete, task_fail
 from broker.pipeline.context import CallRequest
 from broker.services.calls import tool_call_submit
 from tests.signing import SignedClient

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from brainframe.models import Agent, AgentTask, KanbanCard, PlanRecord
-from brainframe.services.tasks import task_announce, task_claim, task_complete, task_fail
+from brainframe.services.work.tasks import task_announce, task_claim, task_complete, task_fail
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db
@@ -73,7 +73,7 @@ def test_the_agent_cards_view_follows_status_and_tasks_and_replays_identically(
     henry: SignedClient,
 ) -> None:
     from brainframe.models import AgentCard
-    from brainframe.services.agents import agent_set_paused
+    from brainframe.services.registry.agents import agent_set_paused
 
     agent = Agent.objects.get(agent_id="henry")
     for n in range(3):

@@ -28,7 +28,7 @@ from google.protobuf.json_format import ParseDict
 from google.protobuf.struct_pb2 import Struct
 
 from brainframe.models import Agent, AgentTask, LedgerEvent, OriginRegistry
-from brainframe.services.credentials import agent_credential_issue, agent_token_issue
+from brainframe.services.access.credentials import agent_credential_issue, agent_token_issue
 from brainframe.services.seed import seed_brainframe
 from rabs.devstack import free_port, start_daphne, wait_until_up
 from rabs.embedded import database_url

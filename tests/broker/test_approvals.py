@@ -270,7 +270,7 @@ def test_policy_change_after_creation_blocks_approval(world: dict[str, Any]) -> 
     policy = f.ValidationPolicyFactory(tool_patterns=["test.roster.*"], priority=99)
     approval = _pending(world)
     assert approval.vpol_id == policy.pk and approval.vpol_version == 1
-    from brainframe.services.policies import validation_policy_save
+    from brainframe.services.registry.policies import validation_policy_save
 
     # Saved with nothing it decides with changed (a new description): still decidable.
     policy.description = "reworded"

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from brainframe.models import Agent
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db

@@ -19,7 +19,7 @@ from brainframe.models import (
     Tool,
     ToolCall,
 )
-from brainframe.services.grants import grants_expire
+from brainframe.services.access.grants import grants_expire
 from broker.services.approvals import approval_decide
 from tests import factories as f
 from tests.signing import SignedClient

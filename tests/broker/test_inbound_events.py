@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from brainframe.models import Agent, AgentTask, OriginRegistry, Tool, ToolCall
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from tests.signing import SignedClient
 
 EVENTS = "/api/v1/inbound/events/"

@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from brainframe.models import Agent, AgentTask, ContextBucketEntry, Deliverable
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from tests import factories as f
 from tests.signing import SignedClient
 

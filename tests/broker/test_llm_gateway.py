@@ -15,7 +15,7 @@ import pytest
 from django.utils import timezone
 
 from brainframe.models import Agent, LLMBudget, LLMKey, LLMRequest
-from brainframe.services.llm import llm_key_issue, llm_upstream_set
+from brainframe.services.llm.admission import llm_key_issue, llm_upstream_set
 from tests.llm_server import OpenAICompatibleServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -274,7 +274,7 @@ def test_operators_configure_the_gateway_from_the_shell(
     from django.core.management import CommandError, call_command
 
     from brainframe.models import LLMUpstream
-    from brainframe.services.credentials import secret_open
+    from brainframe.services.access.credentials import secret_open
 
     monkeypatch.setenv("PROVIDER_KEY", "sk-provider")
     call_command(

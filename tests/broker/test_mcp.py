@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from brainframe.models import Agent, AgentToken, ApprovalRequest, ToolCall
 from brainframe.selectors import tools_for_agent
-from brainframe.services.credentials import agent_token_issue
+from brainframe.services.access.credentials import agent_token_issue
 from brainframe.services.seed import seed_brainframe
 from broker.services.approvals import approval_decide
 from rabs.devstack import free_port, start_daphne, wait_until_up
@@ -476,7 +476,7 @@ def test_an_imported_upstream_tool_is_called_over_mcp_and_audited(
     import sys
 
     from brainframe.models import MCPUpstream, Tool
-    from brainframe.services.tools import tool_set_enabled
+    from brainframe.services.registry.tools import tool_set_enabled
     from broker.services.upstreams import upstream_import
 
     upstream = MCPUpstream.objects.create(

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from brainframe.models import Agent, AgentCredential, Tool, ToolCall
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db

@@ -25,7 +25,7 @@ from brainframe.models import (
     ToolCall,
     ValidationPolicy,
 )
-from brainframe.services.policies import validation_policy_save
+from brainframe.services.registry.policies import validation_policy_save
 from brainframe.services.seed import seed_brainframe
 from broker.audit.hashing import arguments_hash
 from broker.pipeline.context import CallRequest

@@ -22,7 +22,7 @@ from schemathesis.transport.prepare import get_exclude_headers
 
 from agents_vm.signing import sign
 from brainframe.models import Agent
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -114,7 +114,7 @@ def henry() -> RabsHmac:
     seed_brainframe()
     # Discovery embeds every tool's text on its first search (seconds on two cores, past the
     # client's timeout): index them first, for the same reason as the model's warm-up above.
-    from brainframe.services.discovery import discovery_index
+    from brainframe.services.memory.discovery import discovery_index
 
     discovery_index()
     return RabsHmac("henry", agent_credential_issue(agent=Agent.objects.get(agent_id="henry")))

@@ -23,7 +23,7 @@ from brainframe.models import (
     ValidationPolicy,
 )
 from brainframe.safety.conditions import vpol_rules_errors
-from brainframe.services.channels import token_hash
+from brainframe.services.ledger.channels import token_hash
 from broker.services.replay import policy_replay
 from tests import factories as f
 from tests.signing import SignedClient

@@ -15,7 +15,7 @@ from django.test import Client
 
 from agents_vm.memory import AgentMemory
 from brainframe.models import Agent, AgentSupervisor, ApprovalRequest, SupervisorCommand, ToolCall
-from brainframe.services.supervisors import (
+from brainframe.services.work.supervisors import (
     SupervisorError,
     supervisor_set,
     supervisors_check,

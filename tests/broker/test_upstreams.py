@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from brainframe.models import MCPUpstream, Tool, ToolCall, UpstreamToolChange
-from brainframe.services.tools import tool_set_enabled
+from brainframe.services.registry.tools import tool_set_enabled
 from broker.services.upstreams import upstream_change_accept, upstream_import
 from tests import factories as f
 from tests.signing import SignedClient

@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import Group
 
 from brainframe.models import Agent, AgentTask, ApprovalRequest, SupervisorCommand, ToolCall
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
-from brainframe.services.supervisors import supervisor_set, supervisors_check
+from brainframe.services.work.supervisors import supervisor_set, supervisors_check
 from broker.audit.hashing import arguments_hash
 from tests import factories as f
 from tests.agents_vm.test_supervisor import TOKEN, _get, supervisor  # noqa: F401

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from brainframe.models import Agent, ChannelAdapter, ChannelIdentity, Person, Turn
-from brainframe.services.channels import token_hash
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
+from brainframe.services.ledger.channels import token_hash
 from brainframe.services.seed import seed_brainframe
 from tests import factories as f
 from tests.signing import signed_request

@@ -186,8 +186,8 @@ async def test_a_call_publishes_its_guardian_assessment_with_its_row() -> None:
 @pytest.mark.django_db(transaction=True)
 async def test_task_moves_and_level_changes_stream_into_the_log() -> None:
     from brainframe.models import Agent, AgentTask
-    from brainframe.services.alignment import monitoring_level_set
-    from brainframe.services.tasks import task_claim
+    from brainframe.services.trust.alignment import monitoring_level_set
+    from brainframe.services.work.tasks import task_claim
 
     def setup() -> tuple[Agent, AgentTask]:
         agent = f.AgentFactory(agent_id="henry", name="Henry")
@@ -213,7 +213,7 @@ async def test_task_moves_and_level_changes_stream_into_the_log() -> None:
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_a_pause_by_staff_shows_on_open_boards_at_once() -> None:
-    from brainframe.services.agents import agent_set_paused
+    from brainframe.services.registry.agents import agent_set_paused
 
     agent = await sync_to_async(f.AgentFactory)(agent_id="henry", name="Henry")
     communicator = await _board_socket()

@@ -10,7 +10,7 @@ from django.test import Client
 
 from brainframe.events import TaskChanged, emit
 from brainframe.models import Agent, EventLogEntry, Hook
-from brainframe.services.hooks import hook_propose
+from brainframe.services.hooks.lifecycle import hook_propose
 from dashboard.render import render_feed_row
 from tests import factories as f
 

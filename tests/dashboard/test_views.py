@@ -243,8 +243,8 @@ def test_deliverables_are_listed_and_downloadable(
 
 
 def test_the_action_log_shows_task_moves_and_level_changes(reviewer: Client) -> None:
-    from brainframe.services.alignment import monitoring_level_set
-    from brainframe.services.tasks import task_claim
+    from brainframe.services.trust.alignment import monitoring_level_set
+    from brainframe.services.work.tasks import task_claim
 
     henry = Agent.objects.get(agent_id="henry")
     task = AgentTask.objects.get(agent=henry, title="Roster update for week 12")

@@ -146,7 +146,7 @@ def test_agent_calls_take_the_lean_lane_with_the_same_safeguards(app: SyncASGIHa
     """POST /api/v1/tool-calls/ skips the people-only middleware but keeps the Host check, the
     security headers and the answers' shape; what the fast path hands back takes the full chain."""
     from brainframe.models import Agent
-    from brainframe.services.credentials import agent_credential_issue
+    from brainframe.services.access.credentials import agent_credential_issue
     from tests.signing import SignedClient
 
     seed_brainframe()

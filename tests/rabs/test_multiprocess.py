@@ -26,7 +26,7 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from brainframe.models import Agent, AgentCredential, ApprovalRequest, ToolCall
-from brainframe.services.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue
 from broker.audit.verify import verify_chain
 from rabs.devstack import free_port, launched
 from rabs.embedded import database_url
@@ -296,7 +296,7 @@ def test_model_limits_hold_across_processes(stack: str) -> None:
     import openai
 
     from brainframe.models import LLMBudget
-    from brainframe.services.llm import llm_key_issue, llm_upstream_set
+    from brainframe.services.llm.admission import llm_key_issue, llm_upstream_set
     from tests.llm_server import OpenAICompatibleServer
 
     upstream = OpenAICompatibleServer()

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from brainframe.models import LLMBudget, LLMTeam
-from brainframe.services.llm import duration_seconds
+from brainframe.services.llm.admission import duration_seconds
 
 
 def add_limit_options(parser: CommandParser) -> None:

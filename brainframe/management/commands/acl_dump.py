@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from brainframe.services.access import acl_dump
+from brainframe.services.access.acl import acl_dump
 
 
 class Command(BaseCommand):

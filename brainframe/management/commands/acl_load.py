@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brainframe.safety.acl import AclDocumentError
-from brainframe.services.access import acl_load
+from brainframe.services.access.acl import acl_load
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from brainframe.models import Agent
-from brainframe.services.credentials import agent_credential_issue, agent_token_issue
+from brainframe.services.access.credentials import agent_credential_issue, agent_token_issue
 
 
 class Command(BaseCommand):

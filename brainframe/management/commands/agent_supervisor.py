@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brainframe.models import Agent
-from brainframe.services.supervisors import SupervisorError, supervisor_check, supervisor_set
+from brainframe.services.work.supervisors import SupervisorError, supervisor_check, supervisor_set
 
 
 class Command(BaseCommand):

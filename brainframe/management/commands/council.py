@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from brainframe.models import CouncilMember, CouncilProposal
-from brainframe.services.council import CouncilError, council_seat_first, tally
+from brainframe.services.council.votes import CouncilError, council_seat_first, tally
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from brainframe.services.trajectories import OUTCOMES, trajectories_export
+from brainframe.services.trust.trajectories import OUTCOMES, trajectories_export
 
 from ._moments import since_moment
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brainframe.models import Agent, LLMBudget
-from brainframe.services.llm import llm_key_issue
+from brainframe.services.llm.admission import llm_key_issue
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brainframe.models import LLMUpstream
-from brainframe.services.llm import llm_upstream_set
+from brainframe.services.llm.admission import llm_upstream_set
 
 
 def _price(text: str | None) -> Decimal | None:

@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from brainframe.embeddings.indexer import IndexerUnavailable, get_indexer
-from brainframe.services.indexing import KINDS, index_pending, pending
+from brainframe.services.memory.indexing import KINDS, index_pending, pending
 
 
 class Command(BaseCommand):

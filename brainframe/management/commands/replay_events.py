@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from brainframe.services.views import VIEWS, view_replay
+from brainframe.services.eventlog.views import VIEWS, view_replay
 
 from ._moments import since_moment
 

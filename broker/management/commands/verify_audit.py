@@ -11,9 +11,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brainframe.models import ToolCall
-from brainframe.services.council import council_votes_verify
-from brainframe.services.event_log import event_log_verify
-from brainframe.services.ledger import ledgers_verify
+from brainframe.services.council.votes import council_votes_verify
+from brainframe.services.eventlog.reading import event_log_verify
+from brainframe.services.ledger.ledgers import ledgers_verify
 from broker.audit.verify import verify_chain
 
 

@@ -20,8 +20,8 @@ from django.db import models, transaction
 from brainframe.embeddings.indexer import Indexer, IndexerUnavailable, get_indexer
 from brainframe.models import ContextBucketEntry, OriginRegistry, ReasonLog
 from brainframe.queue import CLASSIFY_ORIGIN, EMBED_ROWS, enqueue
-from brainframe.services.bucket_checker import origin_classify
-from brainframe.services.discovery import discovery_index
+from brainframe.services.memory.bucket_checker import origin_classify
+from brainframe.services.memory.discovery import discovery_index
 
 logger = logging.getLogger(__name__)
 

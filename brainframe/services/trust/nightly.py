@@ -9,8 +9,7 @@ from django.conf import settings
 from django.db import connection
 
 from brainframe.models import Agent, MonitoringLevelChange, Tool
-
-from .alignment import (
+from brainframe.services.trust.alignment import (
     GRADUATION_DAYS,
     LEVEL_THRESHOLDS,
     _set_level,

@@ -10,7 +10,8 @@ interrupted, or is written as a compaction. Its hash covers its parent's hash, i
 its messages' hashes and its tool calls, so changing any earlier message breaks every later hash
 (``ledgers_verify``). A sealed turn and every message are refused UPDATE and DELETE by database
 triggers. The queue modes, channel formatting and delegation live in
-``brainframe/services/conversations.py``; writing turns in ``brainframe/services/turns.py``.
+``brainframe/services/ledger/conversations.py``; writing turns in
+``brainframe/services/ledger/turns.py``.
 """
 
 from __future__ import annotations

@@ -36,8 +36,7 @@ from brainframe.events import (
     projector_register,
 )
 from brainframe.models import AgentCard, AlignmentSnapshot, EventLogEntry, KanbanCard, PlanRecord
-
-from .alignment import snapshots_write
+from brainframe.services.trust.alignment import snapshots_write
 
 PLAN_NAMES = tuple(cls.NAME for cls in PLAN_EVENTS.values())
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)

@@ -10,8 +10,8 @@ from psycopg.types.json import Jsonb
 from brainframe.choices import MemorySource
 from brainframe.events import MemoryRecorded, emit
 from brainframe.models import Agent, ContextBucketEntry
-from brainframe.services.bucket_checker import bucket_classify
-from brainframe.services.indexing import index_after_commit
+from brainframe.services.memory.bucket_checker import bucket_classify
+from brainframe.services.memory.indexing import index_after_commit
 
 # One statement: a repeat of (bucket, entity, pattern_type) reinforces the existing row —
 # frequency + 1, decay back to 1.0, score recomputed — atomically, so concurrent writers never

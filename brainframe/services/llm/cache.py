@@ -13,8 +13,7 @@ from pgvector.django import CosineDistance
 
 from brainframe.embeddings.indexer import get_indexer
 from brainframe.models import LLMBudget, LLMCacheEntry
-
-from .llm import Admitted
+from brainframe.services.llm.admission import Admitted
 
 _NOT_THE_QUESTION = ("model", "stream", "stream_options", "user", "metadata")
 

@@ -31,8 +31,8 @@ from django.utils import timezone
 
 from brainframe.events import EVENT_FAMILIES
 from brainframe.models import EventLogEntry, EventSink
-from brainframe.services.credentials import secret_open, secret_seal
-from brainframe.services.event_log import event_log_after
+from brainframe.services.access.credentials import secret_open, secret_seal
+from brainframe.services.eventlog.reading import event_log_after
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from django.db import transaction
 
 from brainframe.events import Delegated, emit
 from brainframe.models import Agent, AgentTask, Delegation, ToolCall, Turn
-from brainframe.services.ledger import LedgerRefusal
-from brainframe.services.turns import MessageSpec, thread_create, turn_open
+from brainframe.services.ledger.ledgers import LedgerRefusal
+from brainframe.services.ledger.turns import MessageSpec, thread_create, turn_open
 
 
 def delegation_of_task(task_id: Any) -> Delegation | None:

@@ -20,8 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brainframe.models import ApprovalRequest, RuleProposal, Tool, ToolCall, ValidationPolicy
-
-from .policies import governing_policy, validation_policy_save
+from brainframe.services.registry.policies import governing_policy, validation_policy_save
 
 WINDOW_DAYS = 30
 

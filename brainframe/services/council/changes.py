@@ -1,6 +1,6 @@
 """What the council can change: each kind of proposal's change checked (when it opens and again
 when it is applied), what it would have decided on recent calls (the what-if), and applying it
-through the same code as an admin edit. ``brainframe.services.council`` runs the votes."""
+through the same code as an admin edit. ``brainframe.services.council.votes`` runs the votes."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from brainframe.models import (
 )
 from brainframe.safety.conditions import decision_facts, first_match, vpol_rules_errors
 from brainframe.safety.guardian import argument_strings
-from brainframe.services.policies import (
+from brainframe.services.registry.policies import (
     GOVERNING_FIELDS,
     changes_by_proposal,
     validation_policy_save,

@@ -1,6 +1,7 @@
 """Writing the agents ledger (docs/ledgers.md): threads, turns opened with their query, messages
 added while the agent works, turns completed, interrupted or written as compactions (sealed with
-their Merkle hash: ``brainframe.services.ledger``), and what a thread shows the agent's model."""
+their Merkle hash: ``brainframe.services.ledger.ledgers``), and what a thread shows the agent's
+model."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from brainframe.models import (
     Thread,
     Turn,
 )
-from brainframe.services.ledger import (
+from brainframe.services.ledger.ledgers import (
     GENESIS,
     TURN_FIELDS,
     LedgerRefusal,

@@ -1,6 +1,7 @@
 """Conversations: messages from people over a channel, the sessions they land in, the queue modes
 for a message that arrives mid-turn, and the turns agents write (channels in
-``brainframe/services/channels.py``, delegation in ``brainframe/services/delegation.py``).
+``brainframe/services/ledger/channels.py``, delegation in
+``brainframe/services/work/delegation.py``).
 
 A channel adapter (``ChannelAdapter``: SMS, e-mail, chat; a provider posts each message to
 ``/api/v1/channels/<name>/``) normalises the message, resolves its sender to a person (or
@@ -47,17 +48,16 @@ from brainframe.models import (
     Turn,
 )
 from brainframe.safety.guardian import assess
-from brainframe.services.access import acl_for, principal_of
-from brainframe.services.channels import channel_context, message_parse
-from brainframe.services.indexing import classify_origin_after_commit
-from brainframe.services.ledger import (
+from brainframe.services.access.acl import acl_for, principal_of
+from brainframe.services.ledger.channels import channel_context, message_parse
+from brainframe.services.ledger.ledgers import (
     LedgerRefusal,
     ledger_event_append,
     ledger_unit,
     normalise_address,
     person_resolve,
 )
-from brainframe.services.turns import (
+from brainframe.services.ledger.turns import (
     MessageSpec,
     _message_append,
     compaction_write,
@@ -67,7 +67,8 @@ from brainframe.services.turns import (
     turn_interrupt,
     turn_open,
 )
-from brainframe.services.whole_turns import turn_record
+from brainframe.services.ledger.whole_turns import turn_record
+from brainframe.services.memory.indexing import classify_origin_after_commit
 
 # --- sessions and queue modes -------------------------------------------------------------------
 

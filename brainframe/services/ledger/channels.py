@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from brainframe.models import Channel, ChannelAdapter
-from brainframe.services.ledger import LedgerRefusal
+from brainframe.services.ledger.ledgers import LedgerRefusal
 
 #: What each channel can carry when its adapter does not say (seed 003 response formatting).
 CHANNEL_DEFAULTS: dict[str, dict[str, Any]] = {

@@ -1,7 +1,7 @@
 """Hooks at work: evaluated on the event log (``hooks_run``) and the minute timer
 (``hooks_tick``), judged by the agent's model where they ask it, firing their effects.
 
-See ``brainframe.services.hooks`` for the whole story."""
+See ``brainframe.services.hooks.lifecycle`` for the whole story."""
 
 from __future__ import annotations
 
@@ -35,10 +35,9 @@ from brainframe.models import (
     OriginRegistry,
 )
 from brainframe.safety.conditions import holds
-
-from .event_log import event_log_after
-from .hook_checks import HookError
-from .hooks import hook_event
+from brainframe.services.eventlog.reading import event_log_after
+from brainframe.services.hooks.checks import HookError
+from brainframe.services.hooks.lifecycle import hook_event
 
 log = logging.getLogger(__name__)
 
@@ -208,8 +207,9 @@ def hook_judge(hook: Hook, facts: dict[str, Any]) -> tuple[bool, str]:
     from openai import OpenAI
 
     from brainframe.models import LLMBudget
-
-    from .llm import Admitted, allowed_models, llm_record, outbound, spend, upstream_api_key
+    from brainframe.services.llm.admission import Admitted, allowed_models, spend, upstream_api_key
+    from brainframe.services.llm.outbound import outbound
+    from brainframe.services.llm.records import llm_record
 
     budget = LLMBudget.objects.filter(agent=hook.agent).first()
     if budget is None or budget.suspended:

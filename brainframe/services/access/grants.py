@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from brainframe.choices import ExecutionMode
 from brainframe.models import Agent, ApprovalRequest, CapabilityGrant, Tool, ToolCall
-from brainframe.services.alignment import monitoring_level_set
+from brainframe.services.trust.alignment import monitoring_level_set
 
 Kind = CapabilityGrant.Kind
 

@@ -40,7 +40,7 @@ from brainframe.models import (
     CouncilProposal,
     CouncilVote,
 )
-from brainframe.services.council_changes import (
+from brainframe.services.council.changes import (
     CouncilError,
     change_apply,
     check_seatable,

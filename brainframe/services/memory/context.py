@@ -17,10 +17,10 @@ from brainframe.models import (
     PrimeDirective,
     Tool,
 )
-from brainframe.services.access import task_principal
-from brainframe.services.cards import card_as_dict, cards_due
-from brainframe.services.search import semantic_search
-from brainframe.services.sharing import memory_readable
+from brainframe.services.access.acl import task_principal
+from brainframe.services.access.sharing import memory_readable
+from brainframe.services.memory.cards import card_as_dict, cards_due
+from brainframe.services.memory.search import semantic_search
 
 
 def directives_preamble() -> str:
@@ -44,9 +44,9 @@ def agent_context(
 ) -> dict[str, Any]:
     """Notes, the directives preamble and the observations most relevant to the task.
 
-    Observations are found by semantic search (``brainframe.services.search``) on ``query`` or,
-    failing that, on the task's title and description, within the task tools' buckets (or
-    ``bucket``). With no text to search on, the highest-scoring observations come first.
+    Observations are found by semantic search (``brainframe.services.memory.search``) on
+    ``query`` or, failing that, on the task's title and description, within the task tools'
+    buckets (or ``bucket``). With no text to search on, the highest-scoring observations come first.
     Observations whose score decayed below ``RABS_MIN_SURFACING_SCORE`` do not surface.
     """
     notes = (

@@ -1,4 +1,4 @@
-"""The model gateway's services: virtual keys, upstreams, budgets and the record.
+"""Admission to the model gateway: virtual keys, upstreams, budgets.
 
 The gateway (``broker/llm/``) admits a request with ``llm_admit`` (key, suspension, model) and
 records it with ``llm_record``; the per-minute counters and the running spend of the budget
@@ -23,7 +23,6 @@ from django.db import connection
 from django.db.models import Sum
 from django.utils import timezone
 
-from brainframe.events import ModelToolCallFlagged, emit
 from brainframe.models import (
     Agent,
     LLMBudget,
@@ -32,10 +31,7 @@ from brainframe.models import (
     LLMTeam,
     LLMUpstream,
 )
-from brainframe.safety.guardian import argument_strings, assess
-from brainframe.safety.pii import pii_redact
-
-from .credentials import secret_open, secret_seal
+from brainframe.services.access.credentials import secret_open, secret_seal
 
 KEY_PREFIX = "rabs-llm-"
 _DURATION = re.compile(r"^(\d{1,4})([hd])$")
@@ -353,165 +349,3 @@ def llm_admit(*, key: str, model: str | None) -> Admitted:
         upstreams=upstreams,
         teams=teams,
     )
-
-
-def cost_of(upstream: LLMUpstream | None, prompt_tokens: int, completion_tokens: int) -> Decimal:
-    if upstream is None:
-        return Decimal(0)
-    return (
-        upstream.price_in * prompt_tokens / 1_000_000
-        + upstream.price_out * completion_tokens / 1_000_000
-    ).quantize(Decimal("0.000001"))
-
-
-def llm_record(
-    *,
-    admitted: Admitted | None,
-    agent_id: str | None,
-    endpoint: str,
-    status: int,
-    stream: bool = False,
-    prompt_tokens: int = 0,
-    completion_tokens: int = 0,
-    latency_ms: int = 0,
-    error_code: str = "",
-    request_body: Any = None,
-    response_body: Any = None,
-    redactions: int = 0,
-    tool_calls: list[dict[str, Any]] | None = None,
-    cache_hit: bool = False,
-) -> LLMRequest | None:
-    """One row per request the gateway answered for a known agent (bodies only if the agent's
-    setting says so). Refusals before the key was known are not recorded (no agent)."""
-    agent_id = admitted.agent_id if admitted else agent_id
-    if agent_id is None:
-        return None
-    threats = _assess_tool_calls(agent_id, tool_calls or [])
-    row = LLMRequest.objects.create(
-        agent_id=agent_id,
-        endpoint=endpoint,
-        role=admitted.role if admitted else "",
-        model=admitted.model if admitted else "",
-        upstream=admitted.upstream.name if admitted and admitted.upstream else "",
-        stream=stream,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        cost_usd=cost_of(admitted.upstream if admitted else None, prompt_tokens, completion_tokens),
-        latency_ms=latency_ms,
-        status=status,
-        error_code=error_code,
-        redactions=redactions,
-        cache_hit=cache_hit,
-        request_body=kept_body(admitted, request_body),
-        response_body=kept_body(admitted, response_body),
-        threats=threats,
-    )
-    if threats:
-        at = row.created_at.isoformat()
-        emit(
-            *(
-                ModelToolCallFlagged(
-                    agent_id=agent_id,
-                    request_id=row.pk,
-                    tool=str(threat["tool"]),
-                    risk=float(threat["risk"]),
-                    action=str(threat["action"]),
-                    patterns=tuple(threat["patterns"]),
-                    at=at,
-                )
-                for threat in threats
-            )
-        )
-    return row
-
-
-def _assess_tool_calls(agent_id: str, tool_calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The Guardian on the arguments of each tool call the model proposed, at the agent's trust
-    level: what it flagged or would block (the broker assesses them again if the agent calls)."""
-    if not tool_calls:
-        return []
-    trust = Agent.objects.filter(pk=agent_id).values_list("trust_level", flat=True).first()
-    found = []
-    for call in tool_calls:
-        function = call.get("function") or {}
-        arguments = function.get("arguments")
-        if not isinstance(arguments, str) or not arguments:
-            continue
-        try:
-            text = "\n".join(argument_strings(json.loads(arguments)))
-        except ValueError:
-            text = arguments  # not JSON (a model's mistake): read as it came
-        # As the broker reads a call's arguments: every string in them, one per line.
-        assessment = assess(text, trust=trust or "standard")
-        if assessment.action != "allow":
-            found.append(
-                {
-                    "tool": str(function.get("name") or "?"),
-                    "risk": assessment.risk,
-                    "action": assessment.action,
-                    "patterns": assessment.patterns,
-                    "categories": assessment.categories,
-                }
-            )
-    return found
-
-
-def _redact_text(text: str) -> tuple[str, int]:
-    redacted, findings = pii_redact(text)
-    return redacted, len(findings)
-
-
-def _redact_content(content: Any) -> tuple[Any, int]:
-    """A message's content: a string, or a list of parts whose text parts are redacted."""
-    if isinstance(content, str):
-        return _redact_text(content)
-    if isinstance(content, list):
-        total, parts = 0, []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                text, count = _redact_text(part["text"])
-                part, total = {**part, "text": text}, total + count
-            parts.append(part)
-        return parts, total
-    return content, 0
-
-
-def outbound(admitted: Admitted, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """What leaves for the upstream (directive layer 4): for an external upstream, unless the
-    agent has consent_pii, every message's text and every embedding input with personal
-    details replaced by their type (``<PERSON>``); the count of what was taken out."""
-    upstream = admitted.upstream
-    if upstream is None or not upstream.external or admitted.budget.consent_pii:
-        return body, 0
-    total = 0
-    out = dict(body)
-    if isinstance(body.get("messages"), list):
-        messages = []
-        for message in body["messages"]:
-            if isinstance(message, dict) and "content" in message:
-                content, count = _redact_content(message["content"])
-                message, total = {**message, "content": content}, total + count
-            messages.append(message)
-        out["messages"] = messages
-    if isinstance(body.get("input"), str):
-        out["input"], total = _redact_text(body["input"])
-    elif isinstance(body.get("input"), list):
-        inputs = []
-        for item in body["input"]:
-            if isinstance(item, str):
-                item, count = _redact_text(item)
-                total += count
-            inputs.append(item)
-        out["input"] = inputs
-    return out, total
-
-
-def kept_body(admitted: Admitted | None, body: Any) -> Any:
-    """A body as the record keeps it: only when the agent's setting says so, PII-filtered."""
-    if admitted is None or not admitted.budget.store_bodies or body is None:
-        return None
-    text, _ = _redact_text(json.dumps(body, default=str))
-    try:
-        return json.loads(text)
-    except ValueError:  # a redaction broke the JSON's syntax: keep it as text
-        return {"redacted": text}

@@ -24,8 +24,8 @@ from brainframe.events import (
 )
 from brainframe.models import Agent, AgentTask, LedgerEvent, OriginRegistry
 from brainframe.safety.guardian import Assessment, assess
-from brainframe.services.indexing import classify_origin_after_commit
-from brainframe.services.ledger import ledger_event_append
+from brainframe.services.ledger.ledgers import ledger_event_append
+from brainframe.services.memory.indexing import classify_origin_after_commit
 
 
 class InboundRefusal(Exception):

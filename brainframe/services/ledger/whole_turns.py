@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from brainframe.events import event_log_rows, projectors_run, publish_after_commit
 from brainframe.models import Agent, AgentTask, OriginRegistry, Thread, Turn
-from brainframe.services.ledger import GENESIS, TURN_FIELDS, LedgerRefusal, turn_hash
-from brainframe.services.turns import (
+from brainframe.services.ledger.ledgers import GENESIS, TURN_FIELDS, LedgerRefusal, turn_hash
+from brainframe.services.ledger.turns import (
     MessageSpec,
     _check_calls,
     _message_rows,

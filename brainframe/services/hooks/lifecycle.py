@@ -40,8 +40,12 @@ from brainframe.models import (
     Hook,
     HookMessage,
 )
-
-from .hook_checks import DEFINITION_FIELDS, HookError, auto_approved, hook_definition_check
+from brainframe.services.hooks.checks import (
+    DEFINITION_FIELDS,
+    HookError,
+    auto_approved,
+    hook_definition_check,
+)
 
 
 def hook_event(cls: type[HookEvent], hook: Hook, **extra: Any) -> HookEvent:

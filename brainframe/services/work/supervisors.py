@@ -21,9 +21,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from brainframe.models import Agent, AgentSupervisor, SupervisorCommand, ToolCall
-
-from .agents import agent_changed
-from .credentials import secret_open, secret_seal
+from brainframe.services.access.credentials import secret_open, secret_seal
+from brainframe.services.registry.agents import agent_changed
 
 TIMEOUT_SECONDS = 90.0  # a drain waits for the call in hand (the supervisor allows 60 s)
 HEALTH_TIMEOUT_SECONDS = 3.0
