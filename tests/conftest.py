@@ -1,6 +1,12 @@
+"""The suite's shared fixtures, and its process hygiene: a run that ends in any way (passes,
+fails, is interrupted, killed by SIGTERM or SIGKILL) leaves no process behind."""
+
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +20,28 @@ from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
 from broker.handlers.function import functions_register
 from rabs.devstack import free_port, start_daphne, wait_until_up
-from rabs.embedded import database_url
+from rabs.embedded import database_url, var_dir
+from rabs.procs import parent_death_signal
 from tests.signing import SignedClient
+
+# Run under `make test`, the suite dies with make (make's SIGTERM reaches it, but make killed
+# outright would otherwise leave it running).
+parent_death_signal()
+# Every process this run starts carries the mark; the reaper stops what is left when it ends.
+# A run started by a test (the kill test) gets a mark of its own.
+os.environ["RABS_TEST_RUN"] = uuid.uuid4().hex
+_REAPER = subprocess.Popen(
+    [sys.executable, "-m", "tests.reaper", os.environ["RABS_TEST_RUN"], str(var_dir())],
+    cwd=Path(__file__).resolve().parents[1],
+    stdin=subprocess.PIPE,
+    start_new_session=True,
+)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No tests collected (a selection that matches nothing) is not a failure of the suite."""
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK
 
 
 @pytest.fixture(autouse=True)

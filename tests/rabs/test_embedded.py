@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from rabs.embedded import _pid_alive, database_url
+from rabs.embedded import WATCH_GRACE_SECONDS, _pid_alive, database_url
 from rabs.redis_urls import redis_urls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,14 +127,33 @@ def test_concurrent_processes_share_the_same_servers(tmp_path: Path) -> None:
 def test_a_killed_holder_does_not_keep_the_servers_forever(tmp_path: Path) -> None:
     victim = _hold(tmp_path, 60)
     report = _first_report(victim)
+    watcher = report["watcher_pid"]
+    assert watcher and _alive(watcher)
     victim.kill()  # kill -9: no chance to release its lease
     victim.wait(timeout=10)
-    assert _alive(report["postgres_pid"])
-    # The next user prunes the dead lease and, being the last one out, stops the servers.
-    nxt = _hold(tmp_path, 0)
-    again = _first_report(nxt)
-    assert nxt.wait(timeout=60) == 0
-    assert again["postgres_pid"] == report["postgres_pid"]  # reused, not restarted
+    # Nobody else comes: the lease watcher sees no live holder and stops the servers itself.
+    grace = WATCH_GRACE_SECONDS + 10
+    assert _gone(report["postgres_pid"], grace) and _gone(report["redis_pid"], grace)
+    assert _gone(watcher)
+    after = _status(tmp_path)
+    assert (after["postgres_pid"], after["redis_pid"], after["leases"]) == (None, None, [])
+
+
+def test_servers_stay_while_a_holder_lives_though_another_was_killed(tmp_path: Path) -> None:
+    first = _hold(tmp_path, 60)
+    report = _first_report(first)
+    second = _hold(tmp_path, 60)
+    try:
+        _first_report(second)
+        first.kill()
+        first.wait(timeout=10)
+        time.sleep(WATCH_GRACE_SECONDS + 1)  # the watcher has looked more than once since
+        still = _status(tmp_path)
+        assert still["postgres_pid"] == report["postgres_pid"]
+        assert still["leases"] == [second.pid]
+    finally:
+        second.send_signal(signal.SIGINT)
+        second.wait(timeout=60)
     assert _gone(report["postgres_pid"])
 
 
