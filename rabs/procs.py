@@ -15,6 +15,7 @@ This module imports nothing from Django.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -23,10 +24,8 @@ from typing import Any
 _PR_SET_PDEATHSIG = 1
 
 _prctl: Any = None
-try:  # resolved once, in the parent: the child only calls it
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):  # pragma: no cover - not Linux
-    pass
+with contextlib.suppress(OSError, AttributeError):  # not Linux: no prctl
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved once: the child only calls it
 
 
 def die_with_parent() -> None:
