@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Prefetch, Q, QuerySet
 
@@ -158,14 +159,24 @@ def _like(pattern: str) -> str:
 def history_count(
     spec: Mapping[str, Any], *, o_tag: uuid.UUID | None, agent_id: str, before: datetime
 ) -> int:
-    """How many earlier calls (that ran or are running) of the chain (``scope: chain``, its
-    O-Tag) or of the agent match a sequence rule's ``history`` spec, up to its ``at_least``.
+    """How many earlier calls (that ran or are running) match a sequence rule's ``history``
+    spec, up to its ``at_least``: of the chain (``scope: chain``, its O-Tag), of the agent
+    (``agent``), or of the session (``session``: the chain's, and the agent's own in any chain
+    over the last ``RABS_SEQUENCE_SESSION_MINUTES``, so that a new origin does not start afresh).
     Indexed: (o_tag) or (agent, -timestamp); the count stops at ``at_least`` rows."""
     params: list[Any]
-    if spec["scope"] == "chain":
+    scope = spec["scope"]
+    if scope == "chain":
         if o_tag is None:
             return 0
         where, params = ["c.o_tag = %s"], [o_tag]
+    elif scope == "session":
+        recent = before - timedelta(minutes=settings.RABS_SEQUENCE_SESSION_MINUTES)
+        if o_tag is None:
+            where, params = ["c.agent_id = %s AND c.timestamp >= %s"], [agent_id, recent]
+        else:
+            where = ["(c.o_tag = %s OR (c.agent_id = %s AND c.timestamp >= %s))"]
+            params = [o_tag, agent_id, recent]
     else:
         where, params = ["c.agent_id = %s"], [agent_id]
     where.append("c.timestamp < %s")

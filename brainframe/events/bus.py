@@ -40,6 +40,7 @@ from .conversations import Compacted, Delegated, MessageReceived, TurnEnded, Tur
 from .records import (
     AlignmentSnapshotted,
     CallBlocked,
+    ChainRefused,
     Escalated,
     HookDisabled,
     HookEnabled,
@@ -86,6 +87,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ToolExecuted,
         ToolFailed,
         CallBlocked,
+        ChainRefused,
         RuleViolated,
         ShadowDecision,
         ShareDecided,

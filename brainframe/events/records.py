@@ -11,6 +11,7 @@ from brainframe.models import ToolCall
 from .base import (
     ALIGNMENT_SNAPSHOTTED,
     CALL_BLOCKED,
+    CHAIN_REFUSED,
     ESCALATED,
     HOOK_DISABLED,
     HOOK_ENABLED,
@@ -129,6 +130,24 @@ class ShareDecided(Event):
     layer: str
     reason: str
     person_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ChainRefused(Event):
+    """A call refused before it was decided because what the agent sent about its chain did not
+    hold (docs/access.md, "Authority is derived"): a task, parent call or O-Tag that is not its
+    own, or an origin that would replace its chain's. Nothing was run; no audit row was made."""
+
+    NAME: ClassVar[str] = CHAIN_REFUSED
+    agent_id: str
+    tool_id: str
+    code: str
+    field: str
+    detail: str
+    face: str
+    task_id: str | None = None
+    parent_r_tag: str | None = None
+    o_tag: str | None = None
 
 
 #: Decision codes that name a rule (the rest of the refusals are ``CallBlocked``).

@@ -62,6 +62,9 @@ class Hook(models.Model):
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_reason = models.TextField(blank=True)
     disabled_reason = models.TextField(blank=True)
+    # Who disabled it last (docs/hooks.md): "agent:<id>" or "system" (after failures in a row):
+    # the agent that proposed it may enable it again; "staff:<username>": only staff may.
+    disabled_by = models.CharField(max_length=160, blank=True)
     evaluations = models.BigIntegerField(default=0)
     fired = models.BigIntegerField(default=0)
     consecutive_errors = models.PositiveIntegerField(default=0)

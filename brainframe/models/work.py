@@ -303,13 +303,30 @@ class CapabilityGrant(models.Model):
     granted_by_call = models.OneToOneField(
         ToolCall, on_delete=models.PROTECT, related_name="grant", null=True, blank=True
     )
-    until = models.DateTimeField(null=True, blank=True, help_text="Empty: until revoked.")
+    until = models.DateTimeField(
+        null=True, blank=True, help_text="When it ends (every grant made now has an end)."
+    )
+    # Who approved the request it was made from (a person grant: someone the person's ACL
+    # policy names as an owner, or staff with the permission).
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="grants_approved",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     withdrawn_at = models.DateTimeField(null=True, blank=True)
     withdrawn_reason = models.CharField(max_length=200, blank=True)
 
     class Meta:
         db_table = "capability_grants"
+        permissions = [
+            (
+                "approve_person_grant",
+                "May approve a grant for any person (beyond the owners their ACL policy names)",
+            )
+        ]
         ordering = ["-created_at"]
         indexes = [
             # The minute job: live grants whose time is up.

@@ -73,6 +73,13 @@ ACL_SCHEMA: dict[str, Any] = {
             },
         },
         "route_to": {"type": "string", "minLength": 1, "maxLength": 64},
+        # The staff groups whose members may approve a grant for the people this policy covers
+        # (a person grant, docs/access.md); beyond them only staff with that permission.
+        "owners": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1, "maxLength": 150},
+            "uniqueItems": True,
+        },
     },
     "allOf": [
         {
@@ -190,6 +197,7 @@ class AclDecision:
     tools: tuple[str, ...] = ()
     scopes: Mapping[str, str] = field(default_factory=dict)
     route_to: str | None = None
+    owners: tuple[str, ...] = ()
     # tool id → permitted, filled as calls ask (a decision is kept per policy set and sender).
     _permitted: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
@@ -205,6 +213,7 @@ class AclDecision:
             "tools": list(self.tools),
             "scopes": dict(self.scopes),
             "route_to": self.route_to,
+            "owners": list(self.owners),
         }
 
     def label(self) -> str:
@@ -227,6 +236,7 @@ def acl_decide(policies: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]) 
                 tuple(permissions.get("tools") or ()),
                 dict(permissions.get("scopes") or {}),
                 spec.get("route_to"),
+                tuple(spec.get("owners") or ()),
             )
     return NO_POLICY
 

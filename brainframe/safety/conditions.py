@@ -74,13 +74,14 @@ _CONDITION: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 # A sequence rule (docs/access.md): how many earlier calls of the chain (its
-                # O-Tag) or of the agent match, within a window, counted from the audit.
+                # O-Tag), of the agent, or of its session (the chain and the agent's recent calls
+                # in any chain) match, within a window, counted from the audit.
                 "history": {
                     "type": "object",
                     "required": ["scope"],
                     "additionalProperties": False,
                     "properties": {
-                        "scope": {"enum": ["chain", "agent"]},
+                        "scope": {"enum": ["chain", "agent", "session"]},
                         "tool": {"type": "string", "minLength": 1, "maxLength": 120},
                         "data_class": {"type": "string"},
                         "external_channel": {"type": "boolean"},

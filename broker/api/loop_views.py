@@ -142,7 +142,7 @@ class HookStateView(_OwnHook):
             hook = hook_set_enabled(
                 hook=hook,
                 enabled=self.enable,
-                by=f"agent:{hook.agent_id}",
+                agent=self.agent(request),
                 reason=data.get("reason", ""),
             )
         except HookError as error:

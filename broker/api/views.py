@@ -25,7 +25,7 @@ from brainframe.events import AgentStatusChanged, Heartbeat, emit, publish
 from brainframe.models import Agent, AgentTask, Deliverable, ToolCall
 from brainframe.queue import RECORD_OBSERVATION, enqueue
 from brainframe.selectors import tools_for_agent
-from brainframe.services.access.acl import task_principal
+from brainframe.services.access.held import reading_principals
 from brainframe.services.access.sharing import deliverable_read
 from brainframe.services.hooks.lifecycle import (
     hook_messages_take,
@@ -297,8 +297,10 @@ class DeliverableView(AgentAPIView):
             except ValueError as exc:
                 raise BrokerRefusal(400, "invalid_request", "not a UUID", field="task_id") from exc
             task = self.own_task(request, task_id)
-        principal = task_principal(task)
-        decision = deliverable_read(agent=agent, principal=principal, item=item)
+        # The people the read is for: the named task's, else everyone whose work the agent holds
+        # (MAC rules apply whatever the request names).
+        principals = reading_principals(agent, task)
+        decision = deliverable_read(agent=agent, principals=principals, item=item)
         if not decision.allowed:
             raise BrokerRefusal(403, "share_denied", f"{decision.layer}: {decision.reason}")
         return FileResponse(

@@ -141,7 +141,9 @@ def _prepare(key: str, body: dict[str, Any], endpoint: str) -> _Ready:
             )
         raise
     try:
-        slot = limits.admit(admitted.agent_id, admitted.budget, body, admitted.teams)
+        slot = limits.admit(
+            admitted.agent_id, admitted.budget, body, admitted.teams, upstream=admitted.upstream
+        )
     except LLMRefused as refused:
         llm_record(
             admitted=admitted,

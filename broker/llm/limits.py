@@ -1,10 +1,13 @@
 """The gateway's counters in Redis (shared by every web process): per-minute requests and
 tokens, parallel requests, and the running spend of the budget period. One Lua script admits a
 request against ``max_budget``, ``rpm_limit``, ``tpm_limit`` and ``max_parallel_requests``
-atomically, reserving its estimated tokens; another settles it (true tokens, the parallel slot
-back, its cost onto the spend) and tells staff once per period when spend crosses
-``soft_budget``. Fixed one-minute windows; the spend is seeded from PostgreSQL when Redis has
-none (a new period, a restart)."""
+atomically, reserving its estimated tokens and its worst-case cost (the prompt estimate at the
+input price plus ``max_tokens`` — or ``RABS_LLM_DEFAULT_MAX_OUTPUT_TOKENS`` — at the output
+price) on the period's running spend; another settles it (true tokens, the parallel slot back,
+the reservation replaced by its real cost) and tells staff once per period when spend crosses
+``soft_budget``. So requests in flight count against the budget: however many run at once, the
+spend passes the budget by at most the one request admitted last. Fixed one-minute windows; the
+spend is seeded from PostgreSQL when Redis has none (a new period, a restart)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.core.mail import send_mail
 
-from brainframe.models import LLMBudget, LLMTeam
+from brainframe.models import LLMBudget, LLMTeam, LLMUpstream
 from brainframe.services.llm.admission import (
     LLMRefused,
     duration_seconds,
@@ -28,16 +31,18 @@ from brainframe.services.llm.admission import (
     spend,
     team_spend,
 )
+from brainframe.services.llm.records import cost_of
 
 log = logging.getLogger("broker.llm")
 
 # Returns {0} (admitted), {1} (requests/minute), {2} (tokens/minute), {3} (parallel requests),
 # {4} (no running spend for this period: seed it from PostgreSQL and ask again), {5, spend}
-# (over budget). The budget is checked first: a refusal for it counts against nothing.
+# (over budget: spend with what is reserved). The budget is checked first: a refusal for it
+# counts against nothing; an admitted request's worst-case cost is reserved last.
 _ADMIT = """
 local rpm, tpm = tonumber(ARGV[1]), tonumber(ARGV[2])
 local parallel, estimate = tonumber(ARGV[3]), tonumber(ARGV[4])
-local budget = tonumber(ARGV[5])
+local budget, reserve = tonumber(ARGV[5]), tonumber(ARGV[6])
 if budget > 0 then
   local spent = redis.call('GET', KEYS[4])
   if not spent then return {4} end
@@ -63,11 +68,12 @@ if parallel > 0 then
     return {3}
   end
 end
+if budget > 0 and reserve > 0 then redis.call('INCRBYFLOAT', KEYS[4], ARGV[6]) end
 return {0}
 """
-# Settles a request: its true tokens for the estimate, its parallel slot back, and its cost onto
-# the period's running spend when there is one (else the next admission seeds it from the
-# record, which has this request).
+# Settles a request: its true tokens for the estimate, its parallel slot back, and its cost in
+# place of its reservation on the period's running spend when there is one (else the next
+# admission seeds it from the record, which has this request).
 _SETTLE = """
 local tpm_delta, release, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 if tpm_delta ~= 0 then redis.call('INCRBY', KEYS[1], tpm_delta) end
@@ -135,11 +141,26 @@ def estimate_tokens(body: dict[str, Any]) -> int:
     return text // 4 + (int(most) if isinstance(most, int) and most > 0 else 256)
 
 
+def worst_case_cost(upstream: LLMUpstream | None, body: dict[str, Any]) -> Decimal:
+    """What a request may cost at most: its prompt (estimated) at the input price and all it
+    may write (``max_completion_tokens`` / ``max_tokens``, else
+    ``RABS_LLM_DEFAULT_MAX_OUTPUT_TOKENS``) at the output price."""
+    if upstream is None:
+        return Decimal(0)
+    prompt = len(str(body.get("messages") or body.get("input") or "")) // 4
+    most = body.get("max_completion_tokens") or body.get("max_tokens")
+    if not isinstance(most, int) or most <= 0:
+        most = settings.RABS_LLM_DEFAULT_MAX_OUTPUT_TOKENS
+    return cost_of(upstream, prompt, most)
+
+
 @dataclass
 class _Hold:
     scope: Scope
     minute: int
     estimate: int
+    spend_key: str = ""
+    reserved: Decimal = Decimal(0)
 
 
 class Slot:
@@ -160,13 +181,14 @@ class Slot:
 def _settle(hold: _Hold, tokens: int, cost: Decimal) -> None:
     limits = hold.scope.limits
     tpm_key, parallel_key = _keys(hold.scope, hold.minute)[1:]
-    spend_key, _ = _spend_key(hold.scope)
+    # The period the request was admitted in: its reservation is there.
+    spend_key = hold.spend_key or _spend_key(hold.scope)[0]
     after = _script(_SETTLE)(
         keys=[tpm_key, parallel_key, spend_key],
         args=[
             tokens - hold.estimate if limits.tpm_limit else 0,
             1 if limits.max_parallel_requests else 0,
-            str(cost),
+            str(cost - hold.reserved),
         ],
     )
     soft = limits.soft_budget
@@ -199,17 +221,19 @@ def soft_budget_crossed(scope: Scope, spent: Decimal) -> None:
         log.warning("could not send the soft-budget mail", exc_info=True)
 
 
-def _admit_one(scope: Scope, body: dict[str, Any], now: float) -> _Hold:
+def _admit_one(scope: Scope, body: dict[str, Any], now: float, reserve: Decimal) -> _Hold:
     limits = scope.limits
     minute = int(now // 60)
     estimate = estimate_tokens(body) if limits.tpm_limit else 0
     spend_key, lifetime = _spend_key(scope)
+    reserved = reserve if limits.max_budget else Decimal(0)
     args = [
         limits.rpm_limit or 0,
         limits.tpm_limit or 0,
         limits.max_parallel_requests or 0,
         estimate,
         str(limits.max_budget or 0),
+        str(reserved),
     ]
     keys = [*_keys(scope, minute), spend_key]
     verdict = _script(_ADMIT)(keys=keys, args=args)
@@ -246,16 +270,22 @@ def _admit_one(scope: Scope, body: dict[str, Any], now: float) -> _Hold:
             f"Too many parallel requests for {who}: at most {limits.max_parallel_requests}.",
             retry_after=1,
         )
-    return _Hold(scope, minute, estimate)
+    return _Hold(scope, minute, estimate, spend_key, reserved)
 
 
 def admit(
-    agent_id: str, budget: LLMBudget, body: dict[str, Any], teams: Sequence[LLMTeam] = ()
+    agent_id: str,
+    budget: LLMBudget,
+    body: dict[str, Any],
+    teams: Sequence[LLMTeam] = (),
+    upstream: LLMUpstream | None = None,
 ) -> Slot:
     """Admit a request against its agent's limits, then each of its teams'; a refusal by any
-    gives back what the others reserved."""
+    gives back what the others reserved. ``upstream``: where it goes (its prices make the
+    worst-case cost reserved against budgets)."""
     now = time.time()
-    holds = [_admit_one(Scope("agent", agent_id, budget), body, now)]
+    reserve = worst_case_cost(upstream, body)
+    holds = [_admit_one(Scope("agent", agent_id, budget), body, now, reserve)]
     try:
         for team in teams:
             if team.suspended:
@@ -265,7 +295,7 @@ def admit(
                     "model_access_suspended",
                     f"team {team.name}'s model access is suspended by staff",
                 )
-            holds.append(_admit_one(Scope("team", team.name, team), body, now))
+            holds.append(_admit_one(Scope("team", team.name, team), body, now, reserve))
     except LLMRefused:
         for hold in holds:  # nothing was used: the reservations back, the slots free
             _settle(hold, 0, Decimal(0))

@@ -117,7 +117,7 @@ def hook_tool_result(agent: Agent, name: str, arguments: dict[str, Any]) -> type
             hook = hook_set_enabled(
                 hook=found,
                 enabled=arguments["enabled"],
-                by=f"agent:{agent.agent_id}",
+                agent=agent,
                 reason=str(arguments.get("reason", ""))[:500],
             )
     except HookError as error:

@@ -13,11 +13,20 @@ from typing import Any
 
 from django.utils import timezone
 
-from brainframe.models import Agent, AgentTask, OriginRegistry, ReasonLog, Tool, ValidationPolicy
+from brainframe.models import (
+    Agent,
+    AgentTask,
+    Delegation,
+    OriginRegistry,
+    ReasonLog,
+    Tool,
+    ValidationPolicy,
+)
 from brainframe.safety.acl import AclDecision
 from brainframe.safety.conditions import decision_facts
 from brainframe.safety.guardian import argument_strings
 from brainframe.selectors import history_count
+from brainframe.services.access.held import NOTHING_HELD, HeldWork
 
 
 @dataclass(frozen=True)
@@ -134,6 +143,11 @@ class CallContext:
     principal: dict[str, Any] | None = None
     # The principal's stored JSON text (the ACL cache's key); None: computed when needed.
     principal_key: str | None = None
+    # The delegation the call's chain works under (its task's, or its parent call's task's).
+    delegation: Delegation | None = None
+    # What the agent holds (brainframe.services.access.held), read for a call whose chain names no
+    # person (``principals``) or no delegated work (``delegations``): it is decided under them.
+    held: HeldWork = NOTHING_HELD
     # Live grants (the registry's): a person's by person id; an agent's tool access by
     # (agent, tool). The ids of those a call used go into its audit (``grant_ids``).
     person_grants: dict[str, list[Any]] = field(default_factory=dict)

@@ -18,12 +18,9 @@ from brainframe.safety.acl import acl_decide_cached, scope_violation, tool_permi
 from brainframe.safety.caps import CapBreach, autonomy_cap, caps_compiled, per_day_breach
 from brainframe.safety.conditions import first_match, shadow_match
 from brainframe.selectors import authority_since, executed_unreviewed_since, tool_allows
+from brainframe.services.access.grants import GRANT_TOOL
 from brainframe.services.access.standing import ROUTINE_REVIEW, standing_match
-from brainframe.services.work.delegation import (
-    delegation_managers,
-    delegation_of_reason,
-    delegation_of_task,
-)
+from brainframe.services.work.delegation import delegation_managers
 
 from . import threat
 from .context import CallContext, Finding, Outcome, Verdict
@@ -117,28 +114,41 @@ def _tier_allows(tool: Tool, trust_level: str) -> bool:
 
 
 def check_delegation(ctx: CallContext) -> Verdict | None:
-    """Managers and workers (seed 003): a worker's call on a delegated task is allowed only where
+    """Managers and workers (seed 003): a worker's call on delegated work is allowed only where
     every manager above it may make it too (allowlist and tier); ``agents.delegate`` beyond
-    ``RABS_DELEGATION_MAX_DEPTH`` is refused. A call with no task is the agent's own."""
+    ``RABS_DELEGATION_MAX_DEPTH`` is refused. The delegation comes from the call's chain (its
+    task, or its parent call's task), never from what the agent says; a call whose chain names
+    no delegated work, by an agent that holds some, is held to every manager of that work, and
+    may not delegate (delegating on one's own work is for an agent that holds none)."""
     tool = ctx.tool
     assert tool is not None
-    if ctx.task is not None:
-        # Only tasks made by agents.delegate carry delegated_by: no query for any other.
-        delegated = bool((ctx.task.payload or {}).get("delegated_by"))
-        delegation = delegation_of_task(ctx.task.pk) if delegated else None
-    elif ctx.parent is not None:  # a knock-on call: its chain's task, in one query
-        delegation = delegation_of_reason(ctx.parent.pk)
+    if ctx.delegation is not None:
+        links = [(ctx.delegation, "")]
     else:
-        return _depth_verdict(tool, 0)
-    for link, manager in delegation_managers(delegation):
-        if not tool_allows(tool, manager.agent_id) or not _tier_allows(tool, manager.trust_level):
+        held = ctx.held.delegations
+        if held and tool.tool_id == DELEGATE_TOOL:
             return Verdict(
                 Outcome.DENY,
-                "exceeds_manager",
-                f"{ctx.agent.agent_id} works here for {manager.agent_id} (delegation "
-                f"{link.pk}), who may not call {tool.tool_id}: a worker never exceeds its manager",
+                "delegation_unbound",
+                f"{ctx.agent.agent_id} holds work delegated by "
+                f"{', '.join(sorted({d.manager_id for d in held}))}: delegate from the task it "
+                "is for (task_id), so that depth and managers carry over; delegating on one's "
+                "own work is for an agent that holds no delegated work",
             )
-    return _depth_verdict(tool, delegation.depth if delegation else 0)
+        links = [(d, " (work it holds; this call names none)") for d in held]
+    for delegation, note in links:
+        for link, manager in delegation_managers(delegation):
+            if not tool_allows(tool, manager.agent_id) or not _tier_allows(
+                tool, manager.trust_level
+            ):
+                return Verdict(
+                    Outcome.DENY,
+                    "exceeds_manager",
+                    f"{ctx.agent.agent_id} works for {manager.agent_id} (delegation "
+                    f"{link.pk}){note}, who may not call {tool.tool_id}: a worker never exceeds "
+                    "its manager",
+                )
+    return _depth_verdict(tool, ctx.delegation.depth if ctx.delegation else 0)
 
 
 def _depth_verdict(tool: Tool, depth: int) -> Verdict | None:
@@ -154,21 +164,38 @@ def _depth_verdict(tool: Tool, depth: int) -> Verdict | None:
 
 #: The broker's own tools an ACL does not limit: a worker's calls carry the same principal and
 #: are checked the same way; asking for a grant is how a person gets more.
-ACL_EXEMPT = frozenset({DELEGATE_TOOL, "rabs.capability.request"})
+ACL_EXEMPT = frozenset({DELEGATE_TOOL, GRANT_TOOL})
 
 
 def check_principal(ctx: CallContext) -> Verdict | None:
     """Who is asking (docs/access.md): in a chain a person's message started, a call is allowed
     only where the agent (the stages before) **and** that person's ACL permissions allow it,
-    arguments within the person's data scopes, or where a live grant for that person does."""
-    principal = ctx.principal
-    if principal is None:
-        return None
+    arguments within the person's data scopes, or where a live grant for that person does. A
+    call whose chain names no person, by an agent that holds work for people, must be allowed
+    for each of them (the intersection of their permissions)."""
     tool = ctx.tool
     assert tool is not None
     if tool.tool_id in ACL_EXEMPT:
         return None
-    key = ctx.principal_key or json.dumps(principal, sort_keys=True)
+    if ctx.principal is not None:
+        return _check_person(ctx, ctx.principal, ctx.principal_key, "")
+    for principal, key in ctx.held.principals:
+        who = principal.get("name") or "a person"
+        verdict = _check_person(
+            ctx, principal, key, f" (work {ctx.agent.agent_id} holds for {who}; this call names "
+            "no chain of its own, so it is decided under the limits of everyone it works for)",
+        )  # fmt: skip
+        if verdict is not None:
+            return verdict
+    return None
+
+
+def _check_person(
+    ctx: CallContext, principal: dict[str, Any], key: str | None, held: str
+) -> Verdict | None:
+    tool = ctx.tool
+    assert tool is not None
+    key = key or json.dumps(principal, sort_keys=True)
     acl = acl_decide_cached(ctx.acl, principal, key, hour=principal.get("hour", ctx.local_hour))
     ctx.acl_decision = acl
     who = principal.get("name") or f"an unknown sender ({principal.get('sender') or '?'})"
@@ -180,13 +207,13 @@ def check_principal(ctx: CallContext) -> Verdict | None:
                 return Verdict(
                     Outcome.DENY,
                     "principal_denied",
-                    f"the chain acts for {who}, whom {acl.label()} allows nothing",
+                    f"the chain acts for {who}{held}, whom {acl.label()} allows nothing",
                 )
             return Verdict(
                 Outcome.DENY,
                 "principal_not_allowed",
-                f"{ctx.agent.agent_id} may call {tool.tool_id}, but the chain acts for {who} "
-                f"and {acl.label()} does not allow it for them: both must",
+                f"{ctx.agent.agent_id} may call {tool.tool_id}, but the chain acts for {who}"
+                f"{held} and {acl.label()} does not allow it for them: both must",
             )
         # A person no policy allows gets the narrowest scopes, widened only by the grant.
         base = acl.scopes if acl.allows else {"participant": "own", "recipient": "sender"}
@@ -203,7 +230,9 @@ def check_principal(ctx: CallContext) -> Verdict | None:
         )
         if widened is None:
             return Verdict(
-                Outcome.DENY, "principal_scope", f"the chain acts for {who} ({acl.label()}): {why}"
+                Outcome.DENY,
+                "principal_scope",
+                f"the chain acts for {who}{held} ({acl.label()}): {why}",
             )
     return None
 

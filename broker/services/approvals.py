@@ -34,6 +34,11 @@ from brainframe.models import (
     ToolCall,
     ValidationPolicy,
 )
+from brainframe.services.access.grants import (
+    GRANT_TOOL,
+    may_approve_person_grant,
+    person_grant_owners,
+)
 from brainframe.services.access.standing import StandingRefused, standing_check, standing_grant
 from brainframe.services.memory.cards import card_from_decision
 from brainframe.services.trust.alignment import alignment_signal
@@ -150,6 +155,30 @@ def _check_binding(approval: ApprovalRequest) -> None:
             )
 
 
+def _check_grant_approver(
+    approval: ApprovalRequest, reviewer: AbstractBaseUser, modified: dict[str, Any] | None
+) -> None:
+    """A grant for a person is approved by someone their ACL policy names as an owner, or by
+    staff with the permission for it (docs/access.md, "Temporary grants")."""
+    arguments = modified if modified is not None else approval.arguments
+    if approval.tool_id != GRANT_TOOL or (arguments or {}).get("kind") != "person":
+        return
+    call = approval.tool_call
+    if call is None:
+        return
+    person, owners = person_grant_owners(call)
+    if person is None:  # no person behind the chain: the grant itself will be refused
+        return
+    if not may_approve_person_grant(reviewer, call):
+        who = " or ".join(owners) if owners else "nobody"
+        raise ApprovalError(
+            "not_grant_owner",
+            f"a grant for a person is approved by the owners their access policy names ({who}) "
+            "or by staff with the permission to approve person grants",
+            status=403,
+        )
+
+
 def _recheck_arguments(approval: ApprovalRequest, arguments: dict[str, Any]) -> None:
     """Edited arguments go through the schema, directives and V-Pol again before they can run."""
     ctx = CallContext(
@@ -203,6 +232,7 @@ def approval_decide(
             _recheck_arguments(approval, arguments)
         if action in ("approve", "modify") and pre_execution:
             _check_binding(approval)
+            _check_grant_approver(approval, reviewer, arguments if action == "modify" else None)
 
         if action == "escalate":
             if approval.reviewer_group == ApprovalRequest.ReviewerGroup.SENIOR:

@@ -14,17 +14,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar
 
-from django.db import DatabaseError, IntegrityError
-from django.db.models import F, TextField
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import F, OuterRef, Subquery, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
 from brainframe.events import (
     ApprovalCreated,
+    ChainRefused,
     Event,
     GuardianAssessmentComplete,
     SecurityThreatDetected,
     ShadowDecision,
+    emit,
     publish,
     publish_tool_call,
 )
@@ -32,11 +34,14 @@ from brainframe.models import (
     Agent,
     AgentTask,
     ApprovalRequest,
+    Delegation,
     OriginRegistry,
     ReasonLog,
     ToolCall,
 )
+from brainframe.services.access.held import held_work
 from brainframe.services.trust.alignment import alignment_signal, safety_escalation
+from brainframe.services.work.delegation import delegation_of_task
 from brainframe.telemetry import decision_observed, now_ns
 
 from ..audit.record import record_decision
@@ -70,7 +75,6 @@ def prepare(
     ``expect``: the agent was not read for this request; decide under the process's registry
     snapshot as it is, and have the decision's statement check both (``Expectation``)."""
     ctx = CallContext(call_id=uuid.uuid4(), agent=agent, request=request)
-    cited: tuple[Any, Any] | None = None
     if expect is not None:
         registry = registry_remembered()
         if registry is None:  # nothing in memory to decide under
@@ -80,54 +84,12 @@ def prepare(
     else:
         registry = registry_snapshot(registry_token)
     ctx.tool = registry.tool(request.tool_id)
-    if request.task_id is not None:
-        ctx.task = (
-            AgentTask.objects.select_related("on_behalf_of")
-            .annotate(chain_principal=_PRINCIPAL_TEXT)
-            .filter(pk=request.task_id, agent=agent)
-            .first()
-        )
-        if ctx.task is None:
-            raise BrokerRefusal(404, "unknown_task", "no such task in your inbox", field="task_id")
-        requester = ctx.task.on_behalf_of
-        if requester is not None:
-            ctx.requester_roles = frozenset(requester.groups.values_list("name", flat=True))
-    if request.o_tag is not None:
-        if request.origin is not None or request.parent_r_tag is not None:
-            raise BrokerRefusal(
-                400,
-                "conflicting_origin",
-                "give one of origin, o_tag and parent_r_tag",
-                field="o_tag",
-            )
-        cited = (
-            OriginRegistry.objects.filter(pk=request.o_tag, registered_by=agent)
-            .annotate(principal_text=Cast("principal", TextField()))
-            .values_list("pk", "principal_text")
-            .first()
-        )
-        if cited is None:
-            raise BrokerRefusal(
-                404, "unknown_origin", "no such O-Tag registered by you", field="o_tag"
-            )
-    if request.parent_r_tag is not None:
-        if request.origin is not None:
-            raise BrokerRefusal(
-                400,
-                "chain_is_inherited",
-                "a knock-on call inherits its origin and policy from parent_r_tag; omit origin",
-                field="origin",
-            )
-        ctx.parent = (
-            ReasonLog.objects.select_related("vpol")
-            .annotate(chain_principal=_PRINCIPAL_TEXT)
-            .filter(pk=request.parent_r_tag, agent=agent)
-            .first()
-        )
-        if ctx.parent is None:
-            raise BrokerRefusal(
-                404, "unknown_parent_r_tag", "no such R-Tag of yours", field="parent_r_tag"
-            )
+    try:
+        cited = _bind_chain(ctx, agent, request)
+    except BrokerRefusal as refusal:
+        _chain_refused(agent, request, refusal)
+        raise
+    if ctx.parent is not None:
         ctx.vpol = ctx.parent.vpol
     elif ctx.tool is not None:
         ctx.vpol = registry.governing_policy(ctx.tool)
@@ -142,17 +104,132 @@ def prepare(
     text = None
     if ctx.parent is not None:
         text = getattr(ctx.parent, "chain_principal", None)
-    elif request.o_tag is not None:
-        text = cited[1] if cited else None
-    elif request.origin is None and ctx.task is not None:
+    elif cited is not None:
+        text = cited[1]
+    elif ctx.task is not None:
         text = getattr(ctx.task, "chain_principal", None)
     if text is not None:
         ctx.principal, ctx.principal_key = principal_parsed(text), text
+    if ctx.task is not None and getattr(ctx.task, "delegation_id", None) is not None:
+        ctx.delegation = delegation_of_task(ctx.task.pk)
+    # A chain that names no person, or no delegated work, is decided under what the agent
+    # holds (docs/access.md, "Authority is derived"): one indexed query, only then.
+    if ctx.tool is not None and (ctx.principal is None or ctx.delegation is None):
+        ctx.held = held_work(agent)
     return ctx
+
+
+def _chain_refused(agent: Agent, request: CallRequest, refusal: BrokerRefusal) -> None:
+    """A chain the agent named that did not hold is kept in the event log (it may be an attempt
+    to act under someone else's authority); the refusal stands even if that write fails."""
+    try:
+        with transaction.atomic():
+            emit(
+                ChainRefused(
+                    agent_id=agent.agent_id,
+                    tool_id=request.tool_id,
+                    code=refusal.code,
+                    field=refusal.field or "",
+                    detail=refusal.detail,
+                    face=request.face,
+                    task_id=str(request.task_id) if request.task_id else None,
+                    parent_r_tag=str(request.parent_r_tag) if request.parent_r_tag else None,
+                    o_tag=str(request.o_tag) if request.o_tag else None,
+                )
+            )
+    except DatabaseError:
+        log.exception("could not keep a refused chain in the event log")
+
+
+def _conflict(field: str, detail: str) -> BrokerRefusal:
+    return BrokerRefusal(409, "chain_conflict", detail, field=field)
+
+
+def _bind_chain(
+    ctx: CallContext, agent: Agent, request: CallRequest
+) -> tuple[Any, str | None] | None:
+    """The call's place in a chain, from the broker's records (docs/access.md, "Authority is
+    derived"): a knock-on call inherits its parent's task (and through it the principal and the
+    delegation); a call naming a task inherits the task's origin. What the agent also sends may
+    only agree: an origin or O-Tag that would replace the chain is refused (``chain_conflict``).
+    Returns the cited O-Tag (id, principal text) when the chain is one the call names by O-Tag."""
+    task_id = request.task_id
+    if request.o_tag is not None and (
+        request.origin is not None or request.parent_r_tag is not None
+    ):
+        raise BrokerRefusal(
+            400, "conflicting_origin", "give one of origin, o_tag and parent_r_tag", field="o_tag"
+        )
+    if request.parent_r_tag is not None:
+        if request.origin is not None:
+            raise BrokerRefusal(
+                400,
+                "chain_is_inherited",
+                "a knock-on call inherits its origin and policy from parent_r_tag; omit origin",
+                field="origin",
+            )
+        ctx.parent = (
+            ReasonLog.objects.select_related("vpol")
+            .annotate(chain_principal=_PRINCIPAL_TEXT, chain_task=_PARENT_TASK)
+            .filter(pk=request.parent_r_tag, agent=agent)
+            .first()
+        )
+        if ctx.parent is None:
+            raise BrokerRefusal(
+                404, "unknown_parent_r_tag", "no such R-Tag of yours", field="parent_r_tag"
+            )
+        inherited = getattr(ctx.parent, "chain_task", None)
+        if task_id is not None and task_id != inherited:
+            raise _conflict(
+                "task_id",
+                "a knock-on call belongs to its parent call's task"
+                + (f" ({inherited})" if inherited else " (none)")
+                + "; omit task_id or name that one",
+            )
+        task_id = inherited
+    if task_id is not None:
+        ctx.task = (
+            AgentTask.objects.select_related("on_behalf_of")
+            .annotate(chain_principal=_PRINCIPAL_TEXT, delegation_id=_DELEGATION)
+            .filter(pk=task_id, agent=agent)
+            .first()
+        )
+        if ctx.task is None:
+            raise BrokerRefusal(404, "unknown_task", "no such task in your inbox", field="task_id")
+        requester = ctx.task.on_behalf_of
+        if requester is not None:
+            ctx.requester_roles = frozenset(requester.groups.values_list("name", flat=True))
+        chain = ctx.task.o_tag_id
+        if chain is not None and request.origin is not None:
+            raise _conflict(
+                "origin",
+                f"task {ctx.task.task_id} belongs to the chain of O-Tag {chain}: a call for it "
+                "inherits that origin; omit origin",
+            )
+        if chain is not None and request.o_tag is not None and request.o_tag != chain:
+            raise _conflict(
+                "o_tag", f"task {ctx.task.task_id} belongs to the chain of O-Tag {chain}, not "
+                f"{request.o_tag}",
+            )  # fmt: skip
+    if request.o_tag is None or (ctx.task is not None and ctx.task.o_tag_id == request.o_tag):
+        return None
+    cited: tuple[Any, str | None] | None = (
+        OriginRegistry.objects.filter(pk=request.o_tag, registered_by=agent)
+        .annotate(principal_text=Cast("principal", TextField()))
+        .values_list("pk", "principal_text")
+        .first()
+    )
+    if cited is None:
+        raise BrokerRefusal(404, "unknown_origin", "no such O-Tag registered by you", field="o_tag")
+    return cited
 
 
 #: The chain's principal as its stored JSON text: the text is the key of the ACL's cache.
 _PRINCIPAL_TEXT = Cast(F("o_tag__principal"), TextField())
+#: A parent call's task: a knock-on call inherits it.
+_PARENT_TASK = Subquery(ToolCall.objects.filter(r_tag=OuterRef("pk")).values("task_id")[:1])
+#: The delegation that made a task (None: the task is not delegated work).
+_DELEGATION = Subquery(Delegation.objects.filter(task=OuterRef("pk")).values("pk")[:1])
 
 
 @lru_cache(maxsize=4096)

@@ -26,6 +26,7 @@ from brainframe.models import Agent, PrimeDirective, ToolCall, ValidationPolicy
 from brainframe.safety.acl import acl_parse
 from brainframe.safety.caps import caps_errors
 from brainframe.safety.conditions import vpol_rules_errors
+from brainframe.services.work.delegation import delegation_of_task
 
 from ..errors import BrokerRefusal
 from ..pipeline.context import CallContext, CallRequest, ChainTags, Verdict
@@ -183,6 +184,9 @@ def replay_call(call: ToolCall, rules: Rules) -> Verdict:
     if ctx.task is not None and ctx.task.on_behalf_of is not None:
         ctx.requester_roles = frozenset(ctx.task.on_behalf_of.groups.values_list("name", flat=True))
     ctx.parent = reason.parent if reason else None
+    # Decided on the recorded chain: its task's delegation. What the agent held at the time (a
+    # chain naming no person or no delegated work) is not reconstructed (docs/access.md).
+    ctx.delegation = delegation_of_task(call.task_id) if call.task_id else None
     ctx.vpol = governing_policy(ctx.tool, rules.policies) if ctx.tool else None
     ctx.directives, ctx.constitution, ctx.acl = rules.directives, rules.constitution, rules.acl
     snapshot = registry_snapshot()

@@ -233,6 +233,16 @@ RABS_HOOK_MAX_ERRORS = env.int("RABS_HOOK_MAX_ERRORS", default=3)
 # delegate to workers who delegate in turn.
 RABS_QUEUE_MODE = env.str("RABS_QUEUE_MODE", default="followup")
 RABS_DELEGATION_MAX_DEPTH = env.int("RABS_DELEGATION_MAX_DEPTH", default=3)
+# Sequence rules with ``scope: session`` (docs/access.md): the agent's own calls in any chain over
+# this many minutes count with the chain's.
+RABS_SEQUENCE_SESSION_MINUTES = env.int("RABS_SEQUENCE_SESSION_MINUTES", default=240)
+# Temporary grants (docs/access.md, "Temporary grants"): every grant ends. Asked without hours:
+# this many; asked or approved for more: at most this many.
+RABS_GRANT_DEFAULT_HOURS = env.float("RABS_GRANT_DEFAULT_HOURS", default=8.0)
+RABS_GRANT_MAX_HOURS = env.float("RABS_GRANT_MAX_HOURS", default=72.0)
+# Model budgets (docs/llm-gateway.md): what a request that names no max_tokens may write, for
+# the worst-case cost reserved against a budget while it runs.
+RABS_LLM_DEFAULT_MAX_OUTPUT_TOKENS = env.int("RABS_LLM_DEFAULT_MAX_OUTPUT_TOKENS", default=4096)
 # Proposed rules (docs/access.md): a pattern seen in this many rejections or refusals in 30 days.
 RABS_RULE_PROPOSAL_MIN = env.int("RABS_RULE_PROPOSAL_MIN", default=5)
 # OpenTelemetry (docs/events.md): OTLP/HTTP export of decision and execution spans and counters

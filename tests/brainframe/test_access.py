@@ -340,7 +340,8 @@ def test_a_persons_grant_from_request_to_revocation(
     inbound: Any, reggie: SignedClient, django_capture_on_commit_callbacks: Any
 ) -> None:
     reviewer = f.UserFactory(username="owner", email="owner@rabs.test")
-    reviewer.groups.add(Group.objects.get(name="reviewers"))
+    # A reviewer, and a coordinator: family-access names coordinators as its people's owners.
+    reviewer.groups.add(Group.objects.get(name="reviewers"), Group.objects.get(name="coordinator"))
     family = inbound("sms", "0400000102", "Please send me Ruby's monthly report")
     task = _task_of(family)
     refused = _call(reggie, "test.report.write", {"q": "x"}, task_id=task)
@@ -391,7 +392,8 @@ def test_a_persons_grant_from_request_to_revocation(
             reviewer=reviewer, action="approve", reason="ok",
         )  # fmt: skip
     wide = CapabilityGrant.objects.get(kind="person", withdrawn_at__isnull=True)
-    assert wide.scopes == {"participant": "any"} and wide.until is None
+    assert wide.scopes == {"participant": "any"} and wide.approved_by == reviewer
+    assert wide.until is not None  # every grant ends
     reach = _call(reggie, "ndis.notes.read", {"participant_id": "P-2000"}, task_id=task)
     assert reach["status"] == "executed", reach
     board = Client()

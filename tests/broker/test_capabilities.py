@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.utils import timezone
@@ -144,7 +145,16 @@ def test_an_upstream_grant_covers_its_enabled_tools(
     with django_capture_on_commit_callbacks(execute=True):
         _decide(asked["call_id"], reviewer, "approve")
     grant = CapabilityGrant.objects.get()
-    assert sorted(grant.tool_ids) == ["docs.a", "docs.b"] and grant.until is None
+    assert sorted(grant.tool_ids) == ["docs.a", "docs.b"]
+    # Asked without hours: every grant ends, by default after RABS_GRANT_DEFAULT_HOURS.
+    assert (
+        grant.until is not None
+        and abs(
+            (grant.until - timezone.now()).total_seconds()
+            - settings.RABS_GRANT_DEFAULT_HOURS * 3600
+        )
+        < 120
+    )
     assert "henry" not in Tool.objects.get(pk="docs.c").agent_access
 
 

@@ -292,7 +292,8 @@ def test_live_updates_cross_processes(stack: str) -> None:
 
 def test_model_limits_hold_across_processes(stack: str) -> None:
     """50 requests at once to the model gateway, answered by both web processes: never more than
-    max_parallel_requests at the upstream, the rest refused with 429, none lost."""
+    max_parallel_requests at the upstream, the rest refused with 429, none lost; tokens per
+    minute and a spend budget hold the same way."""
     import openai
 
     from brainframe.models import LLMBudget
@@ -351,3 +352,59 @@ def test_model_limits_hold_across_processes(stack: str) -> None:
     )
     assert outcomes.count("429") > 0 and outcomes.count("ok") >= 1
     assert used <= 300 * minutes + 100, (used, minutes)
+    _a_model_budget_holds_under_50_requests_at_once(stack)
+
+
+def _a_model_budget_holds_under_50_requests_at_once(stack: str) -> None:
+    """A budget of a few requests' cost, 50 requests at once over both web processes: each
+    admitted request reserves its worst case while it runs, so the spend passes the budget by at
+    most one request's real cost (docs/llm-gateway.md). Run on the stack of the test above."""
+    from decimal import Decimal
+
+    import openai
+
+    from brainframe.models import LLMBudget, LLMRequest
+    from brainframe.services.llm.admission import llm_key_issue, llm_upstream_set
+    from tests.llm_server import OpenAICompatibleServer
+
+    upstream = OpenAICompatibleServer()
+    upstream.hold_each_chat(0.3)  # all 50 are in flight together
+    with upstream.running():
+        llm_upstream_set(
+            name="priced",
+            base_url=upstream.base_url,
+            served_models=["priced-m"],
+            api_key=None,
+            price_in=Decimal("1000"),  # USD per million tokens: each request a few cents
+            price_out=Decimal("1000"),
+            external=False,
+        )
+        reggie = Agent.objects.get(agent_id="reggie")
+        LLMBudget.objects.update_or_create(
+            agent=reggie, defaults={"max_budget": Decimal("0.1"), "budget_duration": "1d"}
+        )
+        client = openai.OpenAI(
+            base_url=f"{stack}/llm/v1", api_key=llm_key_issue(agent=reggie), max_retries=0
+        )
+        since = timezone.now()
+
+        def one(_: int) -> str:
+            try:
+                client.chat.completions.create(
+                    model="priced-m", max_tokens=20, messages=[{"role": "user", "content": "hi"}]
+                )
+                return "ok"
+            except openai.RateLimitError:
+                return "429"
+
+        with ThreadPoolExecutor(max_workers=50) as pool:
+            outcomes = list(pool.map(one, range(50)))
+    deadline = time.monotonic() + 10
+    while LLMRequest.objects.filter(created_at__gte=since).count() < 50:
+        assert time.monotonic() < deadline, "requests not recorded"
+        time.sleep(0.1)
+    answered = list(LLMRequest.objects.filter(created_at__gte=since, status=200))
+    spent = sum((r.cost_usd for r in answered), Decimal(0))
+    most = max(r.cost_usd for r in answered)
+    assert outcomes.count("ok") == len(answered) >= 1 and outcomes.count("429") > 0
+    assert spent <= Decimal("0.1") + most, (spent, most, len(answered))

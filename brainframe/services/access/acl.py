@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from brainframe.models import AclPolicy, AgentTask, OriginRegistry, Person
+from brainframe.models import AclPolicy, Person
 from brainframe.safety.acl import (
     AclDecision,
     AclDocumentError,
@@ -58,16 +58,6 @@ def acl_for(principal: dict[str, Any]) -> AclDecision:
     time zone)."""
     hour = principal.get("hour", timezone.localtime().hour)
     return acl_decide(acl_specs(), acl_facts(principal, hour=hour))
-
-
-def task_principal(task: AgentTask | None) -> dict[str, Any] | None:
-    """The person the task's chain acts for, as its O-Tag recorded them (None: nobody)."""
-    if task is None or task.o_tag_id is None:
-        return None
-    principal: dict[str, Any] | None = (
-        OriginRegistry.objects.filter(pk=task.o_tag_id).values_list("principal", flat=True).first()
-    )
-    return principal
 
 
 @dataclass(frozen=True)

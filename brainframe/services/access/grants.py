@@ -14,14 +14,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from brainframe.choices import ExecutionMode
 from brainframe.models import Agent, ApprovalRequest, CapabilityGrant, Tool, ToolCall
+from brainframe.services.access.acl import acl_for
 from brainframe.services.trust.alignment import monitoring_level_set
 
 Kind = CapabilityGrant.Kind
+#: The broker's own tool an agent asks for a grant with.
+GRANT_TOOL = "rabs.capability.request"
 
 
 class GrantRefused(Exception):
@@ -54,14 +58,43 @@ def _approver(call: ToolCall) -> Any:
     return approval.decided_by if approval is not None else None
 
 
+def grant_hours(asked: float | None) -> float:
+    """How long a grant lasts: every grant ends. None: ``RABS_GRANT_DEFAULT_HOURS``; never more
+    than ``RABS_GRANT_MAX_HOURS``."""
+    hours = asked if asked else settings.RABS_GRANT_DEFAULT_HOURS
+    return float(min(hours, settings.RABS_GRANT_MAX_HOURS))
+
+
+def person_grant_owners(call: ToolCall) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    """The person a person grant asked in ``call``'s chain is for, and the staff groups their
+    ACL policy (the one that matches them now) names as its owners."""
+    principal = call.o_tag.principal if call.o_tag is not None else None
+    if not principal:
+        return None, ()
+    return principal, acl_for(principal).owners
+
+
+def may_approve_person_grant(user: Any, call: ToolCall) -> bool:
+    """Someone the person's ACL policy names as an owner (a member of one of its ``owners``
+    groups), or staff with the ``approve_person_grant`` permission (docs/access.md)."""
+    if user.has_perm("brainframe.approve_person_grant"):
+        return True
+    _, owners = person_grant_owners(call)
+    return bool(owners) and user.groups.filter(name__in=owners).exists()
+
+
 def grant_apply(*, call_id: uuid.UUID, arguments: dict[str, Any]) -> dict[str, Any]:
     """Apply the grant the approved call ``call_id`` asked for. Returns what was granted."""
     call = ToolCall.objects.select_related("agent", "o_tag").get(pk=call_id)
     asked = GrantRequest.of(arguments)
-    until = timezone.now() + timedelta(hours=asked.hours) if asked.hours else None
+    until = timezone.now() + timedelta(hours=grant_hours(asked.hours))
     with transaction.atomic():
         grant = CapabilityGrant(
-            agent=call.agent, kind=asked.kind, granted_by_call=call, until=until
+            agent=call.agent,
+            kind=asked.kind,
+            granted_by_call=call,
+            until=until,
+            approved_by=_approver(call),
         )
         if asked.kind == Kind.PERSON:
             _for_person(grant, call, asked)
@@ -99,7 +132,7 @@ def grant_apply(*, call_id: uuid.UUID, arguments: dict[str, Any]) -> dict[str, A
         "grant_id": str(grant.pk),
         "kind": grant.kind,
         "tool_ids": grant.tool_ids,
-        "until": until.isoformat() if until else None,
+        "until": until.isoformat(),
     }
 
 

@@ -137,27 +137,50 @@ def _event(
     )
 
 
+def share_decide_for(
+    *,
+    agent: Agent,
+    principals: list[dict[str, Any]],
+    item: ShareItem,
+    mac: list[MacRule] | None = None,
+) -> tuple[ShareDecision, dict[str, Any] | None]:
+    """A read done for several people at once (the work the agent holds) must be allowed for
+    each of them: the first refusal, else the last allowance; with the principal it was for."""
+    decision, principal = ShareDecision(True, "owner", "its own"), None
+    each: list[dict[str, Any] | None] = [*principals] or [None]
+    for principal in each:
+        decision = share_decide(agent=agent, principal=principal, item=item, mac=mac)
+        if not decision.allowed:
+            break
+    return decision, principal
+
+
 def deliverable_read(
-    *, agent: Agent, principal: dict[str, Any] | None, item: Deliverable
+    *, agent: Agent, principals: list[dict[str, Any]], item: Deliverable
 ) -> ShareDecision:
-    """Decide a read of ``item`` and keep the decision in the event log."""
+    """Decide a read of ``item`` for ``principals`` (the people the read is done for,
+    ``brainframe.services.access.held.reading_principals``) and keep the decision in the event
+    log."""
     shared = ShareItem.of_deliverable(item)
-    decision = share_decide(agent=agent, principal=principal, item=shared)
+    decision, principal = share_decide_for(agent=agent, principals=principals, item=shared)
     with transaction.atomic():
         emit(_event(agent, principal, shared, decision))
     return decision
 
 
 def memory_readable(
-    *, agent: Agent, principal: dict[str, Any] | None, rows: list[dict[str, Any]]
+    *, agent: Agent, principals: list[dict[str, Any]], rows: list[dict[str, Any]]
 ) -> set[str]:
-    """The ids of the memory entries ``agent`` may read (the rest are withheld); every decision
-    on an entry it does not own is kept in the event log, in one statement."""
+    """The ids of the memory entries ``agent`` may read for ``principals`` (the rest are
+    withheld); every decision on an entry it does not own is kept in the event log, in one
+    statement."""
     mac = list(MacRule.objects.order_by("code"))
     readable, events = set(), []
     for row in rows:
         item = ShareItem.of_memory(row)
-        decision = share_decide(agent=agent, principal=principal, item=item, mac=mac)
+        decision, principal = share_decide_for(
+            agent=agent, principals=principals, item=item, mac=mac
+        )
         if decision.allowed:
             readable.add(item.id)
         if decision.layer != "owner":

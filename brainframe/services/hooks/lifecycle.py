@@ -102,22 +102,47 @@ def hook_review(*, hook: Hook, reviewer: Any, approve: bool, reason: str = "") -
     return hook
 
 
-def hook_set_enabled(*, hook: Hook, enabled: bool, by: str, reason: str = "") -> Hook:
-    """Enable or disable a hook (staff, or its own agent). Only a hook staff (or policy)
-    approved can be enabled again."""
+def hook_set_enabled(
+    *, hook: Hook, enabled: bool, by: str = "", reason: str = "", agent: Agent | None = None
+) -> Hook:
+    """Enable or disable a hook: staff (``by``: their username) or its own agent (``agent``).
+
+    Only a hook staff (or policy) approved can be enabled again, and an agent's say is narrower
+    than staff's (docs/hooks.md): it may disable its own hook, and enable again one it proposed
+    that it (or the system, after failures in a row) disabled. A hook staff disabled is enabled
+    again only by staff."""
+    actor = f"agent:{agent.agent_id}" if agent is not None else f"staff:{by}"
     with transaction.atomic():
         hook = Hook.objects.select_for_update().get(pk=hook.pk)
+        if agent is not None and hook.agent_id != agent.agent_id:
+            raise HookError("unknown_hook", "no such hook of yours", field="hook_id", status=404)
         if hook.status in (Hook.Status.PROPOSED, Hook.Status.REJECTED):
             raise HookError("not_approved", f"this hook is {hook.status}", status=409)
         if enabled and hook.status != Hook.Status.ACTIVE:
+            if agent is not None and hook.disabled_by not in (actor, "system"):
+                raise HookError(
+                    "staff_only",
+                    f"this hook was disabled {hook.disabled_reason or 'by staff'}: only staff may "
+                    "enable it again",
+                    status=403,
+                )
+            if agent is not None and hook.proposed_by != actor:
+                raise HookError(
+                    "staff_only",
+                    f"this hook was proposed by {hook.proposed_by}: only staff may enable it again",
+                    status=403,
+                )
             hook.status = Hook.Status.ACTIVE
-            hook.consecutive_errors, hook.disabled_reason = 0, ""
+            hook.consecutive_errors, hook.disabled_reason, hook.disabled_by = 0, "", ""
             hook.schedule_checked_at = timezone.now()
             hook.save()
-            emit(hook_event(HookEnabled, hook, detail=f"by {by}"))
+            emit(hook_event(HookEnabled, hook, detail=f"by {actor.removeprefix('staff:')}"))
         elif not enabled and hook.status == Hook.Status.ACTIVE:
             hook.status = Hook.Status.DISABLED
-            hook.disabled_reason = f"by {by}" + (f": {reason}" if reason else "")
+            hook.disabled_reason = f"by {actor.removeprefix('staff:')}" + (
+                f": {reason}" if reason else ""
+            )
+            hook.disabled_by = actor
             hook.save()
             emit(hook_event(HookDisabled, hook, detail=hook.disabled_reason))
     return hook

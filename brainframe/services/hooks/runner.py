@@ -367,7 +367,7 @@ def _failed(hook: Hook, exc: Exception, ref: str) -> None:
         row.evaluations = hook.evaluations
         emit(hook_event(HookFailed, row, detail=detail[:300], event_ref=ref))
         if row.consecutive_errors >= settings.RABS_HOOK_MAX_ERRORS:
-            row.status = Hook.Status.DISABLED
+            row.status, row.disabled_by = Hook.Status.DISABLED, "system"
             row.disabled_reason = (
                 f"disabled after {row.consecutive_errors} failures in a row; last: {detail}"
             )[:1000]

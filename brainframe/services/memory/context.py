@@ -17,7 +17,7 @@ from brainframe.models import (
     PrimeDirective,
     Tool,
 )
-from brainframe.services.access.acl import task_principal
+from brainframe.services.access.held import reading_principals
 from brainframe.services.access.sharing import memory_readable
 from brainframe.services.memory.cards import card_as_dict, cards_due
 from brainframe.services.memory.search import semantic_search
@@ -159,7 +159,9 @@ def _with_provenance(
         )
     }
     readable = memory_readable(
-        agent=agent, principal=task_principal(task), rows=[dict(r) for r in rows.values()]
+        agent=agent,
+        principals=reading_principals(agent, task),
+        rows=[dict(r) for r in rows.values()],
     )
     kept = []
     for o in observations:

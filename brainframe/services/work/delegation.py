@@ -23,15 +23,6 @@ def delegation_of_task(task_id: Any) -> Delegation | None:
     )
 
 
-def delegation_of_reason(r_tag: Any) -> Delegation | None:
-    """The delegation a knock-on call's chain works under: that of its parent call's task."""
-    return (
-        Delegation.objects.select_related("manager", "parent")
-        .filter(task__tool_calls__r_tag_id=r_tag)
-        .first()
-    )
-
-
 def delegation_managers(delegation: Delegation | None) -> list[tuple[Delegation, Agent]]:
     """Every manager above a worker, nearest first."""
     chain: list[tuple[Delegation, Agent]] = []
