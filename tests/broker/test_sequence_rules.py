@@ -35,7 +35,7 @@ RULES = [
         "id": "external-after-health",
         "when": {"all": [
             {"field": "tool.external_channel", "op": "eq", "value": True},
-            {"history": {"scope": "chain", "data_class": "clinical"}},
+            {"history": {"scope": "session", "data_class": "clinical"}},
         ]},
         "action": "review",
         "reason": "an external message in a chain that read a health record",
@@ -54,7 +54,7 @@ RULES = [
         "id": "payment-after-bank-change",
         "when": {"all": [
             {"field": "tool.tool_id", "op": "eq", "value": "seq.payment.make"},
-            {"history": {"scope": "chain", "tool": "seq.bank_details.update"}},
+            {"history": {"scope": "session", "tool": "seq.bank_details.update"}},
         ]},
         "action": "senior_review",
         "reason": "a payment after a bank-detail change in the same chain",
@@ -73,7 +73,9 @@ def sequence_tools(seeded: None) -> None:
         ("seq.bank_details.update", {}),
         ("seq.payment.make", {}),
     ):
-        f.ToolFactory(tool_id=tool_id, agent_access=["henry"], input_schema=SCHEMA, **extra)
+        f.ToolFactory(
+            tool_id=tool_id, agent_access=["henry", "reggie"], input_schema=SCHEMA, **extra
+        )
     f.ValidationPolicyFactory(
         name="sequences", rules=RULES, tool_patterns=["seq.*"], enforcement_mode="intercept"
     )
@@ -96,15 +98,20 @@ def _chain(agent: SignedClient, tool_id: str, ref: str, **more: Any) -> dict[str
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_three_sequence_rules(sequence_tools: None, henry: SignedClient) -> None:
+def test_the_three_sequence_rules(
+    sequence_tools: None, henry: SignedClient, reggie: SignedClient
+) -> None:
     # An external message after a health record was read in the same chain: review.
     read = _chain(henry, "seq.health.read", "mail-1")
     assert read["status"] == "executed", read
     after = _call(henry, "seq.sms.send", o_tag=read["o_tag"])
     assert after["status"] == "pending_approval"
     assert "health record" in ToolCall.objects.get(pk=after["call_id"]).decision_detail
-    # The same message in a chain that read nothing clinical runs.
-    assert _chain(henry, "seq.sms.send", "mail-2")["status"] == "executed"
+    # Starting a new origin does not escape it: the session (this agent's recent calls in any
+    # chain) read a health record too.
+    assert _chain(henry, "seq.sms.send", "mail-2")["status"] == "pending_approval"
+    # The same message by an agent whose session read nothing clinical runs.
+    assert _chain(reggie, "seq.sms.send", "mail-2")["status"] == "executed"
 
     # Twenty deletes by one agent in ten minutes run; the twenty-first is refused.
     for n in range(20):
@@ -119,7 +126,9 @@ def test_the_three_sequence_rules(sequence_tools: None, henry: SignedClient) -> 
     assert payment["status"] == "pending_approval"
     approval = ApprovalRequest.objects.get(pk=payment["approval_id"])
     assert approval.reviewer_group == ApprovalRequest.ReviewerGroup.SENIOR
-    assert _chain(henry, "seq.payment.make", "mail-4")["status"] == "executed"
+    fresh = _chain(henry, "seq.payment.make", "mail-4")  # a new origin: the session saw it
+    assert fresh["status"] == "pending_approval"
+    assert _chain(reggie, "seq.payment.make", "mail-4")["status"] == "executed"
 
 
 def test_a_sequence_rule_with_a_mistake_is_refused() -> None:
