@@ -1,8 +1,8 @@
 """Governance services: business rules as plain functions with keyword-only arguments, one
 subpackage per concept of the specification (docs/architecture.md has the map):
 
-- ``registry`` — agents, tools, validation policies (seed 000 §4, seed 002 V-Pol)
-- ``trust`` — alignment, the nightly job, proposed rules, trajectories (seed 000 §9, §14; seed 002)
+- ``registry`` — agents, tools, validation policies (seed 000 §7, §10; seed 002 V-Pol)
+- ``trust`` — alignment, the nightly job, proposed rules, trajectories (seed 000 §9; seed 002)
 - ``access`` — ACL, sharing, grants, standing approvals, credentials (seeds 002, 003, 004)
 - ``memory`` — observations, relevance, search, context, discovery, cards (seeds 000, 001, 002)
 - ``llm`` — the model gateway: admission, budgets, records, outbound filter, cache (seed 002)

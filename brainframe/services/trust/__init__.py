@@ -1,4 +1,4 @@
-"""Trust over time (seed 000 §9, §14; seed 002 flywheel): alignment, the nightly job, proposed
+"""Trust over time (seed 000 §9; seed 002 flywheel): alignment, the nightly job, proposed
 rules, trajectories.
 
 Alignment ratings, scores, graduation and demotion (``alignment``), the nightly trust job
