@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -56,6 +57,10 @@ class Agent(models.Model):
     alignment_score_90d = models.DecimalField(max_digits=5, decimal_places=4, null=True, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     uptime_seconds = models.PositiveBigIntegerField(default=0)
+    # How many of its tasks are in progress (claimed, not finished): kept by a trigger on
+    # agent_tasks, never written by the ORM (``save``). The broker reads the work an agent holds
+    # only when this is not 0 (brainframe.services.access.held).
+    tasks_in_progress = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -72,6 +77,16 @@ class Agent(models.Model):
                 name="%(app_label)s_%(class)s_alignment_0_1",
             ),
         ]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """The trigger's count is never overwritten by an instance read earlier."""
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = [
+                f.name
+                for f in self._meta.concrete_fields
+                if not f.primary_key and f.name != "tasks_in_progress"
+            ]
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         return f"{self.name} ({self.agent_id})"

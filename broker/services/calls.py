@@ -113,8 +113,13 @@ def prepare(
     if ctx.task is not None and getattr(ctx.task, "delegation_id", None) is not None:
         ctx.delegation = delegation_of_task(ctx.task.pk)
     # A chain that names no person, or no delegated work, is decided under what the agent
-    # holds (docs/access.md, "Authority is derived"): one indexed query, only then.
-    if ctx.tool is not None and (ctx.principal is None or ctx.delegation is None):
+    # holds (docs/access.md, "Authority is derived"): one indexed query, only when the agent's
+    # row (checked by the decision's statement when it came from memory) says it holds any.
+    if (
+        ctx.tool is not None
+        and agent.tasks_in_progress
+        and (ctx.principal is None or ctx.delegation is None)
+    ):
         ctx.held = held_work(agent)
     return ctx
 
