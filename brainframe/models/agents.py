@@ -78,6 +78,9 @@ class Agent(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.name} ({self.agent_id})"
+
     def save(self, *args: Any, **kwargs: Any) -> None:
         """The trigger's count is never overwritten by an instance read earlier."""
         if not self._state.adding and kwargs.get("update_fields") is None:
@@ -87,9 +90,6 @@ class Agent(models.Model):
                 if not f.primary_key and f.name != "tasks_in_progress"
             ]
         super().save(*args, **kwargs)
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.agent_id})"
 
 
 class AgentCredential(models.Model):
