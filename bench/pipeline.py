@@ -20,6 +20,11 @@ started: the demo ACL policies are tried in order until the family policy (booki
 the benchmark) matches and its scopes are checked, and Henry has caps on all three axes (per-call
 limits: no counts to read; sequence rules are measured in ``bench/sequence_rules.py``).
 
+**Ours, held work** (docs/access.md, "Authority is derived"): the same call naming no chain,
+by Henry holding that carer's task: decided under the limits of the person whose work he holds
+(the held work as ``prepare`` reads it; the read itself, one indexed query made only for an agent
+with tasks in progress, is timed on its own line).
+
 Prints p50/p99 per decision for each and the ratios (ours / AGT).
 """
 
@@ -105,13 +110,16 @@ def _agt(iterations: int) -> dict[str, float]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _ours(iterations: int, *, access: bool = False) -> tuple[dict[str, float], str]:
+def _ours(
+    iterations: int, *, access: bool = False, held: bool = False
+) -> tuple[dict[str, float], str]:
     import django
 
     django.setup()
     from django.core.management import call_command
 
     from brainframe.models import Agent
+    from brainframe.services.access.held import NOTHING_HELD, HeldWork
     from brainframe.services.seed import seed_brainframe
     from broker.pipeline.context import CallContext, CallRequest
     from broker.pipeline.stages import decide
@@ -147,6 +155,10 @@ def _ours(iterations: int, *, access: bool = False) -> tuple[dict[str, float], s
             "autonomy": {"max_level": 3},
             "authority": {"max_amount": 500, "max_records": 50, "max_recipients": 5},
         }
+    holding = NOTHING_HELD
+    if held and template.principal is not None:
+        holding = HeldWork(((template.principal, template.principal_key or ""),))
+        template.principal, template.principal_key = None, None
 
     def once() -> str:
         ctx = CallContext(
@@ -162,6 +174,7 @@ def _ours(iterations: int, *, access: bool = False) -> tuple[dict[str, float], s
             principal_key=template.principal_key,
             requester_roles=template.requester_roles,
             local_hour=template.local_hour,
+            held=holding,
         )
         return str(decide(ctx).outcome)
 
@@ -177,12 +190,31 @@ def _ours(iterations: int, *, access: bool = False) -> tuple[dict[str, float], s
     return {"p50": statistics.median(times), "p99": times[int(0.99 * (len(times) - 1))]}, outcome
 
 
+def _held_read(iterations: int) -> dict[str, float]:
+    """``held_work`` for an agent with a task in progress: the query prepare adds then."""
+    from brainframe.models import Agent, AgentTask
+    from brainframe.services.access.held import held_work
+
+    agent = Agent.objects.get(agent_id="henry")
+    AgentTask.objects.create(agent=agent, title="bench: held", status="in_progress")
+    times = []
+    for n in range(iterations + 200):
+        t = time.perf_counter_ns()
+        held_work(agent)
+        if n >= 200:
+            times.append((time.perf_counter_ns() - t) / 1000)
+    times.sort()
+    return {"p50": statistics.median(times), "p99": times[int(0.99 * (len(times) - 1))]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=20_000)
     args = parser.parse_args()
     ours, outcome = _ours(args.iterations)
     ours_access, outcome_access = _ours(args.iterations, access=True)
+    ours_held, outcome_held = _ours(args.iterations, access=True, held=True)
+    held_read = _held_read(min(args.iterations, 2000))
     agt = _agt(args.iterations)
     print(f"decision for henry -> transport.vehicle.book: {outcome}")
     print(f"ours (all stages, no I/O): p50 {ours['p50']:.1f} us, p99 {ours['p99']:.1f} us")
@@ -190,11 +222,20 @@ def main() -> int:
         f"ours + ACL principal + caps ({outcome_access}): p50 {ours_access['p50']:.1f} us, "
         f"p99 {ours_access['p99']:.1f} us"
     )
+    print(
+        f"ours, no chain named, held work ({outcome_held}): p50 {ours_held['p50']:.1f} us, "
+        f"p99 {ours_held['p99']:.1f} us (+ the held-work read: p50 {held_read['p50']:.1f} us, "
+        f"p99 {held_read['p99']:.1f} us)"
+    )
     print(f"AGT govern() with audit:   p50 {agt['p50']:.1f} us, p99 {agt['p99']:.1f} us")
     print(f"ratio ours/AGT: p50 {ours['p50'] / agt['p50']:.2f}, p99 {ours['p99'] / agt['p99']:.2f}")
     print(
         f"ratio ours with access/AGT: p50 {ours_access['p50'] / agt['p50']:.2f}, "
         f"p99 {ours_access['p99'] / agt['p99']:.2f}"
+    )
+    print(
+        f"ratio ours with held work/AGT: p50 {ours_held['p50'] / agt['p50']:.2f}, "
+        f"p99 {ours_held['p99'] / agt['p99']:.2f}"
     )
     return 0
 
