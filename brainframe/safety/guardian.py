@@ -21,21 +21,19 @@ the verdict is exactly the patterns' ``re`` semantics. The costlier normalisatio
 
 from __future__ import annotations
 
-import base64
-import binascii
 import codecs
-import html
 import re
-import unicodedata
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
-from urllib.parse import unquote
 
 import hyperscan
 
+from brainframe.safety import acts, mention, semantic
 from brainframe.safety.fastre import PREFILTER, UNICODE, database, scan, utf8
 from brainframe.safety.learned import detector
+from brainframe.safety.normalise import Normalised, fold, normalise
 from brainframe.safety.patterns import PATTERNS, ThreatPattern
 
 BLOCK_AT = 0.8
@@ -52,72 +50,6 @@ TRUST_MULTIPLIERS = {
     "hostile": 2.0,
 }
 
-_CONFUSABLES = str.maketrans(
-    {
-        "а": "a",
-        "в": "b",
-        "е": "e",
-        "ё": "e",
-        "к": "k",
-        "м": "m",
-        "н": "h",
-        "о": "o",
-        "р": "p",
-        "с": "c",
-        "т": "t",
-        "у": "y",
-        "х": "x",
-        "і": "i",
-        "ї": "i",
-        "ј": "j",
-        "ѕ": "s",
-        "ԁ": "d",
-        "ԛ": "q",
-        "ԝ": "w",
-        "ɡ": "g",
-        "А": "a",
-        "В": "b",
-        "Е": "e",
-        "К": "k",
-        "М": "m",
-        "Н": "h",
-        "О": "o",
-        "Р": "p",
-        "С": "c",
-        "Т": "t",
-        "Х": "x",
-        "І": "i",
-        "Ј": "j",
-        "Ѕ": "s",
-        "α": "a",
-        "β": "b",
-        "ε": "e",
-        "ι": "i",
-        "κ": "k",
-        "ν": "v",
-        "ο": "o",
-        "ρ": "p",
-        "τ": "t",
-        "υ": "u",
-        "χ": "x",
-        "Α": "a",
-        "Β": "b",
-        "Ε": "e",
-        "Ι": "i",
-        "Κ": "k",
-        "Μ": "m",
-        "Ν": "n",
-        "Ο": "o",
-        "Ρ": "p",
-        "Τ": "t",
-        "Χ": "x",
-        "Υ": "y",
-        "Ζ": "z",
-    }
-)
-_INVISIBLE = re.compile(
-    r"[\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff\u00ad\x00-\x08\x0b-\x1f\x7f]"
-)
 _QUOTED = re.compile(r"(?<![a-z0-9])(['\"‘’“”`])(?=\S)(.{2,200}?)(?<=\S)\1(?![a-z0-9])", re.S)
 # A request that hands the quoted text to a model to work on ("translate: '…'", "summarise
 # this email: \"…\"") makes the quotation something a model will read: it is not set aside.
@@ -125,7 +57,6 @@ _PROCESS_QUOTE = re.compile(
     r"\b(?:translate|summari[sz]e|proofread|paraphrase|rewrite|reword|forward|reply to|"
     r"respond to|analy[sz]e|classify|read out|to file|file this)\b"
 )
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
 _LETTER_SPACED = re.compile(r"(?:\b\w\b[ .\-_]){4,}\b\w\b")
 _LEET = {
     "a": "[a4@]",
@@ -149,9 +80,12 @@ class Assessment:
     base_risk: float
     trust: str
     multiplier: float
+    #: The normalisation steps that changed what was read (``safety.normalise``).
     decoded: list[str] = field(default_factory=list)
     #: The learned stage's score, when it ran (no pattern matched and the text called for it).
     learned: float | None = None
+    #: The semantic stage's score, when it ran (with the learned stage).
+    semantic: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         answer: dict[str, object] = {
@@ -166,6 +100,10 @@ class Assessment:
         }
         if self.learned is not None:
             answer["learned"] = self.learned
+        if self.semantic is not None:
+            answer["semantic"] = self.semantic
+        if self.decoded:
+            answer["normalisation"] = self.decoded
         return answer
 
 
@@ -191,6 +129,7 @@ def _leet_regex(expression: str) -> str:
 _ALNUM = b"abcdefghijklmnopqrstuvwxyz0123456789"
 #: Deleting every other byte from a lower-cased ASCII view gives its compact form.
 _NOT_ALNUM = bytes(b for b in range(256) if b not in _ALNUM)
+_ALNUM_CHARS = frozenset(_ALNUM.decode())
 _ROT13_BYTES = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz", b"nopqrstuvwxyzabcdefghijklm")
 
 # Gates: whether a normalisation step can change anything in a folded text.
@@ -200,23 +139,27 @@ _GATE_LETTER_SPACED, _GATE_QUOTED = 0, 1
 @dataclass(frozen=True)
 class _Engine:
     compact: tuple[tuple[ThreatPattern, re.Pattern[str]], ...]  # ids = positions
+    structure: tuple[tuple[ThreatPattern, re.Pattern[str]], ...]
     folded: tuple[tuple[ThreatPattern, re.Pattern[str]], ...]
     compact_db: hyperscan.Database  # over compact views (ASCII bytes)
     folded_db: hyperscan.Database  # over folded views (UTF-8)
     gate_db: hyperscan.Database  # letter spacing and quotations, over folded text (UTF-8)
-    base64_db: hyperscan.Database  # base64 runs, over the raw text's bytes
 
 
 @lru_cache(maxsize=1)
 def _engine() -> _Engine:
     compact, folded = [], []
+    structure = []
     for p in PATTERNS:
-        if p.expression.startswith("re:"):
+        if p.category == STRUCTURE_CATEGORY:  # read with its quotation marks: see _structure
+            structure.append((p, re.compile(p.expression[3:])))
+        elif p.expression.startswith("re:"):
             folded.append((p, re.compile(p.expression[3:])))
         else:
             compact.append((p, re.compile(_leet_regex(p.expression))))
     return _Engine(
         compact=tuple(compact),
+        structure=tuple(structure),
         folded=tuple(folded),
         compact_db=database([r.pattern for _, r in compact], [PREFILTER] * len(compact)),
         folded_db=database([r.pattern for _, r in folded], [PREFILTER | UNICODE] * len(folded)),
@@ -224,16 +167,7 @@ def _engine() -> _Engine:
             [_LETTER_SPACED.pattern, _QUOTED.pattern],
             [PREFILTER | UNICODE, PREFILTER | UNICODE | hyperscan.HS_FLAG_DOTALL],
         ),
-        base64_db=database([_BASE64_RUN.pattern], [hyperscan.HS_FLAG_SINGLEMATCH]),
     )
-
-
-def _fold(text: str) -> str:
-    if text.isascii():  # nothing to fold but case and control characters
-        return _INVISIBLE.sub("", text).lower()
-    text = unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return _INVISIBLE.sub("", text).lower()
 
 
 def _join_letter_spacing(text: str) -> str:
@@ -245,44 +179,20 @@ def _join_letter_spacing(text: str) -> str:
     return _LETTER_SPACED.sub(join, text).replace("\u2003", "")
 
 
-def _decodings(text: str) -> list[str]:
-    """Other readings of the raw text: URL, HTML entity and base64 decodings."""
-    found = []
-    if "%" in text:
-        decoded = unquote(text)
-        if decoded != text:
-            found.append(decoded)
-    if "&" in text:
-        decoded = html.unescape(text)
-        if decoded != text:
-            found.append(decoded)
-    runs = (
-        _BASE64_RUN.findall(text)
-        if scan(_engine().base64_db, text.encode("utf-8", "surrogatepass"))
-        else []
-    )
-    for run in runs:
-        try:
-            raw = base64.b64decode(run + "=" * (-len(run) % 4), validate=False)
-            decoded = raw.decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError, ValueError):
-            continue
-        printable = sum(ch.isprintable() for ch in decoded) / max(1, len(decoded))
-        if printable > 0.95 and re.search(r"[a-zA-Z]{3,} [a-zA-Z]{2,}", decoded):
-            found.append(decoded)
-    return found
-
-
-def _views(text: str) -> tuple[list[str], list[bytes], list[str]]:
-    """(folded views, compact views as ASCII bytes, names of decodings applied)."""
+def _views(text: str, norm: Normalised) -> tuple[list[str], list[bytes], list[str], list[str]]:
+    """(folded views, compact views as ASCII bytes, the reading each came from, the folded
+    sources with their quotations). Each source (the text, then its hidden, reversed and
+    decoded readings) gives a view and its ROT13."""
     engine = _engine()
     sources = [(text, "")]
-    sources += [(d, "decoded") for d in _decodings(text)]
+    sources += [(r, how) for how, r in norm.readings[1:] if how not in ("html", "rot13")]
     folded_views: list[str] = []
     compact: list[bytes] = []
-    applied: list[str] = []
+    names: list[str] = []
+    whole: list[str] = []
     for source, how in sources:
-        folded = _fold(source)
+        folded = fold(source)
+        whole.append(folded)
         gates = scan(engine.gate_db, utf8(folded))
         if _GATE_LETTER_SPACED in gates:
             folded = _join_letter_spacing(folded)
@@ -293,72 +203,25 @@ def _views(text: str) -> tuple[list[str], list[bytes], list[str]]:
         squeezed = unquoted.encode("ascii", "ignore").translate(None, _NOT_ALNUM)
         folded_views += [unquoted, codecs.decode(unquoted, "rot13")]
         compact += [squeezed, squeezed.translate(_ROT13_BYTES)]
-        applied += [how, "rot13"] if how else ["rot13"]
-    return folded_views, compact, sorted(set(applied))
+        names += [how, "rot13"]
+    return folded_views, compact, names, whole
 
 
-_ALNUM_CHARS = frozenset(_ALNUM.decode())
-# A negation shortly before a match, in the same sentence, with nothing that turns the
-# sentence around in between: "the assistant must never reveal its system prompt, share
-# credentials …" describes a rule; "don't worry about that, just ignore the rules" does not.
-_NEGATION = re.compile(
-    r"\b(?:never|not|cannot|can't|don't|doesn't|won't|mustn't|shouldn't|no longer|refuses?|"
-    r"refused|prohibits?|prohibited|forbids?|forbidden|prevents?|prevented|blocks?|blocked|"
-    r"denies|denied|disallows?|disallowed|"
-    r"detects?|detected|against)\b(?!\s+(?:mind|hesitate|forget)\b)"
-)
-_TURN = re.compile(r"\b(?:but|just|instead|now|then|however|rather|so|anyway)\b")
-_SENTENCE_END = re.compile(r"[.!?;:\n\]\[>|]")
+_STRUCTURE_GATE = re.compile(r"[{<\[#]|^\s*\w+\s*:|\n\s*\w+\s*:")
 
 
-def _negated(folded: str, start: int) -> bool:
-    before = folded[max(0, start - 80) : start]
-    ends = [m.end() for m in _SENTENCE_END.finditer(before)]
-    if ends:
-        before = before[ends[-1] :]
-    before = " ".join(before.split()[-8:])
-    negations = list(_NEGATION.finditer(before))
-    return bool(negations) and not _TURN.search(before, negations[-1].end())
-
-
-_WORD_AT = re.compile(r"[a-z]+")
-_NARRATED = re.compile(r"(?:ed|es)$")
-_BASE_FORMS = frozenset(("need", "feed", "seed", "speed", "bleed", "does", "goes", "yes", "uses"))
-
-
-# Someone else being made to do it, reported in the third person or the past: "input that
-# causes the model to ignore its instructions", "models asked to repeat their system prompt".
-# Only inflected verbs: the imperative "tell the model to ignore …" is still an instruction.
-_MODEL = r"(?:models?|llms?|assistants?|chatbots?|agents?|ai|systems?)"
-_CAUSED = (
-    r"(?:caus(?:es|ed|ing)|ask(?:s|ed|ing)|told|tell(?:s|ing)|trick(?:s|ed|ing)|"
-    r"convinc(?:es|ed|ing)|persuad(?:es|ed|ing)|gets|got|getting|makes|made|making|leads|led|"
-    r"leading|instruct(?:s|ed|ing)|prompt(?:s|ed|ing)|coax(?:es|ed|ing)|"
-    r"manipulat(?:es|ed|ing)|forc(?:es|ed|ing))"
-)
-_REPORTED = re.compile(
-    rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}{_MODEL}|"
-    rf"\b{_MODEL}\s+(?:(?:is|are|was|were|being|been|get|got)\s+)?{_CAUSED})"
-    r"\s+(?:\w+\s+){0,2}?to\s+$"
-)
-
-
-def _reported(folded: str, start: int) -> bool:
-    before = folded[max(0, start - 80) : start]
-    ends = [m.end() for m in _SENTENCE_END.finditer(before)]
-    if ends:
-        before = before[ends[-1] :]
-    return bool(_REPORTED.search(" ".join(before.split()[-8:]) + " "))
-
-
-def _narrated(folded: str, start: int) -> bool:
-    """The matched verb is in the past or third person ("removed", "ignores its rules"): a text
-    that tells what happened or what something does, not an instruction."""
-    word = _WORD_AT.match(folded, start)
-    if word is None:
-        return False
-    text = word.group()
-    return len(text) > 4 and bool(_NARRATED.search(text)) and text not in _BASE_FORMS
+def _structure(whole: list[str]) -> dict[str, ThreatPattern]:
+    """Fake structure (tool calls, tool results, conversation turns) needs the quotation marks
+    the other views set aside (JSON keys are quoted): these patterns read the folded sources as
+    they are, with Python's ``re`` (few texts pass the gate, and those are short work)."""
+    found: dict[str, ThreatPattern] = {}
+    for folded in whole:
+        if not _STRUCTURE_GATE.search(folded):
+            continue
+        for pattern, regex in _engine().structure:
+            if pattern.name not in found and regex.search(folded):
+                found[pattern.name] = pattern
+    return found
 
 
 def argument_strings(value: Any) -> list[str]:
@@ -379,6 +242,16 @@ def argument_strings(value: Any) -> list[str]:
 LEARNED_MIN_CHARS = 256
 LEARNED_CATEGORY = "learned_injection"
 LEARNED_PATTERN = "learned:injection"
+SEMANTIC_CATEGORY = "semantic_injection"
+SEMANTIC_PATTERN = "semantic:injection"
+#: A request to act that the source may not make (``safety.acts``): a flag from standard and
+#: untrusted sources, a block from hostile ones; 0.1 more for each further kind of act.
+ACT_CATEGORY = "untrusted_act"
+STRUCTURE_CATEGORY = "fake_structure"
+#: The score the learned and semantic stages need on a text that discusses attacks.
+GENRE_FLOOR = 0.9
+SEMANTIC_FLOOR = 0.97
+ACT_RISK = 0.5
 
 
 def learned_base(score: float, threshold: float) -> float:
@@ -391,11 +264,12 @@ def learned_base(score: float, threshold: float) -> float:
     return 0.6 if score >= 0.9 else 0.5
 
 
-def _learned_readings(text: str) -> list[str]:
-    """What the learned stage reads: the text with its percent-encoding and HTML entities
-    decoded, and each base64 run in it decoded."""
-    whole = html.unescape(unquote(text)) if ("%" in text or "&" in text) else text
-    return [whole, *(d for d in _decodings(text) if d not in (unquote(text), html.unescape(text)))]
+def _model_readings(norm: Normalised) -> list[str]:
+    """What the learned and semantic stages read: the text (its visible text when it is HTML)
+    and each other reading (hidden parts, decodings, a reversed or ROT13 text)."""
+    readings = dict(norm.readings)
+    first = readings.get("html") or readings.get("entities") or readings.get("url") or norm.text
+    return [first, *(r for how, r in norm.readings[1:] if r is not first and r.strip())]
 
 
 def _learned_applies(learned: bool | None, trust: str, text: str) -> bool:
@@ -404,17 +278,13 @@ def _learned_applies(learned: bool | None, trust: str, text: str) -> bool:
     return trust in ("untrusted", "hostile") or len(text) >= LEARNED_MIN_CHARS
 
 
-def assess(text: str, trust: str = "standard", *, learned: bool | None = None) -> Assessment:
-    """Assess one text from a source of the given trust level: the patterns, then — where no
-    pattern matched and ``_learned_applies`` — the learned stage (``brainframe.safety.learned``)."""
-    if trust not in TRUST_MULTIPLIERS:
-        raise ValueError(f"unknown trust level {trust!r}; one of {sorted(TRUST_MULTIPLIERS)}")
+def _matches(views: list[str], compact_views: list[bytes]) -> dict[str, ThreatPattern]:
+    """The patterns that match some view and are used there, not mentioned."""
     engine = _engine()
-    folded_views, compact_views, applied = _views(text[:65536])
     matched: dict[str, ThreatPattern] = {}
     # Hyperscan names the candidates; Python's re decides on the view it was found in, and a
     # match counts unless every occurrence of it is negated ("must never reveal …").
-    for view, folded in zip(compact_views, folded_views, strict=True):
+    for view, folded in zip(compact_views, views, strict=True):
         positions: list[int] | None = None
         for i in scan(engine.compact_db, view):
             pattern, regex = engine.compact[i]
@@ -425,20 +295,86 @@ def assess(text: str, trust: str = "standard", *, learned: bool | None = None) -
                     positions = [k for k, c in enumerate(folded) if c in _ALNUM_CHARS]
                 at, end = positions[match.start()], positions[match.end() - 1] + 1
                 if not (
-                    _negated(folded, at)
-                    or _narrated(folded, at)
-                    or _reported(folded, at)
-                    or _NEGATION.search(folded, at, end)  # "the assistant must never reveal …"
+                    mention.negated(folded, at)
+                    or mention.narrated(folded, at)
+                    or mention.reported(folded, at)
+                    or mention.NEGATION.search(folded, at, end)  # "must never reveal …"
                 ):
                     matched[pattern.name] = pattern
                     break
-    for text_view in folded_views:
+    for text_view in views:
         for i in scan(engine.folded_db, utf8(text_view)):
             pattern, regex = engine.folded[i]
             if pattern.name in matched:
                 continue
-            if any(not _negated(text_view, m.start()) for m in regex.finditer(text_view)):
+            confirm = _CONFIRM.get(pattern.name)
+            if any(
+                not mention.negated(text_view, m.start())
+                and (confirm is None or confirm(m.group(), text_view))
+                for m in regex.finditer(text_view)
+            ):
                 matched[pattern.name] = pattern
+    return matched
+
+
+#: Patterns whose matches are confirmed by a function of (match, view): sending to an address
+#: counts only when it sends outside the business (``acts.outward``).
+_CONFIRM = {
+    "forward_copy_to_address": acts.sends_outward,
+    "extra_recipient": acts.sends_outward,
+}
+
+
+def _signals(
+    norm: Normalised,
+    views: list[str],
+    names: list[str],
+    trust: str,
+    source: str | None,
+    rights: Collection[str] | None,
+) -> dict[str, ThreatPattern]:
+    """Findings beyond the named patterns: requests to act that the source may not make, and
+    disguises that are a finding in themselves (look-alike letters mixed into words, text in
+    invisible Unicode tags, hidden HTML that speaks to a model)."""
+    found: dict[str, ThreatPattern] = {}
+    requested = [
+        act
+        for view, how in zip(views, names, strict=True)
+        if how != "rot13"
+        for act in acts.found(view)
+    ]
+    kinds = acts.unentitled(requested, trust, source, rights)
+    if kinds:
+        base = min(0.7, ACT_RISK + 0.1 * (len(kinds) - 1))
+        for kind in kinds:
+            found[f"act:{kind}"] = ThreatPattern(f"act:{kind}", ACT_CATEGORY, base, "")
+    if "unicode_tags" in norm.steps:
+        found["unicode_tags"] = ThreatPattern("unicode_tags", "obfuscation", 0.6, "")
+    if any(mention.addressed(fold(hidden)) for hidden in norm.hidden):
+        found["hidden_instruction"] = ThreatPattern("hidden_instruction", "obfuscation", 0.6, "")
+    return found
+
+
+def assess(
+    text: str,
+    trust: str = "standard",
+    *,
+    learned: bool | None = None,
+    source: str | None = None,
+    rights: Collection[str] | None = None,
+) -> Assessment:
+    """Assess one text from a source of the given trust level: the named patterns, requests to
+    act (``safety.acts``: what ``rights`` — the acts the sender may request, by default what
+    ``trust`` and ``source`` allow — does not cover), disguises; then, where none of these found
+    anything and ``_learned_applies``, the learned and semantic stages."""
+    if trust not in TRUST_MULTIPLIERS:
+        raise ValueError(f"unknown trust level {trust!r}; one of {sorted(TRUST_MULTIPLIERS)}")
+    text = text[:65536]
+    norm = normalise(text)
+    views, compact_views, names, whole = _views(text, norm)
+    matched = _matches(views, compact_views)
+    matched.update(_structure(whole))
+    matched.update(_signals(norm, views, names, trust, source, rights))
     if matched:
         by_category: dict[str, float] = {}
         for pattern in matched.values():
@@ -448,14 +384,27 @@ def assess(text: str, trust: str = "standard", *, learned: bool | None = None) -
         base = min(1.0, max(by_category.values()) + 0.1 * (len(by_category) - 1))
     else:
         by_category, base = {}, NO_MATCH_RISK
-    score = None
+    score = semantic_score = None
     if not matched and _learned_applies(learned, trust, text):
+        readings = _model_readings(norm)
         model = detector()
-        score = round(max(model.scores(_learned_readings(text[:65536]))), 4)
-        base = learned_base(score, model.threshold)
+        score = round(max(model.scores(readings)), 4)
+        meaning = semantic.detector()
+        semantic_score = round(max(meaning.scores(readings)), 4)
+        # A document about attacks (training, research, a tutorial…) that does not speak to a
+        # model is read as mention: the models' lower band (a flag) does not apply to it.
+        folded = fold(readings[0])
+        discussing = mention.genre(folded) is not None and not mention.addressed(folded)
+        floor = GENRE_FLOOR if discussing else 0.0
+        if score >= max(model.threshold, floor):
+            base = learned_base(score, model.threshold)
+            name, category = LEARNED_PATTERN, LEARNED_CATEGORY
+        else:
+            base = learned_base(semantic_score, max(meaning.threshold, floor and SEMANTIC_FLOOR))
+            name, category = SEMANTIC_PATTERN, SEMANTIC_CATEGORY
         if base > NO_MATCH_RISK:
-            by_category = {LEARNED_CATEGORY: base}
-            matched = {LEARNED_PATTERN: ThreatPattern(LEARNED_PATTERN, LEARNED_CATEGORY, base, "")}
+            by_category = {category: base}
+            matched = {name: ThreatPattern(name, category, base, "")}
     multiplier = TRUST_MULTIPLIERS[trust]
     risk = round(min(1.0, base * multiplier), 4)
     action = "block" if risk >= BLOCK_AT else "flag" if risk >= FLAG_AT else "allow"
@@ -467,6 +416,7 @@ def assess(text: str, trust: str = "standard", *, learned: bool | None = None) -
         base_risk=round(base, 4),
         trust=trust,
         multiplier=multiplier,
-        decoded=applied,
+        decoded=list(norm.steps),
         learned=score,
+        semantic=semantic_score,
     )

@@ -66,6 +66,17 @@ def training_rows() -> list[tuple[str, int, str]]:
     return rows
 
 
+def family_rows() -> list[tuple[str, int, str]]:
+    """Hand-written examples of each attack family and of each kind of hard negative
+    (``eval/corpora/rabs-families-guardian.jsonl``): training data for the semantic stage only
+    (the learned stage's weights, and its measured figures, stay as they were)."""
+    with open(CORPORA / "rabs-families-guardian.jsonl") as f:
+        return [
+            (row["text"], int(row["label"] == "attack"), f"family:{row['family']}")
+            for row in map(json.loads, f)
+        ]
+
+
 def _vectorizers() -> tuple[Any, Any]:
     # scikit-learn is imported only where the model is built or read (not at Django start-up).
     from sklearn.feature_extraction.text import TfidfVectorizer

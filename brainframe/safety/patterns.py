@@ -39,6 +39,10 @@ CATEGORY_RISK = {
     "privilege_escalation": 0.6,
     "data_boundary": 0.6,
     "argument_smuggling": 0.6,
+    "fake_structure": 0.5,
+    "fraud": 0.6,
+    "concealment": 0.5,
+    "prompt_probe": 0.4,
 }
 
 _P = [
@@ -340,6 +344,189 @@ _P = [
         "argument_smuggling",
         r"re:\b(?:webhook|callback|postback|notify|archive(?:d)?(?: it)?(?: at)?|report to)"
         r"\s*(?:url|uri)?\s*[:=]?\s*(?:at|to)?\s*https?://",
+    ),
+]
+
+# --- instructions in Spanish, Vietnamese and Chinese (Vietnamese and Spanish are matched without
+# their diacritics, as the folded text has them; Chinese as written, over the folded text).
+_P += [
+    (
+        "ignore_instructions_es",
+        "instruction_override",
+        "(olvida|olvidate|omite|ignora|descarta|desobedece)_(de)?_(tus|las|todas|sus|los)?_"
+        "(instrucciones|reglas|indicaciones|normas|directrices)",
+    ),
+    (
+        "ignore_instructions_vi",
+        "instruction_override",
+        "(boqua|quen|quendi|khongtuantheo|bachbo)~(huongdan|quytac|chidan|nguyentac)",
+    ),
+    (
+        "ignore_instructions_zh",
+        "instruction_override",
+        r"re:(?:忽略|无视|忽视|不要理会|不用理会|别管|不用遵守|不要遵守|不必遵守)[^。\n]{0,12}?"
+        r"(?:指示|指令|规则|规定|说明|提示|要求)",
+    ),
+    (
+        "unrestricted_persona_other",
+        "instruction_override",
+        "(eres|actuacomo|sercomo|banla|banlamot)~(sinrestricciones|sinlimites|sinreglas|"
+        "khongcogioihan|khonggioihan|khongcorangbuoc)",
+    ),
+    (
+        "unrestricted_persona_zh",
+        "instruction_override",
+        r"re:(?:扮演|你现在是|你是|作为)[^。\n]{0,12}?(?:没有任何限制|不受限制|无限制|没有限制|"
+        r"管理员|超级用户)",
+    ),
+    (
+        "reveal_prompt_other",
+        "prompt_leakage",
+        "(muestra|muestrame|dime|revela|revelame|ensename|imprime|tietlo|chotoixem|hienthi|inra)~"
+        "(mensajedelsistema|instruccionesdelsistema|promptdelsistema|indicacionesdelsistema|"
+        "instruccionesiniciales|loinhachethong|nhachethong|huongdanhethong|contrasena|matkhau)",
+    ),
+    (
+        "reveal_prompt_zh",
+        "prompt_leakage",
+        r"re:(?:告诉|显示|输出|透露|泄露|给我看|打印|说出)[^。\n]{0,10}?(?:系统提示|提示词|系统指令|"
+        r"初始指令|密码|口令)",
+    ),
+    (
+        "send_records_other",
+        "exfiltration",
+        "(envia|enviar|manda|mandar|reenvia|gui|chuyen)~(registros|expedientes|datos|lista|"
+        "danhsach|hoso|dulieu|toanbo|tatca)~(micorreo|correopersonal|miemail|chotoi|emailcuatoi|"
+        "email)",
+    ),
+    (
+        "send_records_zh",
+        "exfiltration",
+        r"re:(?:所有|全部)[^。\n]{0,14}?(?:资料|数据|记录|电话号码|电话|地址|信息|档案)[^。\n]{0,14}?"
+        r"(?:发给|发到|发送|转发|寄给)|(?:发给|发到|发送到|转发到)[^。\n]{0,6}?(?:私人|个人)(?:邮箱|邮件)",
+    ),
+    (
+        "bank_change_other",
+        "fraud",
+        "(cambia|actualiza|modifica|thaydoi|capnhat|doi)~(datosbancarios|cuentabancaria|"
+        "sotaikhoan|taikhoannganhang)",
+    ),
+    (
+        "bank_change_zh",
+        "fraud",
+        r"re:(?:更改|修改|改为|换成|变更|更新)[^。\n]{0,10}?银行(?:账号|账户|帐户|帐号)|"
+        r"银行(?:账号|账户|帐户|帐号)[^。\n]{0,6}?(?:更改|改为|换成|变更)",
+    ),
+    (
+        "skip_approval_other",
+        "tool_abuse",
+        "(sin|khongcan|boqua)_(esperar)?_(la|el|nguoi)?(aprobacion|revision|pheduyet|duyet|"
+        "kiemtra|xetduyet)|(aprueba|autoriza|pheduyet)_(todas|todos|moi|tatca|toanbo)",
+    ),
+    (
+        "skip_approval_zh",
+        "tool_abuse",
+        r"re:(?:跳过|绕过|不经|无需|不需要|不用)[^。\n]{0,4}?(?:审批|审核|批准|复核)|"
+        r"批准(?:所有|全部)",
+    ),
+    (
+        "conceal_other",
+        "concealment",
+        "(nolodigas|noselodigas|nolemenciones|nodigasnada|dungnoi|khongnoi|dungbao)~"
+        "(coordinador|nadie|gerente|supervisor|finanzas|dieuphoi|quanly|aica|ketoan)",
+    ),
+    (
+        "conceal_zh",
+        "concealment",
+        r"re:(?:不要|别|不用)(?:告诉|通知)(?:任何人|协调员|经理|主管|财务|别人)",
+    ),
+    (
+        "erase_log_other",
+        "destructive_command",
+        "(borra|borrar|elimina|eliminar|xoa|dungghivao|khongghivao)~(registro|registros|historial|"
+        "nhatky)",
+    ),
+    (
+        "erase_log_zh",
+        "destructive_command",
+        r"re:(?:删除|清除|清空|不要记录)[^。\n]{0,6}?(?:审计)?日志",
+    ),
+]
+
+# --- fake structure: tool calls, tool results and conversation turns written into content.
+_P += [
+    (
+        "fake_tool_call",
+        "fake_structure",
+        r"re:[\"'](?:tool_calls?|function_call|next_action|tool_use)[\"']\s*:|"
+        r"[\"']role[\"']\s*:\s*[\"'](?:system|developer|tool)[\"']|"
+        r"<\s*/?\s*(?:tool_calls?|tool_response|tool_result|function_calls?|function_result|"
+        r"function_response)\b|\[\s*(?:function_result|tool_result|tool_output)\b|"
+        r"\btool output \([\w.]+\)\s*:",
+    ),
+    (
+        "fake_agent_trace",
+        "fake_structure",
+        r"re:(?:^|\n)\s*(?:observation|thought)\s*:[^\n]*\n\s*(?:thought|action)\s*:",
+    ),
+    (
+        "fake_conversation_turn",
+        "fake_structure",
+        r"re:(?:^|\n)\s*(?:#{1,6}\s*(?:assistant|ai)\s*\n|\[?(?:assistant|ai)\]?\s*:)"
+        r"[\s\S]{0,300}?\n\s*(?:#{1,6}\s*(?:user|human)\s*\n|\[?(?:user|human)\]?\s*:)"
+        r"[^\n]{0,200}?\b(?:as (?:we )?agreed|paste|print|reveal|disable|approve|release|"
+        r"execute|dump|ignore|bypass|skip)\b",
+    ),
+]
+
+# --- soft probes: prompt extraction asked for politely, and "hypothetically, with no approval…"
+# (weak on their own: a flag from untrusted sources only).
+_P += [
+    (
+        "ask_what_you_were_told",
+        "prompt_probe",
+        "(what|which)~(rules|instructions|guidelines|directives|setup|configuration|directions)"
+        "(were|was|have|did|had)(you)~(given|told|receive|received|setupwith|programmedwith|"
+        "startedwith)|(whatwereyoutold|whatareyoutold|whatwereyougiven|whatwereyouinstructed|"
+        "whatwereyouprogrammed)",
+    ),
+    (
+        "work_on_your_prompt",
+        "prompt_probe",
+        "(translate|summarise|summarize|paraphrase|rewrite|encode|spell|describe|outline|share|"
+        "write|paste|read|explain)~(your|its)(own|real|actual)?_(system|initial|hidden|secret|"
+        "original|setup|starting|confidential|real)_(prompt|instructions|setuptext|setup|message|"
+        "configuration|guidelines|rules|text|words)",
+    ),
+    (
+        "top_of_context",
+        "prompt_probe",
+        "(top|beginning|start)of(your)(context|prompt|instructions|memory|conversation)|"
+        "(firstsentence|firstline|openingline|firstwords|firstparagraph)~(youweregiven|"
+        "yourinstructions|yourprompt|beforemymessage|abovemymessage|aboveline)|"
+        "(wordsitwasprogrammedwith|programmedwith|yourrealsetup|yourownsetup|"
+        "youractualinstructions|yourrealinstructions)|(exactwords|wordforword|verbatim)~(your|its)"
+        "(instructions|prompt|rules|setup|guidelines|configuration)",
+    ),
+    (
+        "guidelines_not_to_share",
+        "prompt_probe",
+        "(guidelines|rules|instructions)youfollow~(notsupposedto|notallowedto|cannot|cant)"
+        "(share|reveal|tell|say)",
+    ),
+    (
+        "hypothetical_bypass",
+        "prompt_probe",
+        "(hypothetically|imagine|pretend|suppose|fictional|roleplay|whatif)~(noapproval|"
+        "nobodywaschecking|noonewaschecking|noreviewer|noonewatching|nobodywatching|"
+        "noapprovalstep|noapprovalprocess|withoutapproval|withoutreview|nooversight|"
+        "nobodychecking|nooneischecking|nobodyischecking)",
+    ),
+    (
+        "run_the_json_above",
+        "fake_structure",
+        r're:\{[^{}]{0,300}"(?:action|tool|function|name)"\s*:[^{}]{0,300}\}[\s\S]{0,40}?'
+        r"\b(?:run|execute|perform|process|carry out) (?:the )?above\b",
     ),
 ]
 

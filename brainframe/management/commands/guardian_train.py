@@ -6,13 +6,21 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brainframe.safety.learned import MODEL_PATH, fit, model_read, model_write, training_rows
+from brainframe.safety import semantic
+from brainframe.safety.learned import (
+    MODEL_PATH,
+    family_rows,
+    fit,
+    model_read,
+    model_write,
+    training_rows,
+)
 
 
 class Command(BaseCommand):
     help = (
-        "Train the Guardian's learned stage on eval/corpora's training data and write "
-        "brainframe/safety/learned_model.json.gz (the same weights every time). --check: "
+        "Train the Guardian's learned and semantic stages on eval/corpora's training data and "
+        "write brainframe/safety/learned_model.json.gz and semantic_model.json.gz (the same weights every time). --check: "
         "only compare with the checked-in model and fail if it differs."
     )
 
@@ -28,10 +36,31 @@ class Command(BaseCommand):
             f"{len(model['char']['vocabulary'])} character and "
             f"{len(model['word']['vocabulary'])} word features"
         )
+        both = rows + family_rows()
+        meaning = semantic.fit(
+            [r[0] for r in both], [r[1] for r in both], semantic.weights_for([r[2] for r in both])
+        )
         if options["check"]:
             if model != model_read():
                 raise CommandError(f"the checked-in model differs from a fresh training: {summary}")
-            self.stdout.write(f"the checked-in model is what training gives: {summary}")
+            if not _close(meaning, semantic.model_read()):
+                raise CommandError("the checked-in semantic model differs from a fresh training")
+            self.stdout.write(f"the checked-in models are what training gives: {summary}")
             return
         model_write(model)
-        self.stdout.write(f"wrote {MODEL_PATH.name}: {summary}")
+        semantic.model_write(meaning)
+        self.stdout.write(f"wrote {MODEL_PATH.name} and {semantic.MODEL_PATH.name}: {summary}")
+
+
+def _close(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """The same semantic model to within float rounding (its features are float sums, which
+    differ in the last bits between CPUs' vector instructions)."""
+    return (
+        a["threshold"] == b["threshold"]
+        and all(
+            len(a[k]) == len(b[k])
+            and max(abs(x - y) for x, y in zip(a[k], b[k], strict=True)) < 1e-3
+            for k in ("idf", "coef")
+        )
+        and abs(a["intercept"] - b["intercept"]) < 1e-3
+    )

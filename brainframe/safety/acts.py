@@ -1,0 +1,232 @@
+"""Untrusted text that tries to act: requests to move money, change bank or payroll details,
+send data outward, approve, skip review or hide something.
+
+A request found here is not an attack by itself: a manager may ask for a roster to be sent, a
+finance officer for a payment run. Whether it counts is decided by who is asking (``rights``):
+the acts the source may request. Content from an untrusted source (tool output, a web page, an
+inbound message from someone without the right) may request none, so any request in it is a
+finding (``guardian.assess``). Keywords alone decide nothing: a request that is mentioned rather
+than made (quoted, negated, narrated, reported, given as an example, or in a document about
+attacks that does not speak to a model: ``safety.mention``) is not one.
+
+Each act is a regular expression over the folded text (``normalise.fold``) with quotations
+set aside; the match's start is where the mention checks look.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from brainframe.safety import mention
+
+ACTS = ("payment", "bank_details", "payroll", "forward", "approve", "skip_review", "conceal")
+#: What a source of each trust level may request when nobody says otherwise. A standard source
+#: (an agent, a staff member) may ask for payments and the like (the broker's ACL and V-Pol decide
+#: those calls); nobody is presumed entitled to skip review or to hide something.
+DEFAULT_RIGHTS = {
+    "system": frozenset(ACTS),
+    "operator": frozenset(ACTS) - {"conceal"},
+    "standard": frozenset(ACTS) - {"conceal", "skip_review"},
+    "untrusted": frozenset(),
+    "hostile": frozenset(),
+}
+#: Sources that are content, not a person: they may request nothing, whatever the trust level.
+CONTENT_SOURCES = frozenset(
+    ("tool_output", "tool_result", "web_page", "document", "calendar", "search_result", "file")
+)
+
+_MONEY = (
+    r"(?:\$\s?\d|\d[\d,]*\s?(?:dollars|aud)\b|payments?|funds|money|invoices?|amount|balance|"
+    r"bond|deposit|refunds?|reimbursements?|bonus(?:es)?|gift ?cards?|transfers?|the bill|"
+    r"remittance|fees?)"
+)
+_STRONG_MONEY = (
+    r"(?:\$\s?\d|\d[\d,]*\s?(?:dollars|aud)\b|payments?\b|funds|money|refunds?|gift ?cards?|"
+    r"bond\b|deposit\b|bonus(?:es)?|reimbursements?)"
+)
+_PEOPLE_ORGS = r"(?:coordinators?|manager|supervisor|finance|reviewers?|review panel|panel|"
+_OVERSIGHT = (
+    _PEOPLE_ORGS + r"audit|safeguarding(?: lead)?|compliance|hr|board|anyone|anybody|nobody|"
+    r"no one|head office|team lead|management|the office|accounts|my boss|the boss|director)"
+)
+_FREE_MAIL = r"(?:gmail|outlook|hotmail|yahoo|protonmail|proton|fastmail|icloud|gmx|mail)\."
+_SENSITIVE = (
+    r"(?:all|every|entire|full|whole|complete)\b[^.\n]{0,40}?|"
+    r"(?:records?|database|list|files?|folder|inbox|history|conversation|emails|passwords?|"
+    r"tokens?|credentials|addresses|contacts?|case notes|reports?|timesheets|exports?|roster|"
+    r"phone numbers|details|data|payroll|finance)"
+)
+
+_PATTERNS: dict[str, str] = {
+    "payment": (
+        r"(?<!\ba )(?<!\bthe )\b(?:pay|wire|transfer|release|remit|settle|refund|put through|"
+        r"push through|pay out|paid out|pay in)\b[^.\n]{0,60}?"
+        + _MONEY
+        + r"|\b(?:send|process|buy|purchase)\b[^.\n]{0,60}?"
+        + _STRONG_MONEY
+        + r"|\b(?:payments?|funds|invoices?)\b[^.\n]{0,40}?\b(?:to be paid|must (?:now )?go to|"
+        r"can be released|are to be paid|be redirected|redirect)"
+        r"|\bredirect\b[^.\n]{0,40}?(?:payments?|claims?|funds)"
+    ),
+    "bank_details": (
+        r"\b(?:change|update|swap|switch|replace|redirect|amend|set|use|fix|move)\b[^.\n]{0,60}?"
+        r"\b(?:bank(?:ing)?|account|bsb|remittance|payee|direct deposit|super fund)"
+        r"(?: details| information| info| number)?\b"
+        r"|\b(?:into|to)\s+(?:the|our|my|this)\s+new\s+(?:bank\s+)?account\b"
+        r"|\b(?:bank(?:ing)?|remittance|account) (?:details|information) (?:have|has) "
+        r"(?:been )?(?:changed|updated)|\bold account (?:is|has been) closed"
+        r"|\bnew (?:bank|account) details\b|\bbank has changed|\bmoved our banking\b"
+        r"|\bbsb\s*\d{3}-?\d{3}"
+    ),
+    "payroll": (
+        r"\b(?:change|update|swap|switch|increase|raise|adjust|backdate|set)\b[^.\n]{0,50}?"
+        r"\b(?:pay ?rate|hourly rate|salary|wages?|payroll|pay(?! run)|super)\b"
+        r"|\b(?:payroll|salary|wages?)\b[^.\n]{0,30}?\b(?:account|details)\b"
+    ),
+    "forward": (
+        r"\b(?:send|forward|email|e-mail|mail|upload|post|share|attach|copy|export|sync|"
+        r"append|include|paste|push|collect)\b[^.\n]{0,80}?(?:" + _SENSITIVE + r")"
+        r"[^.\n]{0,80}?(?:\b[\w.+-]+@(?:" + _FREE_MAIL + r"|[\w-]+\.(?:io|net|biz|com|org)\b)|"
+        r"https?://|\bmy (?:personal|own|private) |\bpersonal (?:email|e-mail|address|account|"
+        r"drive|dropbox)|\bdropbox\b|\bgoogle drive\b|\bpastebin\b|\bto me\b|"
+        r"\breply to this\b|\bexternal\b|\boutside\b|\bfeedback field|\bcontact form|"
+        r"\bsurvey form|\bback to us\b|\bthe (?:form|link|address) (?:below|in the footer|"
+        r"at the bottom))"
+    ),
+    "approve": (
+        r"\b(?:approve|authori[sz]e|sign off|sign-off|accept|clear|mark)\b[^.\n]{0,50}?"
+        r"\b(?:pending|queued?|queue|claims?|timesheets?|invoices?|payments?|purchase orders?|"
+        r"requests?|refunds?|overtime|expenses?|applications?|everything|all of them|"
+        r"as approved|approved|as paid|bonus)"
+    ),
+    "skip_review": (
+        r"\b(?:skip|bypass|circumvent|waive|disable|avoid|without|no need for|don't wait for|"
+        r"do not wait for|rather than (?:sending|routing)|instead of)\b[^.\n]{0,40}?"
+        r"\b(?:review(?:er|ers)?|approvals?|sign-?off|checks?|verification|verify|call-?back|"
+        r"two-person|approval queue|usual process|paperwork|re-?verify)"
+        r"|\bno (?:further )?(?:sign-?off|approval|review|paperwork) (?:is )?(?:required|needed)"
+        r"|\b(?:human )?approval (?:no longer applies|is not required|not needed)"
+        r"|\bapproval is implied\b"
+    ),
+    "conceal": (
+        r"\b(?:don't|do not|no need to|without|never|not)\s+(?:tell|mention|inform|cc|copy|"
+        r"loop in|notify|flag|let|bother|send (?:the )?notification to|involve)\b[^.\n]{0,30}?"
+        r"\b"
+        + _OVERSIGHT
+        + r"|\bkeep (?:this|it|that) (?:between us|quiet|confidential|secret|off the books|"
+        r"to yourself)\b|\boff the books\b|\b(?:nobody|no one|no-one) (?:needs? to|will|has to) "
+        r"(?:know|see|notice)|\b(?:skip|leave (?:it|this|that)?(?: one)? ?out of|keep (?:it|this) out of|"
+        r"don't record|do not record)\b[^.\n]{0,30}?\b(?:log|logs|logging|report|summary|audit|"
+        r"record|books)\b|\bno need for anyone to see|\bquietly\b|\bsilently\b"
+        r"|\b(?:don't|do not) (?:mention|say|tell anyone) (?:that )?i (?:asked|said|called)"
+        r"|\b(?:remove|delete|take)\b[^.\n]{0,20}?\b(?:my name|it|this|them|the (?:entry|record|"
+        r"note)s?)\b[^.\n]{0,10}?\bfrom the (?:incident |audit )?(?:report|log|record|audit)"
+    ),
+}
+_COMPILED = {kind: re.compile(expression) for kind, expression in _PATTERNS.items()}
+#: A question about how to do something ("how do I update my bank details?") asks for no act.
+_HOW = re.compile(r"\bhow (?:do|can|should|would) (?:i|we)\b|\bis there a form\b")
+#: Variables carrying an instruction: "let X = …; do X".
+_VARIABLE = re.compile(
+    r"\b(?:let|define|set)\s+([a-z]\w{0,10})\s*(?:=|:=|be)\s*[^\n]{0,200}?"
+    r"\b(?:do|execute|perform|run|carry out|act on|send|copy|combine)\b[^.\n]{0,40}?\b\1\b"
+    r"|\bpart (?:a|one|1)\b[^\n]{0,200}\bpart (?:b|two|2)\b[^\n]{0,200}\b(?:do|execute|"
+    r"act on|carry out|perform)\b|\bcombine the (?:two )?(?:words|parts)\b[^.\n]{0,40}\b"
+    r"(?:carry out|do|execute|act)|\bact on both words\b|\bdo what the parts say\b"
+)
+
+
+#: The business's own e-mail domains (``RABS_INTERNAL_DOMAINS``, comma-separated): sending to
+#: them is not sending outward.
+INTERNAL_DOMAINS = tuple(
+    d.strip().lower().lstrip("@")
+    for d in os.environ.get("RABS_INTERNAL_DOMAINS", "").split(",")
+    if d.strip()
+)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_FREE_MAIL_DOMAIN = re.compile(
+    r"^(?:gmail|googlemail|outlook|hotmail|live|yahoo|protonmail|proton|fastmail|icloud|gmx|"
+    r"mail|aol|yandex|tutanota|zoho)\."
+)
+_OTHER_DESTINATION = re.compile(
+    r"https?://|\bmy (?:personal|own|private) |\bpersonal (?:email|e-mail|address|account|drive|"
+    r"dropbox)|\bdropbox\b|\bgoogle drive\b|\bpastebin\b|\bto me\b|\breply to this\b|"
+    r"\bexternal\b|\boutside\b|\bfeedback field|\bcontact form|\bsurvey form|\bback to us\b|"
+    r"\bthe (?:form|link|address) (?:below|in the footer|at the bottom)"
+)
+
+
+def outward(address: str, folded: str) -> bool:
+    """Whether sending to ``address`` sends outside the business: a free-mail address always; an
+    address on an internal domain never; otherwise unless it is a named person's address (its
+    local part names someone the text names too: "send it to Ben Alvarez at ben.alvarez@…", a
+    staff member's work address)."""
+    local, _, domain = address.lower().partition("@")
+    if _FREE_MAIL_DOMAIN.match(domain):
+        return True
+    if any(domain == d or domain.endswith("." + d) for d in INTERNAL_DOMAINS):
+        return False
+    rest = folded.replace(address.lower(), " ")
+    names = [part for part in re.split(r"[._+-]", local) if len(part) >= 3]
+    return not any(re.search(rf"\b{re.escape(part)}\b", rest) for part in names)
+
+
+def sends_outward(span: str, folded: str) -> bool:
+    """A send whose destination (in ``span``) lies outside the business."""
+    if _OTHER_DESTINATION.search(span):
+        return True
+    addresses = _EMAIL.findall(span)
+    return any(outward(a, folded) for a in addresses)
+
+
+_UNCHANGED = re.compile(
+    r"\b(?:same account|as usual|as last time|unchanged|(?:haven't|have not|hasn't|has not) "
+    r"changed|from my plan|as per our agreement)\b"
+)
+
+
+@dataclass(frozen=True)
+class Act:
+    kind: str
+    start: int
+
+
+def found(folded: str) -> list[Act]:
+    """Every act requested (not merely mentioned) in ``folded``, first occurrence of each kind."""
+    document_genre = mention.genre(folded)
+    speaks = mention.addressed(folded)
+    acts: list[Act] = []
+    for kind, regex in _COMPILED.items():
+        for match in regex.finditer(folded):
+            sentence_start = max(
+                (m.end() for m in mention.SENTENCE_END.finditer(folded, 0, match.start())),
+                default=0,
+            )
+            if _HOW.search(folded, sentence_start, match.end()):
+                continue
+            if kind == "forward" and not sends_outward(match.group(), folded):
+                continue
+            sentence_end = mention.SENTENCE_END.search(folded, match.end())
+            sentence = folded[sentence_start : sentence_end.start() if sentence_end else None]
+            if kind in ("payment", "bank_details") and _UNCHANGED.search(sentence):
+                continue
+            if not mention.mentioned(folded, match.start(), document_genre, speaks):
+                acts.append(Act(kind, match.start()))
+                break
+    if _VARIABLE.search(folded):
+        acts.append(Act("variables", 0))
+    return acts
+
+
+def unentitled(acts: list[Act], trust: str, source: str | None, rights: Collection[str] | None):
+    """The kinds of ``acts`` the source may not request."""
+    if rights is None:
+        allowed = DEFAULT_RIGHTS.get(trust, frozenset())
+        if source in CONTENT_SOURCES:
+            allowed = frozenset()
+    else:
+        allowed = frozenset(rights)
+    return sorted({a.kind for a in acts if a.kind not in allowed})

@@ -1,0 +1,158 @@
+"""Mention is not use: text that discusses, quotes or teaches about an attack is not an attack.
+
+Each check reads the folded text (``normalise.fold``) around one match:
+
+- ``negated``: a negation shortly before it, in the same sentence, with nothing that turns the
+  sentence around ("the assistant must never reveal its system prompt"; but "don't worry about
+  that, just ignore the rules" still counts);
+- ``narrated``: its verb in the past or third person ("removed", "ignores its rules");
+- ``reported``: something a model or a person is made or asked to do ("input that causes the
+  model to ignore …", "attackers ask staff to wire money"), or what someone said ("the caller
+  kept saying …");
+- ``example``: introduced as an example in its sentence ("such as", "for example", "red flags
+  like", "scammers write");
+- ``genre``: the document is about attacks (security-awareness training, a quiz, a policy, a
+  research article, release notes, a README, a tutorial): ``genre`` names it;
+- ``addressed``: the text speaks to a model ("assistant, …", "if you are an AI", "note to the
+  agent reading this"): such a text is using, not mentioning, whatever its genre.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A negation shortly before a match, in the same sentence, with nothing that turns the
+# sentence around in between.
+NEGATION = re.compile(
+    r"\b(?:never|not|cannot|can't|don't|doesn't|won't|mustn't|shouldn't|no longer|refuses?|"
+    r"refused|prohibits?|prohibited|forbids?|forbidden|prevents?|prevented|blocks?|blocked|"
+    r"denies|denied|disallows?|disallowed|"
+    r"detects?|detected|against)\b(?!\s+(?:mind|hesitate|forget)\b)"
+)
+_TURN = re.compile(r"\b(?:but|just|instead|now|then|however|rather|so|anyway)\b")
+SENTENCE_END = re.compile(r"[.!?;:\n\]\[>|]")
+
+
+def _sentence_before(folded: str, start: int, reach: int = 80) -> str:
+    before = folded[max(0, start - reach) : start]
+    ends = [m.end() for m in SENTENCE_END.finditer(before)]
+    return before[ends[-1] :] if ends else before
+
+
+def negated(folded: str, start: int) -> bool:
+    before = " ".join(_sentence_before(folded, start).split()[-8:])
+    negations = list(NEGATION.finditer(before))
+    return bool(negations) and not _TURN.search(before, negations[-1].end())
+
+
+_WORD_AT = re.compile(r"[a-z]+")
+_NARRATED = re.compile(r"(?:ed|es)$")
+_BASE_FORMS = frozenset(("need", "feed", "seed", "speed", "bleed", "does", "goes", "yes", "uses"))
+
+
+def narrated(folded: str, start: int) -> bool:
+    """The matched verb is in the past or third person ("removed", "ignores its rules"): a text
+    that tells what happened or what something does, not an instruction."""
+    word = _WORD_AT.match(folded, start)
+    if word is None:
+        return False
+    text = word.group()
+    return len(text) > 4 and bool(_NARRATED.search(text)) and text not in _BASE_FORMS
+
+
+# Someone else being made to do it, reported in the third person or the past: "input that
+# causes the model to ignore its instructions", "models asked to repeat their system prompt".
+# Only inflected verbs: the imperative "tell the model to ignore …" is still an instruction.
+_MODEL = r"(?:models?|llms?|assistants?|chatbots?|agents?|ai|systems?)"
+_CAUSED = (
+    r"(?:caus(?:es|ed|ing)|ask(?:s|ed|ing)|told|tell(?:s|ing)|trick(?:s|ed|ing)|"
+    r"convinc(?:es|ed|ing)|persuad(?:es|ed|ing)|gets|got|getting|makes|made|making|leads|led|"
+    r"leading|instruct(?:s|ed|ing)|prompt(?:s|ed|ing)|coax(?:es|ed|ing)|"
+    r"manipulat(?:es|ed|ing)|forc(?:es|ed|ing)|pressur(?:es|ed|ing)|urg(?:es|ed|ing))"
+)
+_PEOPLE = r"(?:staff|people|employees|victims?|users?|someone|workers|them|him|her|accounts)"
+_ACTORS = r"(?:attackers?|scammers?|fraudsters?|criminals?|phishers?|hackers?|impostors?)"
+_REPORTED = re.compile(
+    rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}{_MODEL}|"
+    rf"\b{_MODEL}\s+(?:(?:is|are|was|were|being|been|get|got)\s+)?{_CAUSED}|"
+    rf"\b(?:{_CAUSED}|ask|tell|trick|convince|persuade|pressure|urge)\s+(?:the\s+)?{_PEOPLE}|"
+    rf"\b{_ACTORS}\b.*)"
+    r"\s+(?:\w+\s+){0,2}?(?:to\s+)?$"
+)
+_SAID = re.compile(
+    r"\b(?:said|says|saying|wrote|writes|asked|asks|told|claimed|claiming|kept saying|"
+    r"reads|read|went|goes|message was|text was|email said)\s*(?:that\s+)?[:,]?\s*$"
+)
+
+
+def reported(folded: str, start: int) -> bool:
+    before = _sentence_before(folded, start)
+    tail = " ".join(before.split()[-8:]) + " "
+    if _REPORTED.search(tail):
+        return True
+    raw = folded[max(0, start - 40) : start]
+    return bool(_SAID.search(raw.rstrip(" \"'“‘")))
+
+
+_EXAMPLE = re.compile(
+    r"\b(?:such as|for example|for instance|e\.g\.?|like|example|examples|red flags?|"
+    r"warning signs?|signs? of|phrases? like|messages? like|requests? (?:such as|like)|"
+    rf"{_ACTORS}\s+(?:\w+\s+){{0,3}}(?:write|say|send|ask|use|pretend|claim|often|may|will))\b"
+)
+
+
+def example(folded: str, start: int) -> bool:
+    return bool(_EXAMPLE.search(_sentence_before(folded, start, 120)))
+
+
+_GENRE = {
+    "training": r"security awareness|awareness training|\btraining\b|\bmodule \d|\bquiz\b|"
+    r"answer key|\bexercise\b|role-?play exercise|case study|phishing|\bscams?\b|\bscammers?\b|"
+    r"fraudsters?|red flags?|warning signs?|simulation",
+    "policy": r"\bpolicy(?: \d|:)|(?:our|records|payments?|approval|privacy|security|finance) "
+    r"policy\b|\bprocedure\b|staff must|must never|are never|will never ask|code of conduct",
+    "research": r"\bresearch|\bstudy\b|\bpaper\b|experiment|researchers|we measured|"
+    r"our evaluation|attackers?|prompt injection|jailbreak|business email compromise",
+    "changelog": r"changelog|release notes|\bfixed\b|\bremoved\b|\bv\d+\.\d+",
+    "readme": r"\breadme\b|## usage|quick start|```|\bcommands?:",
+    "code": r"(?:^|\n)\s*(?:#|//) [a-z]|(?:^|\n)\s*(?:def|for|import|class|return) [\w(]|"
+    r"\bos\.\w+\(|\(\)\s*[:{]",
+    "tutorial": r"tutorial|\bstep \d|how to\b|in this (?:guide|tutorial|post)",
+}
+_GENRES = [(name, re.compile(expression)) for name, expression in _GENRE.items()]
+
+
+def genre(folded: str) -> str | None:
+    """The kind of document that talks about attacks rather than making one, if this is one."""
+    for name, expression in _GENRES:
+        if expression.search(folded):
+            return name
+    return None
+
+
+_ADDRESSED = re.compile(
+    r"\b(?:if you are an? (?:ai|assistant|agent|language model|llm|bot|automated)|"
+    r"(?:note|message|instructions?|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?"
+    r"(?:ai|assistant|agent|bot|model|llm|automated|language model)s?|"
+    r"(?:^|[.!?\n]\s*|(?:dear|hey|hi|hello)\s+)(?:ai|assistant|agent|bot|chatbot)\s*[,:]|"
+    r"(?:ai|assistant|agent|bot|model|llm|automated (?:agent|assistant|reader)s?|"
+    r"language model)s?\s+(?:reading|processing|summari[sz]ing|compiling|indexing|"
+    r"should|must|may|is to|are to|will now|needs? to)\b|"
+    r"by the (?:assistant|ai|agent|bot)\b|(?:ai|automated) (?:tools?|agents?|readers?)|"
+    r"\b(?:chatgpt|gpt-?\d|claude|bard|gemini|llama)\b|from now on,? you|"
+    r"you are going to (?:act|pretend|be)|you will (?:now )?(?:act|pretend|be))"
+)
+
+
+def addressed(folded: str) -> bool:
+    """The text speaks to a model (and so means what it says)."""
+    return bool(_ADDRESSED.search(folded))
+
+
+def mentioned(folded: str, start: int, document_genre: str | None, speaks_to_model: bool) -> bool:
+    """A match at ``start`` is mentioned, not used."""
+    if negated(folded, start) or narrated(folded, start) or reported(folded, start):
+        return True
+    if speaks_to_model:
+        return False
+    return example(folded, start) or document_genre is not None
