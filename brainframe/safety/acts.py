@@ -122,6 +122,9 @@ _PATTERNS: dict[str, str] = {
         r"don't record|do not record)\b[^.\n]{0,30}?\b(?:log|logs|logging|report|summary|audit|"
         r"record|books)\b|\bno need for anyone to see|\bquietly\b|\bsilently\b"
         r"|\b(?:don't|do not) (?:mention|say|tell anyone) (?:that )?i (?:asked|said|called)"
+        r"|\b(?:not|don't|do not|never) (?:put|include|record|add|enter|log|mention) (?:it |this |"
+        r"that |them )?(?:in|into|on) (?:the )?(?:\w+ )?(?:summary|report|log|logs|records?|"
+        r"minutes|audit)\b"
         r"|\b(?:remove|delete|take)\b[^.\n]{0,20}?\b(?:my name|it|this|them|the (?:entry|record|"
         r"note)s?)\b[^.\n]{0,10}?\bfrom the (?:incident |audit )?(?:report|log|record|audit)"
     ),
@@ -174,12 +177,26 @@ def outward(address: str, folded: str) -> bool:
     return not any(re.search(rf"\b{re.escape(part)}\b", rest) for part in names)
 
 
+_ROLE_MAILBOX = re.compile(
+    r"^(?:support|help|helpdesk|servicedesk|info|enquiries|contact|feedback|privacy|security|"
+    r"reception|office|it|hr|noreply|no-reply)@"
+)
+_BULK = re.compile(
+    r"\b(?:all|every|entire|full|whole|complete|records?|database|passwords?|"
+    r"tokens?|credentials|secrets?|invoices|files|inbox|emails|list)\b"
+)
+
+
 def sends_outward(span: str, folded: str) -> bool:
-    """A send whose destination (in ``span``) lies outside the business."""
+    """A send whose destination (in ``span``) lies outside the business. Sending something
+    that is no one's data (a log, a question) to an organisation's help desk is not."""
     if _OTHER_DESTINATION.search(span):
         return True
     addresses = _EMAIL.findall(span)
-    return any(outward(a, folded) for a in addresses)
+    return any(
+        outward(a, folded) and not (_ROLE_MAILBOX.match(a) and not _BULK.search(span))
+        for a in addresses
+    )
 
 
 _UNCHANGED = re.compile(

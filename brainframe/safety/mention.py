@@ -50,12 +50,20 @@ _NARRATED = re.compile(r"(?:ed|es)$")
 _BASE_FORMS = frozenset(("need", "feed", "seed", "speed", "bleed", "does", "goes", "yes", "uses"))
 
 
+_GERUND_SUBJECT = re.compile(
+    r"[a-z]+ing\b[^.!?;\n]{0,120}?\b(?:is|are|was|counts as|constitutes)\b"
+)
+
+
 def narrated(folded: str, start: int) -> bool:
-    """The matched verb is in the past or third person ("removed", "ignores its rules"): a text
-    that tells what happened or what something does, not an instruction."""
+    """The matched verb is in the past or third person ("removed", "ignores its rules"), or a
+    gerund that is the subject of its sentence ("sending records to personal addresses is a
+    breach"): a text that tells what happened or what something is, not an instruction."""
     word = _WORD_AT.match(folded, start)
     if word is None:
         return False
+    if not _sentence_before(folded, start).strip() and _GERUND_SUBJECT.match(folded, start):
+        return True
     text = word.group()
     return len(text) > 4 and bool(_NARRATED.search(text)) and text not in _BASE_FORMS
 
@@ -117,7 +125,7 @@ _GENRE = {
     "readme": r"\breadme\b|## usage|quick start|```|\bcommands?:",
     "code": r"(?:^|\n)\s*(?:#|//) [a-z]|(?:^|\n)\s*(?:def|for|import|class|return) [\w(]|"
     r"\bos\.\w+\(|\(\)\s*[:{]",
-    "tutorial": r"tutorial|\bstep \d|how to\b|in this (?:guide|tutorial|post)",
+    "tutorial": r"tutorial|(?:^|\n)\s*guide\b|\bguide:|\bstep \d|how to\b|in this (?:guide|tutorial|post)",
 }
 _GENRES = [(name, re.compile(expression)) for name, expression in _GENRE.items()]
 
