@@ -118,7 +118,8 @@ _PATTERNS: dict[str, str] = {
         + _OVERSIGHT
         + r"|\bkeep (?:this|it|that) (?:between us|quiet|confidential|secret|off the books|"
         r"to yourself)\b|\boff the books\b|\b(?:nobody|no one|no-one) (?:needs? to|will|has to) "
-        r"(?:know|see|notice)|\b(?:skip|leave (?:it|this|that)?(?: one)? ?out of|keep (?:it|this) out of|"
+        r"(?:know|see|notice)|\b(?:skip|leave (?:it|this|that)?(?: one)? ?out of|"
+        r"keep (?:it|this) out of|"
         r"don't record|do not record)\b[^.\n]{0,30}?\b(?:log|logs|logging|report|summary|audit|"
         r"record|books)\b|\bno need for anyone to see|\bquietly\b|\bsilently\b"
         r"|\b(?:don't|do not) (?:mention|say|tell anyone) (?:that )?i (?:asked|said|called)"

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from brainframe.safety.patterns_languages import LANGUAGE_PATTERNS
+
 
 @dataclass(frozen=True)
 class ThreatPattern:
@@ -347,111 +349,7 @@ _P = [
     ),
 ]
 
-# --- instructions in Spanish, Vietnamese and Chinese (Vietnamese and Spanish are matched without
-# their diacritics, as the folded text has them; Chinese as written, over the folded text).
-_P += [
-    (
-        "ignore_instructions_es",
-        "instruction_override",
-        "(olvida|olvidate|omite|ignora|descarta|desobedece)_(de)?_(tus|las|todas|sus|los)?_"
-        "(instrucciones|reglas|indicaciones|normas|directrices)",
-    ),
-    (
-        "ignore_instructions_vi",
-        "instruction_override",
-        "(boqua|quen|quendi|khongtuantheo|bachbo)~(huongdan|quytac|chidan|nguyentac)",
-    ),
-    (
-        "ignore_instructions_zh",
-        "instruction_override",
-        r"re:(?:忽略|无视|忽视|不要理会|不用理会|别管|不用遵守|不要遵守|不必遵守)[^。\n]{0,12}?"
-        r"(?:指示|指令|规则|规定|说明|提示|要求)",
-    ),
-    (
-        "unrestricted_persona_other",
-        "instruction_override",
-        "(eres|actuacomo|sercomo|banla|banlamot)~(sinrestricciones|sinlimites|sinreglas|"
-        "khongcogioihan|khonggioihan|khongcorangbuoc)",
-    ),
-    (
-        "unrestricted_persona_zh",
-        "instruction_override",
-        r"re:(?:扮演|你现在是|你是|作为)[^。\n]{0,12}?(?:没有任何限制|不受限制|无限制|没有限制|"
-        r"管理员|超级用户)",
-    ),
-    (
-        "reveal_prompt_other",
-        "prompt_leakage",
-        "(muestra|muestrame|dime|revela|revelame|ensename|imprime|tietlo|chotoixem|hienthi|inra)~"
-        "(mensajedelsistema|instruccionesdelsistema|promptdelsistema|indicacionesdelsistema|"
-        "instruccionesiniciales|loinhachethong|nhachethong|huongdanhethong|contrasena|matkhau)",
-    ),
-    (
-        "reveal_prompt_zh",
-        "prompt_leakage",
-        r"re:(?:告诉|显示|输出|透露|泄露|给我看|打印|说出)[^。\n]{0,10}?(?:系统提示|提示词|系统指令|"
-        r"初始指令|密码|口令)",
-    ),
-    (
-        "send_records_other",
-        "exfiltration",
-        "(envia|enviar|manda|mandar|reenvia|gui|chuyen)~(registros|expedientes|datos|lista|"
-        "danhsach|hoso|dulieu|toanbo|tatca)~(micorreo|correopersonal|miemail|chotoi|emailcuatoi|"
-        "email)",
-    ),
-    (
-        "send_records_zh",
-        "exfiltration",
-        r"re:(?:所有|全部)[^。\n]{0,14}?(?:资料|数据|记录|电话号码|电话|地址|信息|档案)[^。\n]{0,14}?"
-        r"(?:发给|发到|发送|转发|寄给)|(?:发给|发到|发送到|转发到)[^。\n]{0,6}?(?:私人|个人)(?:邮箱|邮件)",
-    ),
-    (
-        "bank_change_other",
-        "fraud",
-        "(cambia|actualiza|modifica|thaydoi|capnhat|doi)~(datosbancarios|cuentabancaria|"
-        "sotaikhoan|taikhoannganhang)",
-    ),
-    (
-        "bank_change_zh",
-        "fraud",
-        r"re:(?:更改|修改|改为|换成|变更|更新)[^。\n]{0,10}?银行(?:账号|账户|帐户|帐号)|"
-        r"银行(?:账号|账户|帐户|帐号)[^。\n]{0,6}?(?:更改|改为|换成|变更)",
-    ),
-    (
-        "skip_approval_other",
-        "tool_abuse",
-        "(sin|khongcan|boqua)_(esperar)?_(la|el|nguoi)?(aprobacion|revision|pheduyet|duyet|"
-        "kiemtra|xetduyet)|(aprueba|autoriza|pheduyet)_(todas|todos|moi|tatca|toanbo)",
-    ),
-    (
-        "skip_approval_zh",
-        "tool_abuse",
-        r"re:(?:跳过|绕过|不经|无需|不需要|不用)[^。\n]{0,4}?(?:审批|审核|批准|复核)|"
-        r"批准(?:所有|全部)",
-    ),
-    (
-        "conceal_other",
-        "concealment",
-        "(nolodigas|noselodigas|nolemenciones|nodigasnada|dungnoi|khongnoi|dungbao)~"
-        "(coordinador|nadie|gerente|supervisor|finanzas|dieuphoi|quanly|aica|ketoan)",
-    ),
-    (
-        "conceal_zh",
-        "concealment",
-        r"re:(?:不要|别|不用)(?:告诉|通知)(?:任何人|协调员|经理|主管|财务|别人)",
-    ),
-    (
-        "erase_log_other",
-        "destructive_command",
-        "(borra|borrar|elimina|eliminar|xoa|dungghivao|khongghivao)~(registro|registros|historial|"
-        "nhatky)",
-    ),
-    (
-        "erase_log_zh",
-        "destructive_command",
-        r"re:(?:删除|清除|清空|不要记录)[^。\n]{0,6}?(?:审计)?日志",
-    ),
-]
+_P += LANGUAGE_PATTERNS
 
 # --- fake structure: tool calls, tool results and conversation turns written into content.
 _P += [

@@ -20,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from brainframe.safety.pii_keep import kept_spans, ndis_numbers
+from brainframe.safety.pii_names import cued_names
 from brainframe.safety.pii_rules import (
     ANY_EMAIL,
     AU_ADDRESS,
@@ -30,6 +32,7 @@ from brainframe.safety.pii_rules import (
     PASSPORT,
     address_regions,
     not_a_name,
+    not_a_phone,
 )
 
 log = logging.getLogger(__name__)
@@ -55,7 +58,9 @@ ENTITIES = [
 ]
 MIN_SCORE = {"PERSON": 0.6, "PHONE_NUMBER": 0.4}
 #: Types found by their cue words ("DOB", "BSB", "licence no."): they win an overlap.
-CUED = frozenset(("DATE_OF_BIRTH", "AU_BANK_ACCOUNT", "AU_DRIVER_LICENCE", "AU_PASSPORT"))
+CUED = frozenset(
+    ("DATE_OF_BIRTH", "AU_BANK_ACCOUNT", "AU_DRIVER_LICENCE", "AU_PASSPORT", "AU_NDIS_NUMBER")
+)
 DEFAULT_MIN_SCORE = 0.5
 
 
@@ -235,26 +240,6 @@ def _phone_cue_recognizer_class() -> Any:
             ]
 
     return PhoneCueRecognizer
-
-
-#: Digits named as another identifier just before them are not a phone number.
-_NOT_A_PHONE = re.compile(
-    r"(?:licen[cs]e|passport|account|policy|member|customer|invoice|order|reference|ref)"
-    r"(?:\s+(?:number|no\.?|#|id))?(?:\s+is)?\s*[:#]?\s*$",
-    re.I,
-)
-#: …nor are digits before a street name (a house number).
-_STREET_AFTER = re.compile(
-    r"^\s+[A-Z][\w'-]+\s+(?:Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|"
-    r"Way|Court|Ct|Place|Pl|Terrace|Parade|Crescent|Highway|Hwy|Square)\b"
-)
-
-
-def _not_a_phone(text: str, start: int, end: int) -> bool:
-    return bool(
-        _NOT_A_PHONE.search(text[max(0, start - 40) : start])
-        or _STREET_AFTER.match(text[end : end + 40])
-    )
 
 
 def _group_recognizer_class() -> Any:
@@ -454,16 +439,31 @@ def pii_find(text: str) -> list[Finding]:
             or any(c.isdigit() for c in text[result.start : result.end])
         ):
             continue  # a name has no digits ("+31", "0)20" are the model misreading a number)
-        if kind == "PHONE_NUMBER" and _not_a_phone(text, result.start, result.end):
+        if kind == "PHONE_NUMBER" and not_a_phone(text, result.start, result.end):
             continue
         if result.score >= MIN_SCORE.get(kind, DEFAULT_MIN_SCORE):
             found.append(Finding(kind, result.start, result.end, round(result.score, 3)))
+    found += _cued(text, regions)
+    keep = kept_spans(text)  # service numbers, helplines, doses (pii_keep)
+    found = [f for f in found if all(f.end <= a or f.start >= b for a, b in keep)]
     found.sort(key=lambda f: (-f.score, f.type not in CUED, f.start))
     kept: list[Finding] = []
     for finding in found:
         if all(finding.end <= k.start or finding.start >= k.end for k in kept):
             kept.append(finding)
     return sorted(kept, key=lambda f: f.start)
+
+
+def _cued(text: str, regions: list[tuple[int, int]] | None) -> list[Finding]:
+    """Names of many origins after a cue or as two known names (pii_names), and NDIS
+    participant numbers after theirs (pii_keep)."""
+    regions = address_regions(text) if regions is None else regions
+    names = [
+        Finding("PERSON", a, b, 0.85)
+        for a, b in cued_names(text)
+        if not not_a_name(text, a, b, regions)
+    ]
+    return names + [Finding("AU_NDIS_NUMBER", a, b, 1.0) for a, b in ndis_numbers(text)]
 
 
 @lru_cache(maxsize=1)

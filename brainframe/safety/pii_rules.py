@@ -207,3 +207,23 @@ def not_a_name(text: str, start: int, end: int, regions: list[tuple[int, int]]) 
         ):
             return True
     return any(a <= start < b for a, b in regions)
+
+
+#: Digits named as another identifier just before them are not a phone number.
+_NOT_A_PHONE = re.compile(
+    r"(?:licen[cs]e|passport|account|policy|member|customer|invoice|order|reference|ref)"
+    r"(?:\s+(?:number|no\.?|#|id))?(?:\s+is)?\s*[:#]?\s*$",
+    re.I,
+)
+#: …nor are digits before a street name (a house number).
+_STREET_AFTER = re.compile(
+    r"^\s+[A-Z][\w'-]+\s+(?:Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|"
+    r"Way|Court|Ct|Place|Pl|Terrace|Parade|Crescent|Highway|Hwy|Square)\b"
+)
+
+
+def not_a_phone(text: str, start: int, end: int) -> bool:
+    return bool(
+        _NOT_A_PHONE.search(text[max(0, start - 40) : start])
+        or _STREET_AFTER.match(text[end : end + 40])
+    )

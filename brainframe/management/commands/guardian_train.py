@@ -20,8 +20,9 @@ from brainframe.safety.learned import (
 class Command(BaseCommand):
     help = (
         "Train the Guardian's learned and semantic stages on eval/corpora's training data and "
-        "write brainframe/safety/learned_model.json.gz and semantic_model.json.gz (the same weights every time). --check: "
-        "only compare with the checked-in model and fail if it differs."
+        "write brainframe/safety/learned_model.json.gz and semantic_model.json.gz (the same "
+        "weights every time). --check: only compare with the checked-in models and fail if "
+        "they differ."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -1,0 +1,278 @@
+"""People's names the English model misses: names of many origins, in any case, after a cue.
+
+The spaCy model finds names mostly by their capitals and by English context, so it misses names
+written in lower case ("client mehmet yılmaz") and many names of non-English origin. This adds:
+
+- **a cue and known names**: after a word that introduces a person ("client", "participant",
+  "Mr", "Mrs", "Dr", a greeting such as "Hi", "Dear", "Kia ora", "Malo e lelei", a relative
+  such as "his sister"), one to four words that are all known first or last names (case and
+  diacritics ignored) are a name;
+- **two capitalised known names** ("Grzegorz Dąbrowski", "Sione Fifita"): a known first name
+  followed by a known last name, neither a common English word.
+
+Known names: ``names.txt.gz`` (checked in), derived from the ``names-dataset`` package (first
+and last names from 105 countries, by frequency rank; the package itself takes seconds and
+gigabytes to load, so the list keeps the names ranked within ``MAX_RANK`` somewhere, folded
+to lower case) plus ``EXTRA_NAMES`` (Māori and Tongan names the package lacks). A name that is
+also a common English word (a whole word in the sentence model's vocabulary: "bus", "day",
+"grace") counts only when it is among the most common names somewhere (rank ≤ ``TOP_RANK``),
+and never when it is an English stop word. ``nameparser`` splits off titles and suffixes.
+
+    python -m brainframe.safety.pii_names --build   # rebuild names.txt.gz (needs names-dataset)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import re
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+
+NAMES_PATH = Path(__file__).with_name("names.txt.gz")
+MAX_RANK = 2000
+TOP_RANK = 150
+
+#: Māori and Tongan given names and surnames (the package has no New Zealand or Tonga lists).
+EXTRA_NAMES = [
+    "aroha",
+    "wiremu",
+    "hemi",
+    "tama",
+    "tamati",
+    "ngaire",
+    "kiri",
+    "rangi",
+    "mere",
+    "hine",
+    "tane",
+    "manaia",
+    "nikau",
+    "anahera",
+    "ariana",
+    "awhina",
+    "hana",
+    "huia",
+    "kahu",
+    "kauri",
+    "mana",
+    "marama",
+    "moana",
+    "ngaio",
+    "pania",
+    "rawiri",
+    "reweti",
+    "tui",
+    "waimarie",
+    "wikitoria",
+    "hohepa",
+    "mikaere",
+    "pita",
+    "ruihi",
+    "matiu",
+    "hirini",
+    "aperahama",
+    "teina",
+    "tipene",
+    "rewi",
+    "tamahau",
+    "hemaima",
+    "ngata",
+    "tamihana",
+    "parata",
+    "waititi",
+    "horomona",
+    "tuhiwai",
+    "paewai",
+    "ruatapu",
+    "rangihau",
+    "poutama",
+    "hohaia",
+    "pomare",
+    "kereama",
+    "ihaka",
+    "nikora",
+    "tawhiri",
+    "whaanga",
+    "tawhai",
+    "ngapuhi",
+    "katene",
+    "rikihana",
+    "tuhaka",
+    "sione",
+    "mele",
+    "losaline",
+    "vaipulu",
+    "fifita",
+    "taufa",
+    "tupou",
+    "havili",
+    "moala",
+    "latu",
+    "vake",
+    "fonua",
+    "lolohea",
+    "mahe",
+    "pulu",
+    "kaufusi",
+    "piutau",
+    "taumalolo",
+    "vainikolo",
+    "funaki",
+    "kioa",
+    "siaosi",
+    "viliami",
+    "salote",
+    "lupe",
+    "seini",
+    "tevita",
+    "semisi",
+    "sitani",
+    "saia",
+    "filipe",
+    "ofa",
+    "kalolaine",
+    "taniela",
+    "feleti",
+    "mosese",
+    "vili",
+    "ana",
+]
+
+_CUE = re.compile(
+    r"\b(?:client|participant|resident|customer|patient|carer|worker|nominee|guardian|"
+    r"mr|mrs|ms|miss|mx|dr|prof|sir|madam|"
+    r"hi|hello|hey|dear|morning|afternoon|evening|thanks|thank you|cheers|regards|"
+    r"kia ora|tena koe|malo e lelei|bula|talofa|chao|xin chao|"
+    r"son|daughter|mum|mother|dad|father|sister|brother|wife|husband|partner|aunt|uncle|"
+    r"grandmother|grandfather|nan|nana|cousin|named|called)\b\.?,?\s+",
+    re.IGNORECASE,
+)
+_TOKEN = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+
+
+def _plain(word: str) -> str:
+    word = word.lower().replace("ı", "i").replace("ł", "l").replace("đ", "d")
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+@lru_cache(maxsize=1)
+def _known() -> tuple[dict[str, int], dict[str, int]]:
+    """(first names, last names): plain lower-case name → best rank."""
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    with gzip.open(NAMES_PATH, "rt", encoding="utf-8") as f:
+        for line in f:
+            kind, rank, name = line.rstrip("\n").split("\t")
+            target = first if kind == "f" else last
+            target[name] = min(int(rank), target.get(name, MAX_RANK))
+    for name in EXTRA_NAMES:
+        first.setdefault(name, 1)
+        last.setdefault(name, 1)
+    return first, last
+
+
+@lru_cache(maxsize=1)
+def _common_words() -> frozenset[str]:
+    """English stop words, and the whole words of the sentence model's vocabulary."""
+    import json
+
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    from brainframe.embeddings.static import TABLE, read
+
+    vocabulary = json.loads(read(TABLE)["tokenizer"])["model"]["vocab"]
+    words = {w for w in vocabulary if w.isalpha() and not w.startswith("##")}
+    return frozenset(words | set(STOP_WORDS))
+
+
+def _rank(word: str) -> tuple[int, int]:
+    first, last = _known()
+    plain = _plain(word)
+    return first.get(plain, 0), last.get(plain, 0)
+
+
+def known_name(word: str, *, strict: bool = False, within: bool = False) -> bool:
+    """A known first or last name that is not an English word, or, when it is one, is also a
+    very common name (``strict``: never; ``within`` a name already begun: any known name that
+    is not a stop word, as "Văn" in "Lê Văn Thành")."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    lower = word.lower()
+    if lower in STOP_WORDS or len(lower) < 2:
+        return False
+    first, last = _rank(word)
+    ranks = [r for r in (first, last) if r]
+    if not ranks:
+        return False
+    if not within and (lower in _common_words() or _plain(word) in _common_words()):
+        return not strict and min(ranks) <= TOP_RANK
+    return True
+
+
+def cued_names(text: str) -> list[tuple[int, int]]:
+    """Spans of names after a cue, and of two capitalised known names in a row."""
+    spans: list[tuple[int, int]] = []
+    for cue in _CUE.finditer(text):
+        end, count, at = cue.end(), 0, cue.end()
+        while count < 4:
+            token = _TOKEN.match(text, at)
+            if token is None or not known_name(token.group(), within=count > 0):
+                break
+            end, count = token.end(), count + 1
+            gap = re.match(r"[ \t]+", text[token.end() :])
+            if gap is None:
+                break
+            at = token.end() + gap.end()
+        if count:
+            spans.append((cue.end(), end))
+    tokens = list(_TOKEN.finditer(text))
+    for a, b in zip(tokens, tokens[1:], strict=False):
+        if not (a.group()[0].isupper() and b.group()[0].isupper()):
+            continue
+        if text[a.end() : b.start()] != " ":
+            continue
+        first_rank, _ = _rank(a.group())
+        _, last_rank = _rank(b.group())
+        if re.match(r"\s*\d", text[b.end() : b.end() + 3]) or re.search(
+            r"\d\s*$", text[max(0, a.start() - 3) : a.start()]
+        ):
+            continue  # a street or place beside a number: part of an address
+        if first_rank and last_rank and known_name(a.group()) and known_name(b.group()):
+            spans.append((a.start(), b.end()))
+    return spans
+
+
+def build(out: Path = NAMES_PATH) -> int:
+    """Write the known-names list from the names-dataset package (a development dependency)."""
+    import pickle
+    from importlib.resources import files
+
+    rows: set[tuple[str, int, str]] = set()
+    for kind, filename in (("f", "first_names.pkl.gz"), ("l", "last_names.pkl.gz")):
+        path = files("names_dataset") / "v3" / filename
+        with gzip.open(str(path)) as f:
+            data = pickle.load(f)
+        for name, info in data.items():
+            ranks = (info or {}).get("rank") or {}
+            best = min(ranks.values(), default=0)
+            if 0 < best <= MAX_RANK and _TOKEN.fullmatch(name):
+                rows.add((kind, best, _plain(name)))
+    lines = sorted(f"{kind}\t{rank}\t{name}\n" for kind, rank, name in rows)
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out.open("wb"), mtime=0) as f:
+        f.write("".join(lines).encode())
+    return len(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", action="store_true")
+    args = parser.parse_args(argv)
+    if args.build:
+        print(f"wrote {NAMES_PATH.name}: {build()} names")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
