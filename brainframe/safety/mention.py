@@ -89,7 +89,9 @@ _REPORTED = re.compile(
 )
 _SAID = re.compile(
     r"\b(?:said|says|saying|wrote|writes|asked|asks|told|claimed|claiming|kept saying|"
-    r"reads|read|went|goes|message was|text was|email said)\s*(?:that\s+)?[:,]?\s*$"
+    r"reads|read|went|goes|message was|text was|email said)\s*(?:that\s+)?[:,]?\s*$|"
+    r"\b(?:said|told (?:me|us|her|him|them)|asked (?:me|us|her|him|them)|wanted (?:me|us)|"
+    r"kept asking (?:me|us)|tried to get (?:me|us)) to\s*$"
 )
 
 

@@ -443,7 +443,7 @@ def pii_find(text: str) -> list[Finding]:
             continue
         if result.score >= MIN_SCORE.get(kind, DEFAULT_MIN_SCORE):
             found.append(Finding(kind, result.start, result.end, round(result.score, 3)))
-    found += _cued(text, regions)
+    found += _cued(text, regions, found)
     keep = kept_spans(text)  # service numbers, helplines, doses (pii_keep)
     found = [f for f in found if all(f.end <= a or f.start >= b for a, b in keep)]
     found.sort(key=lambda f: (-f.score, f.type not in CUED, f.start))
@@ -454,14 +454,15 @@ def pii_find(text: str) -> list[Finding]:
     return sorted(kept, key=lambda f: f.start)
 
 
-def _cued(text: str, regions: list[tuple[int, int]] | None) -> list[Finding]:
-    """Names of many origins after a cue or as two known names (pii_names), and NDIS
-    participant numbers after theirs (pii_keep)."""
+def _cued(text: str, regions: list[tuple[int, int]] | None, found: list[Finding]) -> list[Finding]:
+    """Names of many origins after a cue or as two known names (pii_names) that no name found
+    already covers, and NDIS participant numbers after their cue (pii_keep)."""
     regions = address_regions(text) if regions is None else regions
+    people = [(f.start, f.end) for f in found if f.type == "PERSON"]
     names = [
-        Finding("PERSON", a, b, 0.85)
+        Finding("PERSON", a, b, 0.9)
         for a, b in cued_names(text)
-        if not not_a_name(text, a, b, regions)
+        if not not_a_name(text, a, b, regions) and not any(x <= a and b <= y for x, y in people)
     ]
     return names + [Finding("AU_NDIS_NUMBER", a, b, 1.0) for a, b in ndis_numbers(text)]
 

@@ -28,6 +28,7 @@ import gzip
 import re
 import unicodedata
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 
 NAMES_PATH = Path(__file__).with_name("names.txt.gz")
@@ -146,10 +147,11 @@ _CUE = re.compile(
     r"hi|hello|hey|dear|morning|afternoon|evening|thanks|thank you|cheers|regards|"
     r"kia ora|tena koe|malo e lelei|bula|talofa|chao|xin chao|"
     r"son|daughter|mum|mother|dad|father|sister|brother|wife|husband|partner|aunt|uncle|"
-    r"grandmother|grandfather|nan|nana|cousin|named|called)\b\.?,?\s+",
+    r"grandmother|grandfather|nan|nana|cousin|named|called|"
+    r"call|ring|text|phone|ask|tell|thank|remind)\b\.?,?\s+",
     re.IGNORECASE,
 )
-_TOKEN = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_TOKEN = re.compile(r"[^\W\d_]+(?:['’-](?!s\b)[^\W\d_]+)*")
 
 
 def _plain(word: str) -> str:
@@ -228,7 +230,7 @@ def cued_names(text: str) -> list[tuple[int, int]]:
         if count:
             spans.append((cue.end(), end))
     tokens = list(_TOKEN.finditer(text))
-    for a, b in zip(tokens, tokens[1:], strict=False):
+    for a, b in pairwise(tokens):
         if not (a.group()[0].isupper() and b.group()[0].isupper()):
             continue
         if text[a.end() : b.start()] != " ":

@@ -208,3 +208,65 @@ def test_words_that_are_not_names_in_addresses_labels_and_firms() -> None:
     block = "Ship to 6750 Koskikatu 25 Apt. 864\nArtilleros\n, CO\n Uruguay 64677\nMaria Lopez"
     names = [block[x.start : x.end] for x in pii_find(block) if x.type == "PERSON"]
     assert "Artilleros" not in names and "Uruguay" not in names, names
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("client rawiri horomona wants his plan meeting on friday", "rawiri horomona"),
+        ("Morning Huia, the van will be ten minutes late.", "Huia"),
+        ("participant agnieszka wróblewska left her jacket in the van", "agnieszka wróblewska"),
+        ("Sent the roster to Małgorzata Kowalczyk yesterday.", "Małgorzata Kowalczyk"),
+        ("hi ayşe demir, your support worker changed", "ayşe demir"),
+        ("Mr Viliami Havili asked about the pool session.", "Viliami Havili"),
+        ("client pham thi lan asked for a female carer", "pham thi lan"),
+        ("Dear Ms Hoàng Thị Mai, thank you for the form.", "Hoàng Thị Mai"),
+    ],
+)
+def test_names_of_many_origins_in_any_case(text: str, name: str) -> None:
+    start = text.index(name)
+    people = [f for f in pii_find(text) if f.type == "PERSON"]
+    assert any(f.start <= start and start + len(name) <= f.end for f in people), people
+
+
+def test_a_common_word_after_a_cue_is_not_a_name() -> None:
+    assert _spans("The client bus leaves at nine.", "PERSON") == set()
+    assert _spans("Please call the office on Monday.", "PERSON") == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("Her NDIS number is 431 998 204, plan-managed.", "431 998 204"),
+        ("participant no. 437001122 (self-managed)", "437001122"),
+        ("ndis: 430-555-019 for the claim", "430-555-019"),
+    ],
+)
+def test_ndis_numbers_after_their_cue(text: str, number: str) -> None:
+    assert number in _spans(text, "AU_NDIS_NUMBER"), pii_find(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Feeling low? Lifeline is there on 13 11 14, day or night.", ["Lifeline", "13 11 14"]),
+        ("The NDIA contact centre is 1800 800 110.", ["NDIA", "1800 800 110"]),
+        ("Book an interpreter through TIS National on 131 450.", ["TIS National", "131 450"]),
+        ("Ring our office on 1300 555 210 or MensLine on 1300 78 99 78.", ["1300 555 210"]),
+        ("For family violence call 1800RESPECT; in an emergency dial 000.", ["1800RESPECT", "000"]),
+        ("Give quetiapine 25 mg at night and Movicol 1 sachet daily.", ["25 mg", "1 sachet"]),
+        ("Sertraline 50mg each morning with breakfast.", ["Sertraline", "50mg"]),
+    ],
+)
+def test_public_numbers_agencies_and_doses_are_kept(text: str, kept: list[str]) -> None:
+    redacted, _ = pii_redact(text)
+    for value in kept:
+        assert value in redacted, redacted
+
+
+def test_a_personal_number_beside_a_service_number_is_still_redacted() -> None:
+    text = "Call Healthdirect on 1800 022 222, then ring Tomasz on 0413 882 771."
+    redacted, _ = pii_redact(text)
+    assert (
+        "1800 022 222" in redacted and "0413 882 771" not in redacted and "Tomasz" not in redacted
+    )

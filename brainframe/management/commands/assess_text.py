@@ -1,4 +1,5 @@
-"""Guardian over JSON lines: {id, text, trust} on stdin → {id, risk, action, patterns} on stdout."""
+"""Guardian over JSON lines: {id, text, trust, source?, rights?} on stdin → {id, risk, action,
+patterns} on stdout."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ class Command(BaseCommand):
     help = (
         "Assess texts with the Guardian. Reads JSON lines {id, text, trust} (trust: "
         + ", ".join(TRUST_MULTIPLIERS)
-        + "; default standard) and writes {id, risk, action, "
-        "patterns}. A line that cannot be read is answered with {id?, error}."
+        + "; default standard), optionally source (tool_output, web_page, email…) and rights "
+        "(the acts the sender may request: a list of payment, bank_details, payroll, forward, "
+        "approve, skip_review, conceal) and writes {id, risk, action, patterns}. A line that "
+        "cannot be read is answered with {id?, error}."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -25,7 +28,18 @@ class Command(BaseCommand):
                 continue
             try:
                 item = json.loads(line)
-                result = assess(str(item["text"]), item.get("trust") or "standard")
+                rights = item.get("rights")
+                if rights is not None and not (
+                    isinstance(rights, list) and all(isinstance(r, str) for r in rights)
+                ):
+                    raise ValueError("rights must be a list of act names")
+                source = item.get("source")
+                result = assess(
+                    str(item["text"]),
+                    item.get("trust") or "standard",
+                    source=str(source) if source is not None else None,
+                    rights=rights,
+                )
             except (ValueError, KeyError, TypeError) as exc:
                 ident = item.get("id") if isinstance(locals().get("item"), dict) else None
                 self.stdout.write(json.dumps({"id": ident, "line": number, "error": str(exc)}))
