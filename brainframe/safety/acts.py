@@ -19,8 +19,11 @@ import os
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from brainframe.safety import mention
+from brainframe.safety.fastre import PREFILTER, UNICODE, database, scan, utf8
 
 ACTS = ("payment", "bank_details", "payroll", "forward", "approve", "skip_review", "conceal")
 #: What a source of each trust level may request when nobody says otherwise. A standard source
@@ -212,12 +215,24 @@ class Act:
     start: int
 
 
+@lru_cache(maxsize=1)
+def _screen() -> Any:
+    """One Hyperscan database over every act's expression (and the variables'): a text is
+    scanned once, and only the kinds it may hold are matched with ``re``."""
+    expressions = [*_PATTERNS.values(), _VARIABLE.pattern]
+    return database(expressions, [PREFILTER | UNICODE] * len(expressions))
+
+
 def found(folded: str) -> list[Act]:
     """Every act requested (not merely mentioned) in ``folded``, first occurrence of each kind."""
-    document_genre = mention.genre(folded)
-    speaks = mention.addressed(folded)
+    candidates = scan(_screen(), utf8(folded))
+    if not candidates:
+        return []
+    context: list[Any] = []  # (genre, speaks to a model), worked out when first needed
     acts: list[Act] = []
-    for kind, regex in _COMPILED.items():
+    for index, (kind, regex) in enumerate(_COMPILED.items()):
+        if index not in candidates:
+            continue
         for match in regex.finditer(folded):
             sentence_start = max(
                 (m.end() for m in mention.SENTENCE_END.finditer(folded, 0, match.start())),
@@ -231,10 +246,12 @@ def found(folded: str) -> list[Act]:
             sentence = folded[sentence_start : sentence_end.start() if sentence_end else None]
             if kind in ("payment", "bank_details") and _UNCHANGED.search(sentence):
                 continue
-            if not mention.mentioned(folded, match.start(), document_genre, speaks):
+            if not context:
+                context += [mention.genre(folded), mention.addressed(folded)]
+            if not mention.mentioned(folded, match.start(), context[0], context[1]):
                 acts.append(Act(kind, match.start()))
                 break
-    if _VARIABLE.search(folded):
+    if len(_PATTERNS) in candidates and _VARIABLE.search(folded):
         acts.append(Act("variables", 0))
     return acts
 

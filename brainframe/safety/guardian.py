@@ -393,9 +393,11 @@ def assess(
         semantic_score = round(max(meaning.scores(readings)), 4)
         # A document about attacks (training, research, a tutorial…) that does not speak to a
         # model is read as mention: the models' lower band (a flag) does not apply to it.
-        folded = fold(readings[0])
-        discussing = mention.genre(folded) is not None and not mention.addressed(folded)
-        floor = GENRE_FLOOR if discussing else 0.0
+        floor = 0.0
+        if max(score, semantic_score) >= min(model.threshold, meaning.threshold):
+            folded = fold(readings[0])
+            if mention.genre(folded) is not None and not mention.addressed(folded):
+                floor = GENRE_FLOOR
         if score >= max(model.threshold, floor):
             base = learned_base(score, model.threshold)
             name, category = LEARNED_PATTERN, LEARNED_CATEGORY
