@@ -9,8 +9,9 @@ requests-to-act rules over the folded text), learned (the TF-IDF stage), semanti
 sentence-model stage); "guardian" is ``assess`` with every stage, as an untrusted source's text
 is assessed (the typical standard agent's short call skips the learned and semantic stages).
 Wall-clock and CPU time are both printed: on a machine shared with other work the CPU time
-(``time.thread_time``) is the steadier figure. The texts are plain business prose, plus a share of HTML pages with hidden parts and base64
-attachments so the normalisation's costlier paths are measured too.
+(``time.thread_time``) is the steadier figure. The texts are plain business prose, plus a share
+of HTML pages with hidden parts and base64 attachments so the normalisation's costlier paths are
+measured too.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def text_of(size: int, rng: random.Random, kind: int) -> str:
             + '</p><img src="a.jpg" alt="Group outing"></body></html>'
         )
     elif kind == 2:  # an e-mail with a base64 attachment
-        body = body + "\nContent-Transfer-Encoding: base64\n" + base64.b64encode(b"x" * 120).decode()
+        attachment = base64.b64encode(b"x" * 120).decode()
+        body = body + "\nContent-Transfer-Encoding: base64\n" + attachment
     return body[:size]
 
 

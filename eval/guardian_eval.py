@@ -1,5 +1,5 @@
 """Measure the Guardian on the AGT prompt-injection corpus (vendored in eval/corpora), its learned
-stage by cross-validation on its training data, and benign business text.
+and semantic stages by cross-validation on their training data, and benign business text.
 
     .venv/bin/python eval/guardian_eval.py [--corpus PATH] [--split test] [--show-misses]
                                            [--no-cv]
@@ -54,6 +54,55 @@ def cross_validate(folds: int = 5) -> None:
         print(f"  {name:10s} " + "   ".join(parts))
 
 
+def cross_validate_semantic(folds: int = 5) -> None:
+    """The semantic stage alone, 5-fold stratified (seeded) on its training data (the learned
+    stage's rows and the hand-written families), per source and per family; then trained on
+    all of it and scored on the AGT test split and the presidio report part (never trained on)."""
+    import numpy as np
+    from sklearn.model_selection import StratifiedKFold
+
+    from brainframe.safety import semantic
+    from brainframe.safety.learned import family_rows, training_rows
+
+    rows = training_rows() + family_rows()
+    texts, labels = [r[0] for r in rows], np.array([r[1] for r in rows])
+    sources = np.array([r[2] for r in rows])
+    weights = np.array(semantic.weights_for(list(sources)))
+    encoder = semantic.Encoder()
+    scores = np.zeros(len(rows))
+    for train, test in StratifiedKFold(folds, shuffle=True, random_state=0).split(texts, labels):
+        data = semantic.fit(
+            [texts[i] for i in train],
+            [int(labels[i]) for i in train],
+            list(weights[train]),
+            encoder,
+        )
+        scores[test] = semantic.Detector(data, encoder).scores([texts[i] for i in test])
+    threshold = semantic.DEFAULT_THRESHOLD
+    print(f"semantic stage, {folds}-fold cross-validation at threshold {threshold}:")
+    for name in ("all", *sorted(set(sources))):
+        chosen = np.ones(len(rows), bool) if name == "all" else sources == name
+        attack, benign = scores[chosen & (labels == 1)], scores[chosen & (labels == 0)]
+        parts = []
+        if len(attack):
+            parts.append(f"recall {np.mean(attack >= threshold):6.1%} of {len(attack):3d}")
+        if len(benign):
+            parts.append(f"FPR {np.mean(benign >= threshold):5.1%} of {len(benign):3d}")
+        print(f"  {name:22s} " + "   ".join(parts))
+    model = semantic.detector()
+    with open(ROOT / "eval/corpora/agt-injection-smoke.jsonl") as corpus:
+        test = [json.loads(line) for line in corpus if json.loads(line)["split"] == "test"]
+    attack = [model.score(r["text"]) for r in test if r["attack_class"] != "benign"]
+    benign = [model.score(r["text"]) for r in test if r["attack_class"] == "benign"]
+    with open(ROOT / "eval/corpora/presidio-synth-v2.json") as f:
+        business = [model.score(item["full_text"]) for item in json.load(f)[500:]]
+    print(
+        f"  semantic alone, AGT test: recall {np.mean(np.array(attack) >= threshold):.1%} of "
+        f"{len(attack)}, FPR {np.mean(np.array(benign) >= threshold):.1%} of {len(benign)}; "
+        f"presidio report part FPR {np.mean(np.array(business) >= threshold):.1%}"
+    )
+
+
 def main() -> int:
     from brainframe.safety.guardian import assess
 
@@ -100,6 +149,7 @@ def main() -> int:
     )
     if not args.no_cv:
         cross_validate()
+        cross_validate_semantic()
     return 0
 
 

@@ -42,7 +42,7 @@ def _token_vectors(path: Path) -> tuple[np.ndarray, str]:
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-    transformer = model[0].auto_model
+    transformer: Any = model[0].auto_model
     tokenizer = model.tokenizer
     size = len(tokenizer)
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id

@@ -256,6 +256,32 @@ def found(folded: str) -> list[Act]:
     return acts
 
 
+#: Tool ids that carry each act out: a person whose ACL permissions (tool patterns) reach one of
+#: them may request that act (``rights_from_tools``).
+ACT_TOOLS = {
+    "payment": ("finance.payment.send", "finance.payment.release", "finance.invoice.pay"),
+    "bank_details": ("finance.payee.update", "finance.bank.update", "hr.bank.update"),
+    "payroll": ("hr.payroll.update", "payroll.rate.update", "hr.pay.update"),
+    "forward": ("comms.email.send", "comms.sms.send", "comms.message.send"),
+    "approve": ("approvals.decision.approve", "finance.invoice.approve", "hr.timesheet.approve"),
+    "skip_review": (),
+    "conceal": (),
+}
+
+
+def rights_from_tools(patterns: Collection[str]) -> frozenset[str]:
+    """The acts a sender may request, from the tool patterns their ACL decision carries (an
+    ``AclDecision.tools``): an act whose tools one of the patterns reaches. Nobody's
+    permissions reach skipping review or hiding something."""
+    import fnmatch
+
+    return frozenset(
+        act
+        for act, tools in ACT_TOOLS.items()
+        if any(fnmatch.fnmatchcase(tool, pattern) for tool in tools for pattern in patterns)
+    )
+
+
 def unentitled(acts: list[Act], trust: str, source: str | None, rights: Collection[str] | None):
     """The kinds of ``acts`` the source may not request."""
     if rights is None:

@@ -343,10 +343,10 @@ def normalise(text: str) -> Normalised:
     if _english(sample[::-1]) >= max(3, 2 * english + 1):
         steps.append("reversed")
         readings.append(("reversed", base[::-1]))
-    if base.isascii() and len(base) >= 12:
-        if _english(codecs.decode(sample, "rot13")) >= max(3, 2 * english + 1):
-            steps.append("rot13")
-            readings.append(("rot13", codecs.decode(base, "rot13")))
+    rot = codecs.decode(sample, "rot13") if base.isascii() and len(base) >= 12 else ""
+    if rot and _english(rot) >= max(3, 2 * english + 1):
+        steps.append("rot13")
+        readings.append(("rot13", codecs.decode(base, "rot13")))
     for how, decoded in decodings(base):
         steps.append(how)
         readings.append((how, decoded))

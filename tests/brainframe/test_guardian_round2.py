@@ -61,7 +61,7 @@ def test_each_disguise_is_taken_off_and_recorded() -> None:
 def test_text_hidden_in_html_is_read(page: str) -> None:
     result = assess(page, "untrusted")
     assert result.action != "allow", result
-    assert "hidden_html" in result.as_dict()["normalisation"]
+    assert "hidden_html" in steps(page)
 
 
 def test_harmless_hidden_html_is_allowed() -> None:
@@ -72,7 +72,7 @@ def test_harmless_hidden_html_is_allowed() -> None:
     )
     result = assess(newsletter, "untrusted")
     assert result.action == "allow", result
-    assert "hidden_html" in result.as_dict()["normalisation"]
+    assert "hidden_html" in steps(newsletter)
     hidden = normalise(newsletter).hidden
     assert "April newsletter inside" in hidden[0] and "Two participants baking bread" in hidden[0]
 
@@ -246,3 +246,15 @@ def test_assess_text_reads_source_and_rights(monkeypatch: pytest.MonkeyPatch) ->
     assert results["b"]["action"] == "flag"
     assert results["c"]["action"] == "allow"
     assert "rights" in results["d"]["error"]
+
+
+def test_rights_come_from_the_senders_acl_permissions() -> None:
+    assert acts.rights_from_tools(["finance.*"]) >= {"payment", "bank_details"}
+    assert acts.rights_from_tools(["comms.email.send"]) == {"forward"}
+    assert acts.rights_from_tools(["*"]) == set(acts.ACTS) - {"skip_review", "conceal"}
+    assert acts.rights_from_tools([]) == set()
+    finance = acts.rights_from_tools(["finance.*"])
+    assert assess(BANK_CHANGE, "untrusted", rights=finance).action == "allow"
+    assert assess(BANK_CHANGE, "untrusted", rights=acts.rights_from_tools(["roster.*"])).action != (
+        "allow"
+    )
