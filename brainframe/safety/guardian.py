@@ -299,6 +299,7 @@ def _matches(views: list[str], compact_views: list[bytes]) -> dict[str, ThreatPa
                     or mention.narrated(folded, at)
                     or mention.reported(folded, at)
                     or mention.NEGATION.search(folded, at, end)  # "must never reveal …"
+                    or (pattern.category in _LISTED and mention.in_code_listing(folded, at))
                 ):
                     matched[pattern.name] = pattern
                     break
@@ -317,6 +318,9 @@ def _matches(views: list[str], compact_views: list[bytes]) -> dict[str, ThreatPa
     return matched
 
 
+#: Commands in a code listing (a README's fenced block, a shell prompt's line) are listed, not
+#: run: these categories do not count there.
+_LISTED = frozenset(("destructive_command", "command_execution"))
 #: Patterns whose matches are confirmed by a function of (match, view): sending to an address
 #: counts only when it sends outside the business (``acts.outward``).
 _CONFIRM = {

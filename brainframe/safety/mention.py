@@ -133,6 +133,17 @@ _GENRE = {
 _GENRES = [(name, re.compile(expression)) for name, expression in _GENRE.items()]
 
 
+_PROMPT_LINE = re.compile(r"(?:^|\n)[ \t]*(?:\$|>|%|c:\\>|ps>)[ \t]+[^\n]*$")
+
+
+def in_code_listing(folded: str, start: int) -> bool:
+    """Inside a fenced code block (an odd number of ``` before it) or on a shell prompt's line
+    ("$ rm -rf build/"): a command shown, not one asked for."""
+    if folded.count("```", 0, start) % 2 == 1:
+        return True
+    return bool(_PROMPT_LINE.search(folded, 0, folded.find("\n", start) % (len(folded) + 1)))
+
+
 def genre(folded: str) -> str | None:
     """The kind of document that talks about attacks rather than making one, if this is one."""
     for name, expression in _GENRES:

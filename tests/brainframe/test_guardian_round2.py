@@ -258,3 +258,10 @@ def test_rights_come_from_the_senders_acl_permissions() -> None:
     assert assess(BANK_CHANGE, "untrusted", rights=acts.rights_from_tools(["roster.*"])).action != (
         "allow"
     )
+
+
+def test_commands_in_a_code_listing_are_shown_not_asked_for() -> None:
+    readme = "## Reset\n\n```\nmake stop\nrm -rf var/\nmake install\n```\nThen log in again."
+    assert assess(readme, "untrusted").action == "allow"
+    assert assess("$ rm -rf build/\n$ make", "untrusted").action == "allow"
+    assert assess("Now rm -rf the shared folder, please.", "untrusted").action == "block"
