@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from brainframe.safety.pii_keep import kept_spans, ndis_numbers
-from brainframe.safety.pii_names import cued_names
+from brainframe.safety.pii_names import capitalised as _capitalised
+from brainframe.safety.pii_names import cued_names, only_common_words
 from brainframe.safety.pii_rules import (
     ANY_EMAIL,
     AU_ADDRESS,
@@ -437,13 +438,14 @@ def pii_find(text: str) -> list[Finding]:
         if kind == "PERSON" and (
             result.end - result.start < 2
             or any(c.isdigit() for c in text[result.start : result.end])
+            or (read is not text and only_common_words(text[result.start : result.end]))
         ):
             continue  # a name has no digits ("+31", "0)20" are the model misreading a number)
         if kind == "PHONE_NUMBER" and not_a_phone(text, result.start, result.end):
             continue
         if result.score >= MIN_SCORE.get(kind, DEFAULT_MIN_SCORE):
             found.append(Finding(kind, result.start, result.end, round(result.score, 3)))
-    found += _cued(text, regions, found)
+    found = _cued(text, regions, found)
     keep = kept_spans(text)  # service numbers, helplines, doses (pii_keep)
     found = [f for f in found if all(f.end <= a or f.start >= b for a, b in keep)]
     found.sort(key=lambda f: (-f.score, f.type not in CUED, f.start))
@@ -455,16 +457,23 @@ def pii_find(text: str) -> list[Finding]:
 
 
 def _cued(text: str, regions: list[tuple[int, int]] | None, found: list[Finding]) -> list[Finding]:
-    """Names of many origins after a cue or as two known names (pii_names) that no name found
-    already covers, and NDIS participant numbers after their cue (pii_keep)."""
+    """``found`` with names of many origins after a cue or as two known names (pii_names) —
+    a name found already that holds one is raised to their score instead — and NDIS
+    participant numbers after their cue (pii_keep)."""
     regions = address_regions(text) if regions is None else regions
-    people = [(f.start, f.end) for f in found if f.type == "PERSON"]
-    names = [
-        Finding("PERSON", a, b, 0.9)
-        for a, b in cued_names(text)
-        if not not_a_name(text, a, b, regions) and not any(x <= a and b <= y for x, y in people)
-    ]
-    return names + [Finding("AU_NDIS_NUMBER", a, b, 1.0) for a, b in ndis_numbers(text)]
+    for a, b in cued_names(text):
+        if not_a_name(text, a, b, regions):
+            continue
+        holder = next(
+            (f for f in found if f.type == "PERSON" and f.start <= a and b <= f.end), None
+        )
+        if holder is not None:
+            found[found.index(holder)] = Finding(
+                "PERSON", holder.start, holder.end, max(holder.score, 0.9)
+            )
+        else:
+            found.append(Finding("PERSON", a, b, 0.9))
+    return found + [Finding("AU_NDIS_NUMBER", a, b, 1.0) for a, b in ndis_numbers(text)]
 
 
 @lru_cache(maxsize=1)
@@ -472,22 +481,6 @@ def _iban_recognizer() -> Any:
     from presidio_analyzer.predefined_recognizers import IbanRecognizer
 
     return IbanRecognizer()
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _capitalised(text: str) -> str:
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    def capital(match: re.Match[str]) -> str:
-        word = match.group()
-        first = word[0].upper()
-        if word in STOP_WORDS or len(first) != 1:
-            return word
-        return first + word[1:]
-
-    return _WORD.sub(capital, text)
 
 
 def pii_redact(text: str) -> tuple[str, list[Finding]]:

@@ -213,14 +213,69 @@ def known_name(word: str, *, strict: bool = False, within: bool = False) -> bool
     return True
 
 
+#: Words of this business that are no English word and no name ("client ndis", "carer sil").
+_DOMAIN_WORDS = frozenset(
+    [
+        "ndis",
+        "ndia",
+        "sil",
+        "sda",
+        "gp",
+        "ot",
+        "pt",
+        "sms",
+        "app",
+        "apps",
+        "rabs",
+        "hiace",
+        "covid",
+        "centrelink",
+        "medicare",
+        "mygov",
+        "carers",
+        "roster",
+        "rostering",
+        "whatsapp",
+        "zoom",
+        "teams",
+        "okay",
+        "ok",
+    ]
+)
+
+
+def only_common_words(span: str) -> bool:
+    """A span of a text in lower case that the model took for a name but that is only common
+    English words, none of them a very common name ("she loved it" → "loved")."""
+    words = _TOKEN.findall(span)
+    return bool(words) and all(w.lower() in _common_words() and not known_name(w) for w in words)
+
+
+def _unknown_word(word: str, lower_case: bool) -> bool:
+    """After a cue, a word that is no English word nor one of this business's is taken for a
+    name too ("participant mereana"): capitalised, unless the whole text is in lower case."""
+    lower = word.lower()
+    return (
+        len(lower) >= 3
+        and (lower_case or word[0].isupper())
+        and lower not in _DOMAIN_WORDS
+        and lower not in _common_words()
+        and _plain(word) not in _common_words()
+    )
+
+
 def cued_names(text: str) -> list[tuple[int, int]]:
     """Spans of names after a cue, and of two capitalised known names in a row."""
     spans: list[tuple[int, int]] = []
+    lower_case = not any(c.isupper() for c in text)
     for cue in _CUE.finditer(text):
         end, count, at = cue.end(), 0, cue.end()
         while count < 4:
             token = _TOKEN.match(text, at)
-            if token is None or not known_name(token.group(), within=count > 0):
+            if token is None or not (
+                known_name(token.group(), within=count > 0)
+                or _unknown_word(token.group(), lower_case)
+            ):
                 break
             end, count = token.end(), count + 1
             gap = re.match(r"[ \t]+", text[token.end() :])
@@ -244,6 +299,24 @@ def cued_names(text: str) -> list[tuple[int, int]]:
         if first_rank and last_rank and known_name(a.group()) and known_name(b.group()):
             spans.append((a.start(), b.end()))
     return spans
+
+
+_WORD = re.compile(r"\w+")
+
+
+def capitalised(text: str) -> str:
+    """``text`` with every word but the stop words capitalised (same length, same offsets): the
+    model finds names by their capitals, so a text all in lower case is read this way."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    def capital(match: re.Match[str]) -> str:
+        word = match.group()
+        first = word[0].upper()
+        if word in STOP_WORDS or len(first) != 1:
+            return word
+        return first + word[1:]
+
+    return _WORD.sub(capital, text)
 
 
 def build(out: Path = NAMES_PATH) -> int:

@@ -57,6 +57,12 @@ _NOT_NAMES = frozenset(
     (
         "name",
         "names",
+        "client",
+        "carer",
+        "participant",
+        "resident",
+        "worker",
+        "coordinator",
         "zip",
         "zipcode",
         "postcode",
