@@ -52,7 +52,9 @@ _STRONG_MONEY = (
 )
 _PEOPLE_ORGS = r"(?:coordinators?|manager|supervisor|finance|reviewers?|review panel|panel|"
 _OVERSIGHT = (
-    _PEOPLE_ORGS + r"audit|safeguarding(?: lead)?|compliance|hr|board|anyone|anybody|nobody|"
+    _PEOPLE_ORGS
+    + r"(?:clinical |team |practice |shift |safeguarding |quality )?(?:lead|leader|officer)|"
+    r"committee|auditors?|audit|safeguarding(?: lead)?|compliance|hr|board|anyone|anybody|nobody|"
     r"no one|head office|team lead|management|the office|accounts|my boss|the boss|director)"
 )
 _FREE_MAIL = r"(?:gmail|outlook|hotmail|yahoo|protonmail|proton|fastmail|icloud|gmx|mail)\."
@@ -116,7 +118,8 @@ _PATTERNS: dict[str, str] = {
     ),
     "conceal": (
         r"\b(?:don't|do not|no need to|without|never|not)\s+(?:tell|mention|inform|cc|copy|"
-        r"loop in|notify|flag|let|bother|send (?:the )?notification to|involve)\b[^.\n]{0,30}?"
+        r"loop in|notify|flag|let|bother|send (?:the )?notification to|involve|report|escalate)\b"
+        r"[^.\n]{0,50}?"
         r"\b"
         + _OVERSIGHT
         + r"|\bkeep (?:this|it|that) (?:between us|quiet|confidential|secret|off the books|"
@@ -209,6 +212,11 @@ _UNCHANGED = re.compile(
 )
 
 
+#: Where a sentence ends, for the span a destination is looked for in (an address's dots are
+#: not sentence ends).
+_CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n")
+
+
 @dataclass(frozen=True)
 class Act:
     kind: str
@@ -240,10 +248,11 @@ def found(folded: str) -> list[Act]:
             )
             if _HOW.search(folded, sentence_start, match.end()):
                 continue
-            if kind == "forward" and not sends_outward(match.group(), folded):
+            sentence_end = _CLAUSE_END.search(folded, match.end())
+            stop = sentence_end.start() if sentence_end else len(folded)
+            sentence = folded[sentence_start:stop]
+            if kind == "forward" and not sends_outward(folded[match.start() : stop], folded):
                 continue
-            sentence_end = mention.SENTENCE_END.search(folded, match.end())
-            sentence = folded[sentence_start : sentence_end.start() if sentence_end else None]
             if kind in ("payment", "bank_details") and _UNCHANGED.search(sentence):
                 continue
             if not context:

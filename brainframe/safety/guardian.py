@@ -300,6 +300,7 @@ def _matches(views: list[str], compact_views: list[bytes]) -> dict[str, ThreatPa
                     or mention.reported(folded, at)
                     or mention.NEGATION.search(folded, at, end)  # "must never reveal …"
                     or (pattern.category in _LISTED and mention.in_code_listing(folded, at))
+                    or _as_noun(folded, at)
                 ):
                     matched[pattern.name] = pattern
                     break
@@ -321,6 +322,17 @@ def _matches(views: list[str], compact_views: list[bytes]) -> dict[str, ThreatPa
 #: Commands in a code listing (a README's fenced block, a shell prompt's line) are listed, not
 #: run: these categories do not count there.
 _LISTED = frozenset(("destructive_command", "command_execution"))
+#: A verb of sending used as a noun ("my email to …", "the post to …"): no instruction.
+_NOUN_NOT_VERB = re.compile(
+    r"\b(?:my|your|our|his|her|their|the|an?|new) (?:e-?mail|mail|post|copy|transfer)\b"
+)
+
+
+def _as_noun(folded: str, at: int) -> bool:
+    noun = _NOUN_NOT_VERB.search(folded, max(0, at - 8), at + 12)
+    return noun is not None and noun.start() < at < noun.end()
+
+
 #: Patterns whose matches are confirmed by a function of (match, view): sending to an address
 #: counts only when it sends outside the business (``acts.outward``).
 _CONFIRM = {

@@ -127,7 +127,8 @@ _GENRE = {
     "readme": r"\breadme\b|## usage|quick start|```|\bcommands?:",
     "code": r"(?:^|\n)\s*(?:#|//) [a-z]|(?:^|\n)\s*(?:def|for|import|class|return) [\w(]|"
     r"\bos\.\w+\(|\(\)\s*[:{]",
-    "tutorial": r"tutorial|(?:^|\n)\s*guide\b|\bguide:|\bstep \d|how to\b|"
+    "tutorial": r"tutorial|(?:^|\n)\s*guide\b|\bguide:|\bstep \d|how to\b|\bto set up\b|"
+    r"\bthen (?:click|press|select|tap)\b|\bunder settings\b|"
     r"in this (?:guide|tutorial|post)",
 }
 _GENRES = [(name, re.compile(expression)) for name, expression in _GENRE.items()]

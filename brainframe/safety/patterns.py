@@ -358,6 +358,7 @@ _P += [
         "fake_structure",
         r"re:[\"'](?:tool_calls?|function_call|next_action|tool_use)[\"']\s*:|"
         r"[\"']role[\"']\s*:\s*[\"'](?:system|developer|tool)[\"']|"
+        r"(?:^|\n)\s*role\s*:\s*(?:system|developer|tool)\s*\n\s*content\s*:|"
         r"<\s*/?\s*(?:tool_calls?|tool_response|tool_result|function_calls?|function_result|"
         r"function_response)\b|\[\s*(?:function_result|tool_result|tool_output)\b|"
         r"\btool output \([\w.]+\)\s*:",
@@ -411,6 +412,23 @@ _P += [
         "prompt_probe",
         "(guidelines|rules|instructions)youfollow~(notsupposedto|notallowedto|cannot|cant)"
         "(share|reveal|tell|say)",
+    ),
+    (
+        "set_up_with",
+        "prompt_probe",
+        "(private|secret|hidden|confidential|internal|original|initial|system)_(guidance|"
+        "instructions|rules|guidelines|prompt|directions|setup)(that)?(you|youve)(were|have|had|"
+        "was)?(been)?(setupwith|given|programmedwith|configuredwith|toldtofollow|told|"
+        "startedwith)|(guidance|instructions|rules|setup)(that)?(you|youve)(were|have|had)?(been)?"
+        "(setupwith|programmedwith|configuredwith)",
+    ),
+    (
+        "review_switched_off",
+        "prompt_probe",
+        "(hypothetically|imagine|pretend|suppose|fictional|roleplay|whatif|thoughtexperiment|"
+        "intheory|asanexercise|ifapprovals|ifreview|ifthereviewer)~(approvals|approval|review|"
+        "reviewer|reviewers|checks|oversight)(were|was|is|are|had|got)?(been)?(switchedoff|"
+        "turnedoff|disabled|off|gone|removed|absent|away|skipped|waived)",
     ),
     (
         "hypothetical_bypass",
