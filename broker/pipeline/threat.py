@@ -2,7 +2,10 @@
 
 Every string in the arguments (nested ones too) is assessed as one text, at the agent's trust
 level (``agents.trust_level``: external agents, whose arguments arrive straight from voice,
-video and workflow platforms, should be ``untrusted``).
+video and workflow platforms, should be ``untrusted``). In a chain that acts for a person, a
+request to act in the text (move money, change bank details, forward data outward…) is judged by
+what that person's ACL permissions let them ask for (``safety.acts.rights_from_tools``), not by
+the agent's trust alone.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from brainframe.models import Agent
+from brainframe.safety.acts import rights_from_tools
 from brainframe.safety.guardian import TRUST_MULTIPLIERS
 from brainframe.safety.guardian import assess as guardian_assess
 
@@ -30,4 +34,6 @@ def assess(ctx: CallContext) -> dict[str, Any]:
             "patterns": [],
             "trust": trust_for(ctx.agent),
         }
-    return guardian_assess(text, trust_for(ctx.agent)).as_dict()
+    acl = ctx.acl_decision  # check_principal's, for the person the chain acts for
+    rights = rights_from_tools(acl.tools) if acl is not None and acl.allows else None
+    return guardian_assess(text, trust_for(ctx.agent), rights=rights).as_dict()
