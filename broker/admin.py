@@ -222,7 +222,6 @@ class MCPUpstreamAdmin(JSONEditingMixin, SimpleHistoryAdmin):
                 continue
             self.message_user(request, f"{upstream.name}: {report}.", messages.SUCCESS)
 
-
     @admin.action(description="List tools again (a changed tool is flagged and refused)")
     def list_tools_again(self, request: HttpRequest, queryset: QuerySet[MCPUpstream]) -> None:
         for upstream in queryset:

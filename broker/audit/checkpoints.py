@@ -77,10 +77,11 @@ def checkpoint_write(*, reason: str = "beat", force: bool = False) -> Written:
         }
         if not force and heads == signed and not threads:
             return Written(None, regressed)
-        body = {
+        seq = (last.seq + 1) if last is not None else 1
+        body: dict[str, Any] = {
             "v": 1,
             "kind": "checkpoint",
-            "seq": (last.seq + 1) if last is not None else 1,
+            "seq": seq,
             "at": now.isoformat(),
             "key": ring.key_id,
             "reason": reason,
@@ -90,7 +91,7 @@ def checkpoint_write(*, reason: str = "beat", force: bool = False) -> Written:
         }
         text = body_text(body)
         checkpoint = AuditCheckpoint.objects.create(
-            seq=body["seq"],
+            seq=seq,
             at=now,
             key_id=ring.key_id,
             reason=reason[:16],

@@ -147,7 +147,7 @@ def _flag(upstream: MCPUpstream, tool: Tool, after: dict[str, Any] | None) -> No
             for name in DEFINITION_FIELDS
             if name != "annotations" and (after.get(name) or None) != (before.get(name) or None)
         ] or ["annotations"]
-    same = {"after__isnull": True} if after is None else {"after": after}
+    same: dict[str, Any] = {"after__isnull": True} if after is None else {"after": after}
     if UpstreamToolChange.objects.filter(
         tool=tool,
         status__in=[UpstreamToolChange.Status.PENDING, UpstreamToolChange.Status.DISMISSED],
