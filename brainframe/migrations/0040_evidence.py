@@ -16,7 +16,7 @@ _CHECKPOINTS_FORWARD, _CHECKPOINTS_REVERSE = append_only_trigger_sql("audit_chec
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("brainframe", "0038_token_generation"),
+        ("brainframe", "0039_authority"),
     ]
 
     operations = [
