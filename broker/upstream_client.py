@@ -98,6 +98,8 @@ class _Connection:
                     pass
         except (ListenNotSupportedError, MCPError, SubscriptionLost, TimeoutError) as exc:
             log.info("upstream %s: no tools/list_changed stream (%s)", self.spec.name, exc)
+        except Exception:  # the stream, not the connection: calls go on; the job still lists
+            log.warning("upstream %s: the tools/list_changed stream failed", self.spec.name)
 
     async def _hold(self) -> None:
         try:

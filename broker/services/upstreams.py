@@ -181,7 +181,8 @@ def upstream_import(*, upstream: MCPUpstream) -> ImportReport:
         MCPUpstream.objects.filter(pk=upstream.pk).update(
             server_info=server_info, last_imported_at=timezone.now()
         )
-    upstream_listed(upstream.name)
+    # Not stale here once the listing is in the database (a transaction around it may not commit).
+    transaction.on_commit(lambda: upstream_listed(upstream.name))
     return report
 
 
@@ -220,7 +221,8 @@ def upstream_relist(*, upstream: MCPUpstream) -> ImportReport:
         # One listing of an upstream at a time (a notice and the job may meet).
         MCPUpstream.objects.select_for_update().filter(pk=upstream.pk).first()
         report = _listing_record(upstream, offered, _imported(upstream))
-    upstream_listed(upstream.name)
+    # Not stale here once the listing is in the database (a transaction around it may not commit).
+    transaction.on_commit(lambda: upstream_listed(upstream.name))
     return report
 
 
