@@ -128,6 +128,7 @@ app.conf.beat_schedule = {
 def _checkpoint_at_shutdown(**kwargs: object) -> None:
     """A worker stopping signs the heads as they are: what happened since the last minute's
     checkpoint is not left unsigned until the next start."""
+    # Imported here: this module loads before Django's app registry is ready.
     from brainframe.jobs import job_run
 
     try:

@@ -105,6 +105,7 @@ TIOCSTI = 0x5412
 
 def seccomp_program() -> bytes:
     """The compiled BPF program (for this machine's architecture)."""
+    # Imported here: only the install step compiles the filter; nothing else loads libseccomp.
     import tempfile
 
     import pyseccomp as seccomp
