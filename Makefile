@@ -29,7 +29,13 @@ $(LANDLOCK): broker/handlers/landlock.c
 	@if command -v cc >/dev/null; then cc -O2 -Wall -o $@ $<; \
 	else echo "No C compiler: script tools run without the Landlock layer"; fi
 
-install: $(STAMP) $(MODEL) $(LANDLOCK)
+# The script sandbox's seccomp filter (broker/handlers/seccomp.py), compiled once with libseccomp.
+SECCOMP := var/bin/rabs-seccomp.bpf
+$(SECCOMP): broker/handlers/seccomp.py | $(STAMP)
+	@mkdir -p var/bin
+	$(PY) broker/handlers/seccomp.py $@
+
+install: $(STAMP) $(MODEL) $(LANDLOCK) $(SECCOMP)
 
 # Browser tests drive Debian's chromium (Playwright cannot download browsers here).
 $(CHROMIUM):

@@ -354,7 +354,10 @@ def _ours_setup(upstream_url: str) -> list[str]:
     from brainframe.services.registry.tools import tool_set_enabled
     from broker.services.upstreams import upstream_import
 
-    upstream = MCPUpstream.objects.create(name="time", transport="http", url=upstream_url)
+    # Trusted: its readOnlyHint lets get_current_time run without review (as it must, here).
+    upstream = MCPUpstream.objects.create(
+        name="time", transport="http", url=upstream_url, trust="trusted"
+    )
     upstream_import(upstream=upstream)
     tool_set_enabled(tools=Tool.objects.filter(pk="time.get_current_time"), enabled=True)
     Tool.objects.filter(pk="time.get_current_time").update(agent_access=AGENTS)

@@ -1,12 +1,14 @@
-"""Benchmark: what the OS sandbox adds to a script call (bubblewrap, setpriv, prlimit).
+"""Benchmark: what the OS sandbox adds to a script call (bubblewrap, setpriv, prlimit, Landlock,
+the seccomp filter).
 
-    .venv/bin/python bench/sandbox.py [--calls 300] [--rounds 3]
+    .venv/bin/python bench/sandbox.py [--calls 300] [--rounds 3] [--no-landlock]
 
 The same trivial script (read the JSON arguments on stdin, print them back as JSON) run as a
-plain subprocess of the same interpreter and in the sandbox exactly as a ``script`` tool runs
-(``broker.handlers.sandbox.run_sandboxed``: stdin, stdout and stderr through files, the default
-limits), interleaved call by call so that both see the same machine. Prints p50 and p99 wall time
-of each and the difference, per round. No database: only the sandbox's settings are loaded.
+plain subprocess of the same interpreter, in the sandbox without its seccomp filter, and in the
+sandbox exactly as a ``script`` tool runs (``broker.handlers.sandbox.run_sandboxed``: stdin,
+stdout and stderr through files, the default limits, the filter), interleaved call by call so
+that all three see the same machine. Prints p50 and p99 wall time of each, what the sandbox adds
+and what the seccomp filter adds, per round. No database: only the sandbox's settings are loaded.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ settings.configure(
         else str(ROOT / "var" / "bin" / "rabs-landlock"),
     },
     RABS_SANDBOX_PYTHON=os.environ.get("RABS_SANDBOX_PYTHON", ""),
+    RABS_SANDBOX_SECCOMP=str(ROOT / "var" / "bin" / "rabs-seccomp.bpf"),
 )
 django.setup()
 
@@ -70,7 +73,7 @@ def _bare(tool_dir: Path) -> float:
     return elapsed
 
 
-def _sandboxed(tool_dir: Path) -> float:
+def _sandboxed(tool_dir: Path, seccomp: bool = True) -> float:
     started = time.perf_counter()
     outcome = sandbox.run_sandboxed(
         command=["python", "echo.py"],
@@ -79,6 +82,7 @@ def _sandboxed(tool_dir: Path) -> float:
         limits=sandbox.LIMIT_DEFAULTS,
         env=ENV,
         timeout=10,
+        seccomp=seccomp,
     )
     elapsed = time.perf_counter() - started
     assert outcome.returncode == 0 and "SH-1" in outcome.stdout, outcome.stderr
@@ -103,29 +107,30 @@ def main() -> None:
         tool_dir = Path(scratch)
         tool_dir.chmod(0o755)
         (tool_dir / "echo.py").write_text(SCRIPT)
-        for _ in range(20):  # warm the page cache for both
-            _bare(tool_dir), _sandboxed(tool_dir)
+        for _ in range(20):  # warm the page cache for all three
+            _bare(tool_dir), _sandboxed(tool_dir, False), _sandboxed(tool_dir)
         layer = sandbox.landlock_status() or "on"
         print(f"{options.calls} calls each, interleaved; wall time in ms; Landlock: {layer}")
-        print("round   bare p50  bare p99   sandbox p50  sandbox p99   added p50  added p99")
+        print(
+            "round   bare p50  p99   no-seccomp p50  p99   sandbox p50  p99"
+            "   sandbox adds p50  p99   seccomp adds p50"
+        )
         for number in range(1, options.rounds + 1):
-            bare, boxed = [], []
+            bare, plain, boxed = [], [], []
             for _ in range(options.calls):
                 bare.append(_bare(tool_dir))
+                plain.append(_sandboxed(tool_dir, False))
                 boxed.append(_sandboxed(tool_dir))
-            b50, b99, s50, s99 = (
-                _pct(bare, 0.5),
-                _pct(bare, 0.99),
-                _pct(boxed, 0.5),
-                _pct(boxed, 0.99),
-            )
+            b50, b99 = _pct(bare, 0.5), _pct(bare, 0.99)
+            p50, p99 = _pct(plain, 0.5), _pct(plain, 0.99)
+            s50, s99 = _pct(boxed, 0.5), _pct(boxed, 0.99)
             print(
-                f"{number:>5}   {b50:8.1f}  {b99:8.1f}   {s50:11.1f}  {s99:11.1f}"
-                f"   {s50 - b50:9.1f}  {s99 - b99:9.1f}"
+                f"{number:>5}   {b50:8.1f} {b99:5.1f}   {p50:14.1f} {p99:5.1f}   {s50:11.1f}"
+                f" {s99:5.1f}   {s50 - b50:16.1f} {s99 - b99:5.1f}   {s50 - p50:16.1f}"
             )
         print(
-            f"(mean of the last round: bare {statistics.mean(bare) * 1000:.1f}, "
-            f"sandboxed {statistics.mean(boxed) * 1000:.1f})"
+            f"(mean of the last round: bare {statistics.mean(bare) * 1000:.1f}, without seccomp "
+            f"{statistics.mean(plain) * 1000:.1f}, sandboxed {statistics.mean(boxed) * 1000:.1f})"
         )
 
 

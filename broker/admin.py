@@ -39,7 +39,12 @@ from brainframe.safety.acl import AclDocumentError, acl_parse
 from .errors import BrokerRefusal
 from .services.approvals import approvals_decide_batch
 from .services.replay import policy_replay
-from .services.upstreams import upstream_change_accept, upstream_change_dismiss, upstream_import
+from .services.upstreams import (
+    upstream_change_accept,
+    upstream_change_dismiss,
+    upstream_import,
+    upstream_relist,
+)
 from .upstream_client import UpstreamTimeout, UpstreamUnavailable
 
 
@@ -180,11 +185,20 @@ class MCPUpstreamAdmin(JSONEditingMixin, SimpleHistoryAdmin):
         **JSONEditingMixin.formfield_overrides,
         models.URLField: {"assume_scheme": "https"},  # a URL typed without one
     }
-    list_display = ("name", "transport", "target", "enabled", "tool_count", "last_imported_at")
-    list_filter = ("transport", "enabled")
+    list_display = (
+        "name",
+        "transport",
+        "target",
+        "trust",
+        "enabled",
+        "tool_count",
+        "last_imported_at",
+        "listed_at",
+    )
+    list_filter = ("transport", "trust", "enabled")
     search_fields = ("name", "description", "url")
-    readonly_fields = ("server_info", "last_imported_at", "created_at")
-    actions = ["import_tools"]
+    readonly_fields = ("server_info", "last_imported_at", "listed", "listed_at", "created_at")
+    actions = ["import_tools", "list_tools_again"]
 
     @admin.display(description="URL or command")
     def target(self, obj: MCPUpstream) -> str:
@@ -207,6 +221,21 @@ class MCPUpstreamAdmin(JSONEditingMixin, SimpleHistoryAdmin):
                 )
                 continue
             self.message_user(request, f"{upstream.name}: {report}.", messages.SUCCESS)
+
+    @admin.action(description="List tools again (a changed tool is flagged and refused)")
+    def list_tools_again(self, request: HttpRequest, queryset: QuerySet[MCPUpstream]) -> None:
+        for upstream in queryset:
+            try:
+                report = upstream_relist(upstream=upstream)
+            except (UpstreamUnavailable, UpstreamTimeout, MCPError) as exc:
+                self.message_user(request, f"{upstream.name}: not listed — {exc}", messages.ERROR)
+                continue
+            self.message_user(
+                request,
+                f"{upstream.name}: {len(report.unchanged)} unchanged, "
+                f"{len(report.flagged)} changed upstream (refused until accepted).",
+                messages.SUCCESS if not report.flagged else messages.WARNING,
+            )
 
 
 @admin.register(UpstreamToolChange)

@@ -23,6 +23,7 @@ class BrokerConfig(AppConfig):
 
         # drf-spectacular learns of an extension when its class is defined (RABS-HMAC's).
         from .api import schema  # noqa: F401
+        from .audit.checkpoints import checkpoint_write
         from .handlers import (
             api,
             demo,
@@ -38,8 +39,11 @@ class BrokerConfig(AppConfig):
         from .services.execution import calls_interrupted_seal
         from .services.hook_calls import hook_invoke
         from .services.notifications import digests_send
+        from .services.upstreams import upstream_relist_named, upstreams_relist
+        from .upstream_client import relister_register
 
         hook_invoker_register(hook_invoke)
+        relister_register(upstream_relist_named)
         runner_register(Tool.HandlerType.FUNCTION, function.run)
         runner_register(Tool.HandlerType.SQL, sql.run)
         runner_register(Tool.HandlerType.API, api.run)
@@ -48,6 +52,13 @@ class BrokerConfig(AppConfig):
         function.functions_register(demo.CALLABLES)
         function.functions_register(native.CALLABLES)
         function.functions_register(system.CALLABLES)
+
+        def checkpoint_job(day: date, reason: str = "beat") -> Any:
+            written = checkpoint_write(reason=reason)
+            return {
+                "checkpoint": written.checkpoint.seq if written.checkpoint else None,
+                "kept_at_signed_head": written.regressed,
+            }
 
         def expire_approvals(day: date) -> Any:
             return {
@@ -58,3 +69,6 @@ class BrokerConfig(AppConfig):
 
         job_register("expire_approvals", expire_approvals)
         job_register("send_digests", lambda day: {"sent": digests_send()})
+        job_register("checkpoint", checkpoint_job)
+        job_register("checkpoint_shutdown", lambda day: checkpoint_job(day, "shutdown"))
+        job_register("relist_upstreams", lambda day: upstreams_relist())

@@ -36,6 +36,8 @@ from brainframe.models import (
 from brainframe.services.access.acl import acl_specs
 from brainframe.services.registry.policies import governing_policy
 
+from .upstream_client import upstream_current
+
 _NONE: Any = object()
 __all__ = [
     "Snapshot",
@@ -43,6 +45,8 @@ __all__ = [
     "registry_snapshot",
     "registry_token",
     "tool_upstream",
+    "tool_upstream_checked",
+    "upstream_tool_problem",
 ]
 
 
@@ -120,6 +124,38 @@ def tool_upstream(tool: Tool) -> MCPUpstream | None:
     call) read now."""
     found = getattr(tool, _UPSTREAM, _NONE)
     return _enabled_upstream(tool) if found is _NONE else found
+
+
+def upstream_tool_problem(tool: Tool, upstream: MCPUpstream) -> str | None:
+    """Why a call of an imported tool is refused now (None: the upstream lists the definition
+    staff accepted). A tool registered by hand (no accepted definition) is not checked."""
+    accepted = (tool.handler_config or {}).get("definition_sha256")
+    if not accepted:
+        return None
+    name = tool.handler_config.get("tool", "")
+    listed = (upstream.listed or {}).get(name)
+    if listed == accepted:
+        return None
+    if listed is None:
+        what = f"upstream {upstream.name} no longer offers {name!r}"
+    else:
+        what = f"upstream {upstream.name} changed the definition of {name!r}"
+    return (
+        f"{what} since staff accepted it: refused until staff accept the change "
+        "(admin: Upstream tool changes)"
+    )
+
+
+def tool_upstream_checked(tool: Tool) -> tuple[MCPUpstream | None, str | None]:
+    """The enabled upstream an ``mcp`` tool forwards to (``tool_upstream``), with a listing no
+    older than its last change notice (``upstream_current``), and why a call of the tool is
+    refused now (None: not refused). Raises what reaching the upstream raises, when it has to
+    be listed first."""
+    upstream = tool_upstream(tool)
+    if upstream is None or not (tool.handler_config or {}).get("definition_sha256"):
+        return upstream, None
+    upstream = upstream_current(upstream)
+    return upstream, upstream_tool_problem(tool, upstream)
 
 
 _current: Snapshot | None = None

@@ -5,6 +5,12 @@ process) held by a task of its own on one background event loop: the SDK's clien
 entered and left in the same task. Handlers call ``upstream_call`` / ``upstream_tools`` from
 worker threads and wait for the answer with a timeout. A connection that fails is dropped and the
 next use connects again; a changed registration (URL, command, headers) reconnects too.
+
+Each connection listens for the upstream's ``notifications/tools/list_changed`` (sent as it is on
+a 2025-era session; on a 2026-07-28 one, through a ``subscriptions/listen`` stream opened for
+it). A notice marks the upstream stale in this process and has its tools listed again in the
+background (the relister ``broker.services.upstreams`` registers); until a listing is recorded,
+``upstream_current`` lists them before the next call of one of its tools is decided.
 """
 
 from __future__ import annotations
@@ -12,15 +18,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from concurrent.futures import Future
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, cast
 
+import anyio
 import httpx2
 import mcp_types as types
+from django.db import close_old_connections
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
 
 from brainframe.models import MCPUpstream
@@ -56,12 +66,16 @@ class UpstreamSpec:
             headers=tuple(sorted((str(k), str(v)) for k, v in (upstream.headers or {}).items())),
         )
 
-    def client(self) -> Client:
+    def client(self, on_message: Any = None) -> Client:
         if self.transport == MCPUpstream.Transport.STDIO:
             command, *args = self.command
-            return Client(StdioServerParameters(command=command, args=args))
+            return Client(
+                StdioServerParameters(command=command, args=args), message_handler=on_message
+            )
         http = httpx2.AsyncClient(headers=dict(self.headers), timeout=60)
-        return Client(streamable_http_client(self.url, http_client=http))
+        return Client(
+            streamable_http_client(self.url, http_client=http), message_handler=on_message
+        )
 
 
 class _Connection:
@@ -71,11 +85,32 @@ class _Connection:
         self.stop = asyncio.Event()
         self.task = asyncio.get_running_loop().create_task(self._hold(), name=f"mcp-{spec.name}")
 
+    async def _message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            tools_changed(self.spec.name)
+
+    async def _listen(self, client: Client) -> None:
+        """A 2026-07-28 session hears of a changed tool list only through a listen stream (the
+        notice reaches ``_message`` too); an older one sends it unasked."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    pass
+        except (ListenNotSupportedError, MCPError, SubscriptionLost, TimeoutError) as exc:
+            log.info("upstream %s: no tools/list_changed stream (%s)", self.spec.name, exc)
+        except Exception:  # the stream, not the connection: calls go on; the job still lists
+            log.warning("upstream %s: the tools/list_changed stream failed", self.spec.name)
+
     async def _hold(self) -> None:
         try:
-            async with self.spec.client() as client:
+            async with (
+                self.spec.client(self._message) as client,
+                anyio.create_task_group() as group,
+            ):
+                group.start_soon(self._listen, client)
                 self.client.set_result(client)
                 await self.stop.wait()
+                group.cancel_scope.cancel()
         except BaseException as exc:
             if not self.client.done():
                 self.client.set_exception(UpstreamUnavailable(f"{type(exc).__name__}: {exc}"))
@@ -126,7 +161,8 @@ class _Pool:
     async def _tools(self, spec: UpstreamSpec) -> tuple[list[types.Tool], dict[str, Any]]:
         client = await self._client(spec)
         try:
-            listed = await client.list_tools()
+            # Never the client's cached answer: what the upstream lists now.
+            listed = await client.list_tools(cache_mode="refresh")
         except Exception as exc:
             self._drop(spec)
             raise UpstreamUnavailable(f"{type(exc).__name__}: {exc}") from exc
@@ -175,3 +211,56 @@ def upstream_tools(
 ) -> tuple[list[types.Tool], dict[str, Any]]:
     """The tools ``upstream`` offers now, and what it says about itself."""
     return _pool.run(_pool._tools(UpstreamSpec.of(upstream)), timeout)
+
+
+# --- a changed tool list --------------------------------------------------------------------------
+
+_stale: set[str] = set()
+_relister: Callable[[str], Any] | None = None
+_relisting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-relist")
+
+
+def relister_register(relist: Callable[[str], Any]) -> None:
+    """What lists an upstream's tools again and records them (by the upstream's name)."""
+    global _relister
+    _relister = relist
+
+
+def tools_changed(name: str) -> None:
+    """The upstream said its tool list changed: stale here until listed again, and listed again
+    in the background now."""
+    _stale.add(name)
+    if _relister is not None:
+        _relisting.submit(_relist_in_background, name)
+
+
+def _relist_in_background(name: str) -> None:
+    try:
+        if _relister is not None:
+            _relister(name)
+    except Exception:  # the next call lists it itself, and the periodic job does
+        log.warning("upstream %s: listing its tools again failed", name, exc_info=True)
+    finally:
+        close_old_connections()
+
+
+def upstream_stale(name: str) -> bool:
+    """This process heard ``name`` change its tool list and has not recorded a listing since."""
+    return name in _stale
+
+
+def upstream_listed(name: str) -> None:
+    """A listing of ``name`` was recorded: no longer stale here."""
+    _stale.discard(name)
+
+
+def upstream_current(upstream: MCPUpstream) -> MCPUpstream:
+    """``upstream`` with a listing no older than its last change notice: as it is (the common
+    case: a set lookup), or listed again now when this process heard of a change since, or it
+    was never listed. Raises what reaching the upstream raises."""
+    if upstream.name not in _stale and upstream.listed_at is not None:
+        return upstream
+    if _relister is None:
+        return upstream
+    fresh = _relister(upstream.name)
+    return fresh if fresh is not None else upstream

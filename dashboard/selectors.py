@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.urls import reverse
@@ -30,6 +31,7 @@ from brainframe.models import (
     MonitoringLevelChange,
     ReasonLog,
     ToolCall,
+    UpstreamToolChange,
 )
 from brainframe.services.access.standing import ROUTINE_REVIEW
 from brainframe.services.llm.admission import spend as llm_spend
@@ -407,3 +409,32 @@ def can_stand(approval: ApprovalRequest) -> bool:
         and isinstance(approval.arguments, dict)
         and any(f"decision:{code}" in approval.tags for code in ROUTINE_REVIEW)
     )
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The board's evidence strip: how old the last signed checkpoint is, and the upstream
+    tools refused because their upstream changed them (awaiting staff)."""
+
+    checkpoint_at: datetime | None
+    overdue: bool
+    upstream_changes: list[UpstreamToolChange]
+
+
+def evidence(*, max_age: timedelta) -> Evidence:
+    """One query, and a second only when upstream tools await staff."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT at FROM audit_checkpoints ORDER BY seq DESC LIMIT 1),"
+            " (SELECT count(*) FROM upstream_tool_changes WHERE status = 'pending')"
+        )
+        at, pending = cursor.fetchone()
+    changes: list[UpstreamToolChange] = []
+    if pending:
+        changes = list(
+            UpstreamToolChange.objects.filter(status=UpstreamToolChange.Status.PENDING)
+            .select_related("tool")
+            .order_by("-detected_at")[:10]
+        )
+    overdue = at is None or timezone.now() - at > max_age
+    return Evidence(checkpoint_at=at, overdue=overdue, upstream_changes=changes)

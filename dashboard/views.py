@@ -4,8 +4,10 @@ services as the API and the admin; partials are the same templates the websocket
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import (
     FileResponse,
@@ -71,6 +73,9 @@ def board(request: HttpRequest) -> HttpResponse:
             deliverables=selectors.deliverables(agent),
             spend=selectors.model_spend(agent),
             log=selectors.action_log(),
+            evidence=selectors.evidence(
+                max_age=timedelta(minutes=settings.RABS_CHECKPOINT_MAX_AGE_MINUTES)
+            ),
         )
     return render(request, "dashboard/board.html", context)
 

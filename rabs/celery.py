@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 from celery import Celery
 from celery.schedules import crontab
+from celery.signals import worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
 
@@ -70,6 +72,21 @@ app.conf.beat_schedule = {
         "args": ("hook_timer",),
         "options": {"expires": 55},
     },
+    # A signed checkpoint of the chains' heads, when any moved (broker.audit.checkpoints).
+    "write-checkpoint": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 60.0,
+        "args": ("checkpoint",),
+        "options": {"expires": 55},
+    },
+    # Every upstream MCP server's tools listed again: a changed definition is refused until
+    # staff accept it (besides the upstreams' own tools/list_changed notices).
+    "relist-upstreams": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 300.0,
+        "args": ("relist_upstreams",),
+        "options": {"expires": 290},
+    },
     # Embeddings and bucket classification that a failed enqueue left behind.
     "index-sweep": {
         "task": "brainframe.tasks.run_scheduled_job",
@@ -105,3 +122,16 @@ app.conf.beat_schedule = {
         "options": {"expires": 6 * 3600},
     },
 }
+
+
+@worker_shutdown.connect
+def _checkpoint_at_shutdown(**kwargs: object) -> None:
+    """A worker stopping signs the heads as they are: what happened since the last minute's
+    checkpoint is not left unsigned until the next start."""
+    # Imported here: this module loads before Django's app registry is ready.
+    from brainframe.jobs import job_run
+
+    try:
+        job_run(name="checkpoint_shutdown")
+    except Exception:  # the database may already be gone: the next start signs it
+        logging.getLogger(__name__).warning("no checkpoint at shutdown", exc_info=True)

@@ -1,7 +1,9 @@
-"""The audit (append-only, read-only): origins, reasons, their edges and tool calls."""
+"""The audit (append-only, read-only): origins, reasons, their edges, tool calls and the signed
+checkpoints."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.contrib import admin
@@ -11,6 +13,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from brainframe.models import (
+    AuditCheckpoint,
     OriginRegistry,
     ReasonEdge,
     ReasonLog,
@@ -122,3 +125,20 @@ class ToolCallAdmin(ReadOnlyAdmin):
     list_select_related = ("agent",)
     show_full_result_count = False
     date_hierarchy = "timestamp"
+
+
+@admin.register(AuditCheckpoint)
+class AuditCheckpointAdmin(ReadOnlyAdmin):
+    """Signed statements of the chains' heads (append-only). `manage.py verify_audit` checks
+    them and the tables against them; the body is the exact text that was signed."""
+
+    list_display = ("seq", "at", "reason", "key_id", "chains")
+    list_filter = ("reason", "key_id")
+    search_fields = ("seq",)
+    show_full_result_count = False
+    date_hierarchy = "at"
+
+    @admin.display(description="chains stated")
+    def chains(self, obj: AuditCheckpoint) -> int:
+        body = json.loads(obj.body)
+        return len(body.get("heads", {})) + len(body.get("threads", {}))

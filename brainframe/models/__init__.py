@@ -14,7 +14,14 @@ from .agents import (
     SupervisorCommand,
 )
 from .append_only import AppendOnlyError, AppendOnlyModel
-from .audit import EMBEDDING_DIMENSIONS, OriginRegistry, ReasonEdge, ReasonLog, ToolCall
+from .audit import (
+    EMBEDDING_DIMENSIONS,
+    AuditCheckpoint,
+    OriginRegistry,
+    ReasonEdge,
+    ReasonLog,
+    ToolCall,
+)
 from .council import (
     CouncilMember,
     CouncilProposal,
@@ -79,6 +86,7 @@ __all__ = [
     "AppendOnlyError",
     "AppendOnlyModel",
     "ApprovalRequest",
+    "AuditCheckpoint",
     "Boundary",
     "CapabilityGrant",
     "Channel",

@@ -359,3 +359,32 @@ class ToolCall(AppendOnlyModel):
     @property
     def call_id(self) -> uuid.UUID:
         return self.id
+
+
+class AuditCheckpoint(AppendOnlyModel):
+    """A signed statement of the chains' heads (``broker.audit.checkpoints``): for each agent's
+    audit chain, each event-log stream and the events ledger, its last seq and hash; and the
+    heads of the conversation threads sealed since the one before. ``body`` is the exact text
+    signed (canonical JSON, naming the previous checkpoint's digest, so checkpoints chain too);
+    ``signature`` the deployment key's Ed25519 signature over it. ``at`` and ``key_id`` repeat
+    the body's for the admin and the board; only the body counts."""
+
+    id = models.BigAutoField(primary_key=True)
+    seq = models.BigIntegerField(unique=True)
+    at = models.DateTimeField()
+    key_id = models.CharField(max_length=16)
+    reason = models.CharField(max_length=16, help_text="beat, shutdown or manual")
+    body = models.TextField()
+    signature = models.CharField(max_length=100)
+
+    class Meta:
+        db_table = "audit_checkpoints"
+        ordering = ["-seq"]
+        verbose_name = "audit checkpoint"
+        indexes = [
+            # An export's checkpoints from a moment on; the board's last checkpoint.
+            models.Index(fields=["at"], name="audit_checkpoints_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"checkpoint #{self.seq} @ {self.at:%Y-%m-%d %H:%M:%S} ({self.reason})"

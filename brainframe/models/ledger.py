@@ -318,6 +318,8 @@ class Turn(models.Model):
         indexes = [
             models.Index(fields=["origin"], name="ledger_turns_origin_idx"),
             models.Index(fields=["agent", "-started_at"], name="ledger_turns_agent_idx"),
+            # The checkpoint job: the threads whose turns were sealed since the last checkpoint.
+            models.Index(fields=["completed_at"], name="ledger_turns_completed_idx"),
         ]
 
     def __str__(self) -> str:

@@ -354,6 +354,10 @@ class MCPUpstream(models.Model):
         HTTP = "http", "Streamable HTTP (URL)"
         STDIO = "stdio", "stdio (a command the broker starts)"
 
+    class Trust(models.TextChoices):
+        TRUSTED = "trusted", "Trusted (its annotations are taken as staff's proposal)"
+        UNTRUSTED = "untrusted", "Untrusted (its annotations never skip review)"
+
     name = models.SlugField(
         primary_key=True, max_length=64, help_text="Short name; imported tools are <name>.<tool>."
     )
@@ -373,9 +377,25 @@ class MCPUpstream(models.Model):
         default=dict, blank=True, editable=False, help_text="What it said about itself."
     )
     last_imported_at = models.DateTimeField(null=True, blank=True, editable=False)
+    trust = models.CharField(
+        max_length=10,
+        choices=Trust.choices,
+        default=Trust.UNTRUSTED,
+        help_text="From an untrusted upstream, readOnlyHint does not by itself let a tool run "
+        "without review.",
+    )
+    listed = models.JSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What it lists now: each tool's name → the sha256 of its definition.",
+    )
+    listed_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
-    history = HistoricalRecords(table_name="mcp_upstreams_history")
+    history = HistoricalRecords(
+        table_name="mcp_upstreams_history", excluded_fields=["listed", "listed_at"]
+    )
 
     class Meta:
         db_table = "mcp_upstreams"

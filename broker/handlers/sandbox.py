@@ -16,6 +16,11 @@ as an unprivileged user (``RABS_SANDBOX_UID``, default 65534 ``nobody``) with ``
 Limits by ``prlimit``: address space, CPU seconds, open files, file size, processes; plus the
 wall-clock timeout, after which the whole PID namespace is killed. Nothing outlives the call.
 
+A seccomp filter (``seccomp.py``, compiled at install) refuses the kernel calls an escape starts
+from (ptrace, mount, unshare and namespaced clone, setns, keyctl, bpf, perf_event_open,
+userfaultfd, process_vm_*, kernel modules…) with EPERM; bwrap loads it (``--seccomp FD``) before
+anything of the script runs. Configured but not built, every script is refused.
+
 Run as root, bwrap sets the namespaces up itself and ``setpriv`` drops to the sandbox user (the
 process limit does not bind uid 0); run as another user, bwrap uses an unprivileged user namespace.
 Either way the sandbox is checked once per process (``sandbox_status``) and a script is refused,
@@ -108,12 +113,16 @@ def bwrap_argv(
     env: dict[str, str],
     binds: list[str] | None = None,
     landlock: bool = False,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
-    """The full command line: bwrap, then (as root) setpriv, then prlimit, then ``command``."""
+    """The full command line: bwrap, then (as root) setpriv, then prlimit, then ``command``.
+    ``seccomp_fd``: a descriptor bwrap reads the compiled seccomp filter from."""
     sandbox = settings.RABS_SANDBOX
     python = interpreter()
-    argv = [
-        sandbox["bwrap"],
+    argv = [sandbox["bwrap"]]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
+    argv += [
         "--unshare-ipc",
         "--unshare-pid",
         "--unshare-net",
@@ -192,15 +201,52 @@ def _missing_tools() -> list[str]:
     return [sandbox[name] for name in wanted if not shutil.which(sandbox[name])]
 
 
+def seccomp_program() -> bytes | None:
+    """The compiled seccomp filter scripts run under (None: the layer is turned off). Raises
+    SandboxUnavailable when it is configured but not built."""
+    return _seccomp_program(settings.RABS_SANDBOX_SECCOMP)
+
+
+@functools.lru_cache(maxsize=2)
+def _seccomp_program(path: str) -> bytes | None:
+    if not path:
+        return None
+    try:
+        program = Path(path).read_bytes()
+    except OSError as exc:
+        raise SandboxUnavailable(
+            f"the seccomp filter {path} is not built (make install): {exc.strerror}"
+        ) from None
+    if not program or len(program) % 8:  # struct sock_filter: 8 bytes an instruction
+        raise SandboxUnavailable(f"{path} is not a compiled seccomp filter")
+    return program
+
+
+def seccomp_status() -> str:
+    """ "" when scripts run under the seccomp filter, else why not (for the start-up check)."""
+    if not settings.RABS_SANDBOX_SECCOMP:
+        return "turned off (RABS_SANDBOX_SECCOMP is empty)"
+    try:
+        seccomp_program()
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return ""
+
+
 @functools.lru_cache(maxsize=1)
 def sandbox_status() -> str:
-    """ "" when a trivial sandbox runs here, else why not (checked once per process)."""
+    """ "" when a trivial sandbox (with the seccomp filter, when configured) runs here, else why
+    not (checked once per process)."""
     missing = _missing_tools()
     if missing:
         return (
             f"{', '.join(missing)} not found: install bubblewrap and util-linux "
             "(Debian: apt-get install bubblewrap)"
         )
+    try:
+        seccomp_program()
+    except SandboxUnavailable as exc:
+        return str(exc)
     try:
         outcome = run_sandboxed(
             command=["python", "-I", "-S", "-c", "pass"],
@@ -290,9 +336,11 @@ def run_sandboxed(
     egress: dict[str, Any] | None = None,
     landlock: bool = True,
     bind_landlock: bool = False,
+    seccomp: bool = True,
 ) -> Outcome:
     """Run ``command`` in the sandbox; stdout and stderr go to files the file size limit binds.
-    With ``egress`` (a tool's allowlist), the call gets its own filtering proxy (``egress.py``)."""
+    With ``egress`` (a tool's allowlist), the call gets its own filtering proxy (``egress.py``).
+    ``seccomp`` False leaves the filter out (only to show what it stops)."""
     if checked:
         problem = sandbox_status()
         if problem:
@@ -319,6 +367,8 @@ def run_sandboxed(
             binds += ["--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/ssl", "/etc/ssl"]
             env = {**env, **{name: PROXY_URL for name in _PROXY_VARIABLES}}
             command = ["python", "-I", "-S", "-c", RELAY, *command]
+        program = seccomp_program() if seccomp else None
+        filter_fd = _filter_pipe(program) if program else None
         argv = bwrap_argv(
             command=command,
             tool_dir=tool_dir,
@@ -326,6 +376,7 @@ def run_sandboxed(
             env=env,
             binds=binds,
             landlock=landlock or bind_landlock,
+            seccomp_fd=filter_fd,
         )
         (here / "in").write_bytes(stdin)
         with (
@@ -333,7 +384,18 @@ def run_sandboxed(
             (here / "out").open("wb") as out,
             (here / "err").open("wb") as err,
         ):
-            process = subprocess.Popen(argv, stdin=given, stdout=out, stderr=err, close_fds=True)
+            try:
+                process = subprocess.Popen(
+                    argv,
+                    stdin=given,
+                    stdout=out,
+                    stderr=err,
+                    close_fds=True,
+                    pass_fds=(filter_fd,) if filter_fd is not None else (),
+                )
+            finally:
+                if filter_fd is not None:
+                    os.close(filter_fd)  # bwrap holds its own copy
             # A blocking wait, the timer killing bwrap at the deadline (Popen.wait(timeout) polls
             # with a growing sleep, which added up to 30 ms to every call). bwrap's children die
             # with it (--die-with-parent), and with its PID namespace every process the script
@@ -358,3 +420,14 @@ def run_sandboxed(
             timed_out=timed_out,
             egress_refused=list(refused),
         )
+
+
+def _filter_pipe(program: bytes) -> int:
+    """A pipe holding the compiled filter, for bwrap to read once; its read end is returned
+    (the write end is closed: bwrap reads to its end)."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, program)  # a few hundred bytes: far below a pipe's buffer
+    finally:
+        os.close(write_end)
+    return read_end

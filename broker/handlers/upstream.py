@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from brainframe.models import Tool
 from brainframe.safety.guardian import argument_strings, assess
 
-from ..registry import tool_upstream
+from ..registry import tool_upstream_checked
 from ..upstream_client import UpstreamTimeout, UpstreamUnavailable, upstream_call
 from .base import HandlerFailure, HandlerTimeout
 
@@ -41,9 +41,15 @@ def _strings(text: str, structured: Any) -> list[str]:
 def run(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID, timeout: float) -> Any:
     config = tool.handler_config
     name = config.get("upstream", "")
-    upstream = tool_upstream(tool)
+    try:
+        # Checked again here: an approved call runs later, and the upstream may have changed.
+        upstream, problem = tool_upstream_checked(tool)
+    except (UpstreamTimeout, UpstreamUnavailable, MCPError) as exc:
+        raise HandlerFailure(f"upstream {name} unreachable: {exc}") from exc
     if upstream is None:
         raise HandlerFailure(f"upstream MCP server {name!r} is not registered or is disabled")
+    if problem is not None:
+        raise HandlerFailure(f"upstream_tool_changed: {problem}")
     try:
         result = upstream_call(
             upstream,

@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 from jsonschema.exceptions import ValidationError
+from mcp.shared.exceptions import MCPError
 
 from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, PermissionTier
 from brainframe.models import PrimeDirective, Tool
@@ -22,6 +23,8 @@ from brainframe.services.access.grants import GRANT_TOOL
 from brainframe.services.access.standing import ROUTINE_REVIEW, standing_match
 from brainframe.services.work.delegation import delegation_managers
 
+from ..registry import tool_upstream_checked
+from ..upstream_client import UpstreamTimeout, UpstreamUnavailable
 from . import threat
 from .context import CallContext, Finding, Outcome, Verdict
 from .gate import gate_decide
@@ -37,7 +40,21 @@ def resolve_tool(ctx: CallContext) -> Verdict | None:
         )
     if ctx.tool.execution_mode == ExecutionMode.DISABLED:
         return Verdict(Outcome.DENY, "tool_disabled", f"{ctx.tool.tool_id} is disabled")
+    if ctx.tool.handler_type == Tool.HandlerType.MCP:
+        return _upstream_unchanged(ctx.tool)
     return None
+
+
+def _upstream_unchanged(tool: Tool) -> Verdict | None:
+    """An imported tool runs only while its upstream lists the definition staff accepted (the
+    recorded listing: a dict lookup; listed again first after a change notice)."""
+    try:
+        _, problem = tool_upstream_checked(tool)
+    except (UpstreamTimeout, UpstreamUnavailable, MCPError):
+        return None  # unreachable now: the handler cannot call it either, and says so
+    if problem is None:
+        return None
+    return Verdict(Outcome.DENY, "upstream_tool_changed", f"{tool.tool_id}: {problem}")
 
 
 def check_allowlist(ctx: CallContext) -> Verdict | None:

@@ -2,11 +2,18 @@
 
 ``upstream_import`` lists the upstream's tools and creates a registry entry for each new one:
 **disabled** until staff enable it, its schemas copied, its risk level and permission tier
-proposed from the upstream's annotations (``readOnlyHint`` → read, executed at once when enabled;
-``destructiveHint`` → critical, reviewed; neither → write, reviewed), all of which staff may
-change. On a later import, a tool whose description, schemas or annotations changed upstream (or
-that is gone) is flagged as an ``UpstreamToolChange`` and nothing is applied until staff accept
-it: an upstream cannot rewrite what the registry says a tool does (a "rug pull").
+proposed from the upstream's annotations (``destructiveHint`` → critical, reviewed; neither →
+write, reviewed; ``readOnlyHint`` → read, executed at once when enabled, but only from a
+*trusted* upstream: from an untrusted one it is a claim, and the tool is proposed as write,
+reviewed), all of which staff may change.
+
+Every listing (an import, ``upstream_relist`` on the upstream's ``tools/list_changed`` notice or
+the periodic job) is recorded on the upstream (``listed``: each tool's definition hash), and a
+tool whose description, schemas or annotations changed upstream (or that is gone) is flagged as
+an ``UpstreamToolChange``. Every call of an imported tool compares the definition staff accepted
+with the recorded listing (``upstream_tool_problem``, a dict lookup) and is refused
+(``upstream_tool_changed``) until staff accept the change: an upstream cannot change what a tool
+does under the registry (a "rug pull") between two imports.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Any
 import mcp_types as types
 from django.db import transaction
 from django.utils import timezone
+from mcp.shared.exceptions import MCPError
 
 from brainframe.choices import (
     ContextBucket,
@@ -31,7 +39,12 @@ from brainframe.choices import (
 from brainframe.models import MCPUpstream, Tool, UpstreamToolChange
 
 from ..audit.hashing import canonical_json
-from ..upstream_client import upstream_tools
+from ..upstream_client import (
+    UpstreamTimeout,
+    UpstreamUnavailable,
+    upstream_listed,
+    upstream_tools,
+)
 
 #: The parts of an upstream's tool definition the registry depends on.
 DEFINITION_FIELDS = ("description", "inputSchema", "outputSchema", "annotations")
@@ -67,17 +80,19 @@ def registry_id(upstream: MCPUpstream, tool_name: str) -> str:
     return f"{upstream.name}.{re.sub(r'[^a-zA-Z0-9_.-]', '_', tool_name)}"[:120]
 
 
-def proposed_risk(annotations: dict[str, Any]) -> str:
-    if annotations.get("readOnlyHint"):
-        return RiskLevel.READ
+def proposed_risk(annotations: dict[str, Any], *, trusted: bool = True) -> str:
+    """The risk level an upstream's annotations propose. ``readOnlyHint`` alone makes a tool
+    read (executed without review once enabled) only from a trusted upstream."""
     if annotations.get("destructiveHint"):
         return RiskLevel.CRITICAL
+    if annotations.get("readOnlyHint") and trusted:
+        return RiskLevel.READ
     return RiskLevel.WRITE
 
 
 def _new_tool(upstream: MCPUpstream, name: str, defined: dict[str, Any]) -> Tool:
     annotations = defined.get("annotations") or {}
-    risk = proposed_risk(annotations)
+    risk = proposed_risk(annotations, trusted=upstream.trust == MCPUpstream.Trust.TRUSTED)
     output_schema = defined.get("outputSchema") or {}
     return Tool(
         tool_id=registry_id(upstream, name),
@@ -132,6 +147,13 @@ def _flag(upstream: MCPUpstream, tool: Tool, after: dict[str, Any] | None) -> No
             for name in DEFINITION_FIELDS
             if name != "annotations" and (after.get(name) or None) != (before.get(name) or None)
         ] or ["annotations"]
+    same: dict[str, Any] = {"after__isnull": True} if after is None else {"after": after}
+    if UpstreamToolChange.objects.filter(
+        tool=tool,
+        status__in=[UpstreamToolChange.Status.PENDING, UpstreamToolChange.Status.DISMISSED],
+        **same,
+    ).exists():
+        return  # flagged already (or dismissed: the tool stays refused, not flagged again)
     UpstreamToolChange.objects.update_or_create(
         tool=tool,
         status=UpstreamToolChange.Status.PENDING,
@@ -143,33 +165,93 @@ def upstream_import(*, upstream: MCPUpstream) -> ImportReport:
     """List the upstream's tools and bring the registry up to date as the module says.
     Raises what reaching the upstream raises (nothing is written then)."""
     offered, server_info = upstream_tools(upstream)
-    report = ImportReport()
     with transaction.atomic():
+        MCPUpstream.objects.select_for_update().filter(pk=upstream.pk).first()
         known = _imported(upstream)
+        created = []
         for tool in offered:
-            defined = definition(tool)
-            existing = known.pop(tool.name, None)
-            if existing is None:
-                new = _new_tool(upstream, tool.name, defined)
+            if tool.name not in known:
+                new = _new_tool(upstream, tool.name, definition(tool))
                 if Tool.objects.filter(pk=new.tool_id).exists():
                     raise ValueError(f"{new.tool_id} is already a registry tool of another kind")
                 new.save()
-                report.created.append(new.tool_id)
-            elif existing.handler_config.get("definition_sha256") == definition_sha256(defined):
-                report.unchanged.append(existing.tool_id)
-                UpstreamToolChange.objects.filter(
-                    tool=existing, status=UpstreamToolChange.Status.PENDING
-                ).delete()  # changed and changed back: nothing to review
-            else:
-                _flag(upstream, existing, defined)
-                report.flagged.append(existing.tool_id)
-        for gone in known.values():
-            _flag(upstream, gone, None)
-            report.flagged.append(gone.tool_id)
+                created.append(new.tool_id)
+        report = _listing_record(upstream, offered, known)
+        report.created = created
         MCPUpstream.objects.filter(pk=upstream.pk).update(
             server_info=server_info, last_imported_at=timezone.now()
         )
+    # Not stale here once the listing is in the database (a transaction around it may not commit).
+    transaction.on_commit(lambda: upstream_listed(upstream.name))
     return report
+
+
+def _listing_record(
+    upstream: MCPUpstream, offered: list[types.Tool], known: dict[str, Tool]
+) -> ImportReport:
+    """Record what the upstream lists now, and flag each imported tool whose accepted
+    definition it no longer matches (a flag of a tool changed and changed back is closed)."""
+    report = ImportReport()
+    listed = {tool.name: definition(tool) for tool in offered}
+    for name, existing in known.items():
+        defined = listed.get(name)
+        if defined is None:
+            _flag(upstream, existing, None)
+            report.flagged.append(existing.tool_id)
+        elif existing.handler_config.get("definition_sha256") == definition_sha256(defined):
+            report.unchanged.append(existing.tool_id)
+            UpstreamToolChange.objects.filter(
+                tool=existing, status=UpstreamToolChange.Status.PENDING
+            ).delete()  # changed and changed back: nothing to review
+        else:
+            _flag(upstream, existing, defined)
+            report.flagged.append(existing.tool_id)
+    MCPUpstream.objects.filter(pk=upstream.pk).update(
+        listed={name: definition_sha256(defined) for name, defined in listed.items()},
+        listed_at=timezone.now(),
+    )
+    return report
+
+
+def upstream_relist(*, upstream: MCPUpstream) -> ImportReport:
+    """List the upstream's tools again: the listing recorded, changed tools flagged (never
+    applied). Raises what reaching the upstream raises (nothing is written then)."""
+    offered, _ = upstream_tools(upstream)
+    with transaction.atomic():
+        # One listing of an upstream at a time (a notice and the job may meet).
+        MCPUpstream.objects.select_for_update().filter(pk=upstream.pk).first()
+        report = _listing_record(upstream, offered, _imported(upstream))
+    # Not stale here once the listing is in the database (a transaction around it may not commit).
+    transaction.on_commit(lambda: upstream_listed(upstream.name))
+    return report
+
+
+def upstream_relist_named(name: str) -> MCPUpstream | None:
+    """``upstream_relist`` by the upstream's name (the connection's relister); the upstream as
+    recorded after it, or None when there is no such enabled upstream here."""
+    upstream = MCPUpstream.objects.filter(pk=name, enabled=True).first()
+    if upstream is None:
+        return None
+    upstream_relist(upstream=upstream)
+    return MCPUpstream.objects.get(pk=name)
+
+
+def upstreams_relist() -> dict[str, Any]:
+    """The periodic job: every enabled upstream with imported tools listed again."""
+    done: dict[str, Any] = {}
+    names = (
+        Tool.objects.filter(handler_type=Tool.HandlerType.MCP)
+        .values_list("handler_config__upstream", flat=True)
+        .distinct()
+    )
+    for upstream in MCPUpstream.objects.filter(enabled=True, name__in=list(names)):
+        try:
+            report = upstream_relist(upstream=upstream)
+        except (UpstreamUnavailable, UpstreamTimeout, MCPError) as exc:
+            done[upstream.name] = f"not listed: {exc}"
+            continue
+        done[upstream.name] = {"flagged": report.flagged, "unchanged": len(report.unchanged)}
+    return done
 
 
 def upstream_change_accept(*, change: UpstreamToolChange, by: Any) -> None:
@@ -194,7 +276,8 @@ def upstream_change_accept(*, change: UpstreamToolChange, by: Any) -> None:
 
 
 def upstream_change_dismiss(*, change: UpstreamToolChange, by: Any) -> None:
-    """Keep the registry as it is (the flag closes; the next import flags a change again)."""
+    """Keep the registry as it is: the flag closes, and the tool stays refused while the upstream
+    offers that definition (a further change is flagged anew)."""
     UpstreamToolChange.objects.filter(pk=change.pk).update(
         status=UpstreamToolChange.Status.DISMISSED, decided_at=timezone.now(), decided_by=by
     )

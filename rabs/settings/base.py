@@ -303,6 +303,26 @@ RABS_SANDBOX = {
     ),
 }
 RABS_SANDBOX_PYTHON = env.str("RABS_SANDBOX_PYTHON", default="")
+# The script sandbox's seccomp filter (the kernel calls a script may not make, built once at
+# install into this file by `python broker/handlers/seccomp.py`; "" turns the layer off).
+RABS_SANDBOX_SECCOMP = env.str(
+    "RABS_SANDBOX_SECCOMP", default=str(BASE_DIR / "var" / "bin" / "rabs-seccomp.bpf")
+)
+# Signed checkpoints of the chains' heads (broker.audit.checkpoints, docs/architecture.md
+# "Evidence"): the deployment's Ed25519 key (PEM text, or a file of mode 600, generated on first
+# use where RABS_CHECKPOINT_KEY_GENERATE allows), retired public keys, outside witnesses
+# (file:///dir, http(s)://…, syslog://host:port, syslog:///dev/log), and how old the last
+# checkpoint may be before `manage.py check` warns.
+RABS_CHECKPOINT_KEY = env.str("RABS_CHECKPOINT_KEY", default="")
+RABS_CHECKPOINT_KEY_FILE = env.path(
+    "RABS_CHECKPOINT_KEY_FILE", default=BASE_DIR / "var" / "checkpoint-key.pem"
+)
+RABS_CHECKPOINT_KEYS_DIR = env.path(
+    "RABS_CHECKPOINT_KEYS_DIR", default=BASE_DIR / "var" / "checkpoint-keys"
+)
+RABS_CHECKPOINT_KEY_GENERATE = env.bool("RABS_CHECKPOINT_KEY_GENERATE", default=True)
+RABS_CHECKPOINT_WITNESS = env.list("RABS_CHECKPOINT_WITNESS", default=[])
+RABS_CHECKPOINT_MAX_AGE_MINUTES = env.int("RABS_CHECKPOINT_MAX_AGE_MINUTES", default=10)
 # Agents' supervisors are reached on loopback only (constitution LOOPBACK_ONLY), or on these
 # hosts: the gate's control lane in the compose deployment (docker/compose.yaml sets "gate").
 RABS_CONTROL_GATE_HOSTS = env.list("RABS_CONTROL_GATE_HOSTS", default=[])

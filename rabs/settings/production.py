@@ -7,6 +7,8 @@ from .base import env
 
 DEBUG = False
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")  # required: no default in production
+# One checkpoint key for every host, given (RABS_CHECKPOINT_KEY or its file): never one per host.
+RABS_CHECKPOINT_KEY_GENERATE = env.bool("RABS_CHECKPOINT_KEY_GENERATE", default=False)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
 # The agents' broker API is served on a port bound to the host's loopback (seed 000 §3; the proxy

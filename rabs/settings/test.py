@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
+from pathlib import Path
 
 from .base import *  # noqa: F403
 from .base import CACHES, CHANNEL_LAYERS, DATABASES
@@ -26,6 +28,10 @@ os.environ["RABS_TEST_RUN_ID"] = _RUN
 _RUN_WORKER = f"{_RUN}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 CACHES["default"]["KEY_PREFIX"] = f"rabs-test-{_RUN_WORKER}"
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"rabs-test-{_RUN_WORKER}:channels"  # type: ignore[index]
+# The checkpoint key of this test run (its servers share it), never the one under var/.
+_KEYS = Path(tempfile.gettempdir()) / f"rabs-test-{_RUN}"
+RABS_CHECKPOINT_KEY_FILE = _KEYS / "checkpoint-key.pem"
+RABS_CHECKPOINT_KEYS_DIR = _KEYS / "checkpoint-keys"
 
 # A worker started by a test consumes this run's queue only.
 CELERY_TASK_DEFAULT_QUEUE = f"rabs-test-{_RUN}"

@@ -192,6 +192,16 @@ def populated(seeded: None) -> None:
         size_bytes=10,
         sha256="0" * 64,
     )
+    from brainframe.models import AuditCheckpoint
+
+    AuditCheckpoint.objects.create(
+        seq=1,
+        at="2026-03-02T00:00:00Z",
+        key_id="0" * 16,
+        reason="beat",
+        body='{"heads": {"audit:henry": {"count": 1, "hash": "0", "seq": 1}}, "seq": 1}',
+        signature="x",
+    )
 
 
 def _registered() -> list[type[Model]]:

@@ -4,6 +4,7 @@ the model list, every refusal with its exception class, budgets, suspension, the
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -330,6 +331,47 @@ def test_prompts_to_an_external_upstream_leave_without_personal_details(
         model="small-model", messages=[{"role": "user", "content": said}]
     )
     assert upstream.requests[-1][1]["messages"][0]["content"] == said
+
+
+def test_tool_call_arguments_and_tool_results_leave_without_personal_details(
+    gateway: dict[str, Any], upstream: OpenAICompatibleServer
+) -> None:
+    """A conversation carried back to an external model: the arguments of the assistant's tool
+    call and the tool's result are filtered like any message, and stay JSON."""
+    from brainframe.models import LLMUpstream
+
+    LLMUpstream.objects.filter(name="local").update(external=True)
+    arguments = '{"staff_name": "Patricia Desrosiers", "phone": "0412 345 678", "day": "Mon"}'
+    gateway["client"].chat.completions.create(
+        model="small-model",
+        messages=[
+            {"role": "user", "content": "Who covers Monday?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "roster_call", "arguments": arguments},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "call_1",
+                "content": '{"carer": "Patricia Desrosiers", "mobile": "0412 345 678"}',
+            },
+        ],
+    )
+    sent = upstream.requests[-1][1]["messages"]
+    leaving = json.loads(sent[1]["tool_calls"][0]["function"]["arguments"])
+    assert leaving == {"staff_name": "<PERSON>", "phone": "<PHONE_NUMBER>", "day": "Mon"}, leaving
+    result = json.loads(sent[2]["content"])
+    assert "Patricia" not in sent[2]["content"] and "0412" not in sent[2]["content"], result
+    assert result["carer"] == "<PERSON>" and result["mobile"] == "<PHONE_NUMBER>"
+    (record,) = _records(1)
+    assert record.redactions == 4
 
 
 def test_the_guardian_reads_the_tool_calls_a_model_proposes(

@@ -480,7 +480,10 @@ def test_an_imported_upstream_tool_is_called_over_mcp_and_audited(
     from broker.services.upstreams import upstream_import
 
     upstream = MCPUpstream.objects.create(
-        name="time", transport="stdio", command=[sys.executable, "-m", "mcp_server_time"]
+        name="time",
+        transport="stdio",
+        command=[sys.executable, "-m", "mcp_server_time"],
+        trust="trusted",  # its readOnlyHint is taken as staff's proposal: run without review
     )
     upstream_import(upstream=upstream)
     tool_set_enabled(tools=Tool.objects.filter(pk="time.convert_time"), enabled=True)

@@ -46,8 +46,9 @@ def test_board_page(crowded: dict[str, Any], django_assert_num_queries: Any) -> 
     client.get("/board/?agent=henry")  # the session's first read
     # session, user; agents (menu and the one shown); status card (tasks; its supervisor with the
     # last command sent to it); Kanban; notes; deliverables; action log (calls, approvals, tasks,
-    # level changes); model spend (access; daily totals; the period's); open count
-    with django_assert_num_queries(17):
+    # level changes); model spend (access; daily totals; the period's); open count; the last
+    # checkpoint with the count of upstream tools awaiting staff
+    with django_assert_num_queries(18):
         response = client.get("/board/?agent=henry")
     assert response.status_code == 200
 

@@ -262,3 +262,25 @@ def test_the_action_log_shows_task_moves_and_level_changes(reviewer: Client) -> 
     assert any("[lead] level: Henry — L0 → L1 · Manual change by staff" in r for r in rows)
     assert any("[lead] level: roster.shift.read — L0 → L2" in r for r in rows)
     assert f'href="/board/tasks/{task.task_id}/chain/"' in log
+
+
+def test_board_shows_the_last_checkpoints_age_and_upstream_tools_awaiting_staff(
+    reviewer: Client, settings: Any, tmp_path: Path
+) -> None:
+    from brainframe.models import MCPUpstream, UpstreamToolChange
+    from broker.audit.checkpoints import checkpoint_write
+
+    settings.RABS_CHECKPOINT_KEY_FILE = tmp_path / "key.pem"
+    page = reviewer.get("/board/?agent=henry").content.decode()
+    assert re.search(r'id="checkpoint-age">none yet <span class="pill status-error">overdue', page)
+    assert "none waiting" in page
+    f.ToolCallFactory(agent_id="henry", requested_tool_id="roster.shift.read")
+    checkpoint_write()
+    upstream = MCPUpstream.objects.create(name="notes", transport="http", url="http://x.test/mcp")
+    tool = f.ToolFactory(tool_id="notes.lookup", handler_type="mcp")
+    UpstreamToolChange.objects.create(upstream=upstream, tool=tool, fields=["description"])
+    page = reviewer.get("/board/?agent=henry").content.decode()
+    assert re.search(
+        r'id="checkpoint-age"><time datetime="[^"]+">0\xa0minutes ago</time></dd>', page
+    )
+    assert 'notes.lookup</a> <span class="muted">description changed upstream' in page
