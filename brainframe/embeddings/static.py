@@ -38,6 +38,7 @@ def _token_vectors(path: Path) -> tuple[np.ndarray, str]:
     """(one mean-pooled 768-d output per vocabulary token, the tokenizer's JSON)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # torch and sentence-transformers load in seconds: only when the table is rebuilt.
     import torch
     from sentence_transformers import SentenceTransformer
 

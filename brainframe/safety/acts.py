@@ -282,7 +282,7 @@ def rights_from_tools(patterns: Collection[str]) -> frozenset[str]:
     """The acts a sender may request, from the tool patterns their ACL decision carries (an
     ``AclDecision.tools``): an act whose tools one of the patterns reaches. Nobody's
     permissions reach skipping review or hiding something."""
-    import fnmatch
+    import fnmatch  # only when rights are read from a sender's ACL permissions
 
     return frozenset(
         act

@@ -178,6 +178,7 @@ def _known() -> tuple[dict[str, int], dict[str, int]]:
 @lru_cache(maxsize=1)
 def _common_words() -> frozenset[str]:
     """English stop words, and the whole words of the sentence model's vocabulary."""
+    # spaCy and the static table load slowly: only when the PII filter first needs them.
     import json
 
     from spacy.lang.en.stop_words import STOP_WORDS
@@ -199,7 +200,7 @@ def known_name(word: str, *, strict: bool = False, within: bool = False) -> bool
     """A known first or last name that is not an English word, or, when it is one, is also a
     very common name (``strict``: never; ``within`` a name already begun: any known name that
     is not a stop word, as "Văn" in "Lê Văn Thành")."""
-    from spacy.lang.en.stop_words import STOP_WORDS
+    from spacy.lang.en.stop_words import STOP_WORDS  # spaCy loads slowly: only when first used
 
     lower = word.lower()
     if lower in STOP_WORDS or len(lower) < 2:
@@ -307,7 +308,7 @@ _WORD = re.compile(r"\w+")
 def capitalised(text: str) -> str:
     """``text`` with every word but the stop words capitalised (same length, same offsets): the
     model finds names by their capitals, so a text all in lower case is read this way."""
-    from spacy.lang.en.stop_words import STOP_WORDS
+    from spacy.lang.en.stop_words import STOP_WORDS  # spaCy loads slowly: only when first used
 
     def capital(match: re.Match[str]) -> str:
         word = match.group()
@@ -321,6 +322,7 @@ def capitalised(text: str) -> str:
 
 def build(out: Path = NAMES_PATH) -> int:
     """Write the known-names list from the names-dataset package (a development dependency)."""
+    # Only when the list is rebuilt.
     import pickle
     from importlib.resources import files
 

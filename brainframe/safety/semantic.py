@@ -46,7 +46,7 @@ class Encoder:
     """Texts → unit-length static vectors (and token-window vectors)."""
 
     def __init__(self, table: dict[str, Any] | None = None) -> None:
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # loads slowly: only when the stage first runs
 
         table = table or read_table(TABLE)
         self.vectors = table["vectors"].astype(np.float32) * table["scale"]
