@@ -111,6 +111,13 @@ class ToolCallAnswerSerializer(serializers.Serializer):
     outcome = serializers.CharField(required=False)
     approval_id = serializers.UUIDField(required=False)
     expires_at = serializers.DateTimeField(required=False)
+    approval_status = serializers.CharField(required=False)
+    waiting_for = serializers.ChoiceField(
+        choices=["worker"],
+        required=False,
+        help_text="Approved, but no worker has started the call yet (none is running, or all "
+        "are busy): it runs when one does.",
+    )
     code = serializers.CharField(required=False)
     detail = serializers.CharField(required=False)
     errors = serializers.ListField(  # type: ignore[assignment]
