@@ -148,9 +148,7 @@ class ApprovalRequestAdmin(JSONEditingMixin, admin.ModelAdmin):
     def approve_selected_across_chains(
         self, request: HttpRequest, queryset: QuerySet[ApprovalRequest]
     ) -> None:
-        self._decide_all(
-            request, queryset, "approve", "approved in the admin", across_chains=True
-        )
+        self._decide_all(request, queryset, "approve", "approved in the admin", across_chains=True)
 
     @admin.action(description="Escalate selected to senior reviewers")
     def escalate_selected(self, request: HttpRequest, queryset: QuerySet[ApprovalRequest]) -> None:

@@ -65,7 +65,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
             return False
         if self.feed != "all" and event.family() != self.feed:
             return False
-        if self.feed_name and event.NAME != self.feed_name:
+        if self.feed_name and self.feed_name != event.NAME:
             return False
         return not self.feed_agent or event.__dict__.get("agent_id") == self.feed_agent
 

@@ -41,6 +41,7 @@ def _beat_heartbeat(**kwargs: Any) -> None:
     heart = _hearts["beat"] = Heart("beat").start()
     atexit.register(heart.stop)  # beat has no shutdown signal
 
+
 # The beat schedule, in the project's time zone (Australia/Brisbane). Every job is idempotent for
 # its date, so a late or doubled run changes nothing; `expires` drops a run that waited too long.
 app.conf.beat_schedule = {

@@ -208,7 +208,7 @@ def _recheck_arguments(approval: ApprovalRequest, arguments: dict[str, Any]) -> 
 
 
 def _overdue_message(approval: ApprovalRequest, now: Any) -> str:
-    late = max(1, int((now - approval.timeout_at).total_seconds() // 60))
+    late = max(1, round((now - approval.timeout_at).total_seconds() / 60))
     at = timezone.localtime(approval.timeout_at).strftime("%H:%M")
     minutes = "a minute" if late == 1 else f"{late} minutes"
     return (

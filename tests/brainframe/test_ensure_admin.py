@@ -50,9 +50,7 @@ def test_reset_issues_a_new_password_when_the_old_one_is_lost(
     assert login["password"] in again.getvalue()
 
 
-def test_reset_names_the_superuser_when_it_is_not_obvious(
-    settings: object, tmp_path: Path
-) -> None:
+def test_reset_names_the_superuser_when_it_is_not_obvious(settings: object, tmp_path: Path) -> None:
     from django.core.management.base import CommandError
 
     settings.RABS_ADMIN_CREDENTIALS_FILE = tmp_path / "admin.json"  # type: ignore[attr-defined]
