@@ -283,7 +283,7 @@ class HookStateSerializer(StrictSerializer):
 
 
 class PlanEventSerializer(StrictSerializer):
-    """What the agent's planner reports (seed 001's ``planner:*`` events)."""
+    """What the agent's planner reports (its ``planner:*`` events)."""
 
     event = serializers.ChoiceField(choices=sorted(PLAN_EVENTS))
     plan_id = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
