@@ -21,9 +21,9 @@ def progress(approval: ApprovalRequest) -> str:
     ``ran``, ``failed``, ``cancelled``; "" for anything else (open, rejected, post-execution)."""
     if approval.status not in (Status.APPROVED, Status.MODIFIED):
         return ""
-    if approval.kind != ApprovalRequest.Kind.PRE_EXECUTION or not approval.tool_call_id:
+    call = approval.tool_call if approval.tool_call_id else None
+    if approval.kind != ApprovalRequest.Kind.PRE_EXECUTION or call is None:
         return ""
-    call = approval.tool_call
     outcome = call.outcome
     if outcome == ToolCall.Outcome.NOT_RUN:
         return "waiting" if awaiting_worker(approval, call) else "starting"

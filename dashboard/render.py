@@ -8,6 +8,7 @@ nothing.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -164,7 +165,7 @@ def render_approved_call(event: ToolCallChanged, user: Any) -> str:
     """The card of the approval a call waited on, as it stands now that the call ran."""
     approval = (
         ApprovalRequest.objects.select_related(*selectors.CARD_RELATED)
-        .filter(tool_call_id=event.call_id)
+        .filter(tool_call_id=uuid.UUID(event.call_id))
         .first()
     )
     if approval is None:

@@ -80,7 +80,8 @@ def why_here(approval: ApprovalRequest) -> str:
     tags = list(approval.tags or [])
     code = next((t.removeprefix("decision:") for t in tags if t.startswith("decision:")), "")
     sources = [t for t in tags[3:] if not t.startswith(_NOT_FINDINGS)]
-    detail = approval.tool_call.decision_detail if approval.tool_call_id else ""
+    call = approval.tool_call if approval.tool_call_id else None
+    detail = call.decision_detail if call is not None else ""
     sentence = _level_sentence(approval, code)
     if not sentence:
         parts = [_finding_sentence(approval, s, d) for s, d in findings(sources, detail or "")]

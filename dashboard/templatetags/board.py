@@ -63,3 +63,23 @@ def when(value: object) -> str:
         return "—"
     moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     return timezone.localtime(moment).strftime("%d %b %Y %H:%M")
+
+
+_CONDITION_ORDER = ("all", "any", "not", "history", "field", "op", "value")
+
+
+def _in_order(value: object) -> object:
+    if isinstance(value, dict):
+        rank = {key: n for n, key in enumerate(_CONDITION_ORDER)}
+        keys = sorted(value, key=lambda k: (rank.get(k, len(rank)), str(k)))
+        return {key: _in_order(value[key]) for key in keys}
+    if isinstance(value, list):
+        return [_in_order(item) for item in value]
+    return value
+
+
+@register.filter
+def as_condition(value: object) -> str:
+    """A condition as staff write it in the condition language: JSON, each comparison in the
+    order it reads (``field``, ``op``, ``value``) whatever order the database keeps."""
+    return json.dumps(_in_order(value), ensure_ascii=False)

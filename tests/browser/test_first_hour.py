@@ -31,7 +31,7 @@ from broker.services.calls import tool_call_submit
 from tests import factories as f
 from tests.broker.test_celery_worker import _start_worker, _stop
 
-from .conftest import screenshot
+from .conftest import docs_screenshot, screenshot
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -107,7 +107,7 @@ def test_with_no_worker_the_board_and_the_agent_say_so_then_it_runs_when_one_sta
     approval_decide(approval_id=approval.pk, reviewer=world["alice"], action="approve")
     card = f"#approval-{approval.id}"
     _text_within(page, card, "approved — waiting for a worker", timeout=20)
-    screenshot(page, "approval-waiting-for-a-worker")
+    docs_screenshot(page, "approval-waiting-for-a-worker")
     with BrokerClient(live_server_url, agent_id="henry", secret=world["secret"]) as broker:
         waiting = broker.call_status(str(approval.tool_call_id))
         assert isinstance(waiting, PendingApproval) and waiting.approval_status == "approved"
@@ -214,7 +214,7 @@ def test_a_batch_with_nothing_ticked_approves_nothing_and_a_confirmed_one_the_ti
     assert dialog.is_visible()
     asked = dialog.inner_text()
     assert "Approve 2 calls?" in asked and "2 × E-mail <cover@mail.rabs.test>" in asked
-    screenshot(page, "batch-confirm")
+    docs_screenshot(page, "batch-confirm")
     dialog.locator("button.confirm-go").click()
     _text_within(page, "#batches", "2 approved", timeout=5)
     statuses = dict(ApprovalRequest.objects.values_list("pk", "status"))
@@ -326,7 +326,7 @@ def test_the_first_hour_from_a_lost_admin_password_to_a_decided_approval(
         told = card.locator(".not-yours").inner_text()
         assert "the group reviewers — may decide this" in told and "add yourself" in told
         assert card.locator("button[data-key=a]").count() == 0
-        screenshot(page, "first-hour-not-a-reviewer")
+        docs_screenshot(page, "first-hour-not-a-reviewer")
         page.locator("#not-a-reviewer a.add-self").click()
         page.wait_for_selector("#id_groups_from")
         page.select_option("#id_groups_from", label="reviewers")

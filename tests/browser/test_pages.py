@@ -1,11 +1,9 @@
 """Every board page readable on a phone (390 px, nothing pushed off the side) and the admin's
 main lists on a laptop (1366 px, no column cut off); the screenshots in docs/board.md come from
-here (``RABS_DOCS_SCREENSHOTS=1`` writes them to docs/img/, otherwise to test-artifacts/)."""
+here and tests/browser/test_first_hour.py (``conftest.docs_screenshot``)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,10 +16,9 @@ from broker.pipeline.context import CallRequest
 from broker.services.calls import tool_call_submit
 from tests import factories as f
 
-from .conftest import ARTIFACTS, screenshot
+from .conftest import ARTIFACTS, docs_screenshot, screenshot
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 @pytest.fixture
@@ -76,37 +73,30 @@ def _overflow(page: Any) -> int:
     )
 
 
-def test_every_board_page_fits_a_phone(world: dict[str, Any], open_page: Any) -> None:
+def test_every_board_page_fits_a_phone_and_a_laptop(world: dict[str, Any], open_page: Any) -> None:
+    """Each page at 390 px (a phone: nothing off the side, the navigation within the screen),
+    then at a laptop's width, where its picture for the docs is taken."""
+    page = open_page(world["sam"], "/board/", width=390, height=844)
     for name, path in _pages(world).items():
-        page = open_page(world["sam"], path, width=390, height=844)
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto(f"{page.url.split('/board/')[0]}{path}")
+        page.wait_for_selector("#live-state[data-ok='1']", timeout=10000)
         assert _overflow(page) == 0, f"{name} ({path}) is wider than the phone"
-        nav = page.locator(".topbar nav")
-        assert nav.bounding_box()["x"] + nav.bounding_box()["width"] <= 390, name
+        nav = page.locator(".topbar nav").bounding_box()
+        assert nav["x"] + nav["width"] <= 390, name
         if name == "approvals":
             screenshot(page, "approvals-390")
-        page.close()
-
-
-def test_screenshots_of_each_page_for_the_docs(world: dict[str, Any], open_page: Any) -> None:
-    """One screenshot per page at a laptop's width (the docs' pictures), each page without
-    horizontal overflow there either."""
-    keep = os.environ.get("RABS_DOCS_SCREENSHOTS") == "1"
-    folder = DOCS_IMG if keep else ARTIFACTS / "docs-img"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, path in _pages(world).items():
-        page = open_page(world["sam"], path, width=1200, height=760)
+        page.set_viewport_size({"width": 1024, "height": 680})
         assert _overflow(page) == 0, name
-        page.screenshot(path=str(folder / f"{name}.png"))
-        page.close()
+        docs_screenshot(page, name)
     # The styled 404 (the test server runs in DEBUG, which shows Django's own page instead):
     # the page the app serves when DEBUG is off, as a browser shows it.
     client = Client()
     client.force_login(world["sam"])
     missing = client.get("/board/no-such-page/")
     assert missing.status_code == 404
-    page = open_page(world["sam"], "/board/", width=1200, height=760)
     page.set_content(missing.content.decode())
-    page.screenshot(path=str(folder / "not-found.png"))
+    docs_screenshot(page, "not-found")
     assert page.locator(".topbar nav a").count() >= 9
 
 

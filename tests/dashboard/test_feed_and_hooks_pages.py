@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from datetime import timedelta
 from typing import Any
 
@@ -90,6 +91,11 @@ def test_staff_approve_reject_and_disable_hooks_on_the_board(staff: Client) -> N
     first, second = _proposal(asks), _proposal({**asks, "name": "second"})
     page = staff.get("/board/hooks/").content.decode()
     assert page.index("complaints") < page.index("Active")  # proposed come first
+    # A condition reads as staff write it (the demo's): JSON in the condition language, not
+    # Python's repr of a dict
+    shown = html.unescape(page)
+    assert '{"field": "origin.type", "op": "eq", "value": "email"}' in shown
+    assert "{'field'" not in shown
     staff.post(f"/board/hooks/{first.pk}/approve/")
     first.refresh_from_db()
     assert first.status == "active" and first.reviewed_by.username == "sam"
