@@ -65,7 +65,7 @@ def reword(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("brainframe", "0038_token_generation"),
+        ("brainframe", "0039_authority"),
     ]
 
     operations = [
