@@ -37,7 +37,8 @@ from brainframe.models import (
 from brainframe.safety.acl import AclDocumentError, acl_parse
 
 from .errors import BrokerRefusal
-from .services.approvals import ApprovalError, approvals_decide_batch
+from .services.approvals import ApprovalError
+from .services.batches import approvals_decide_batch
 from .services.replay import policy_replay
 from .services.upstreams import upstream_change_accept, upstream_change_dismiss, upstream_import
 from .upstream_client import UpstreamTimeout, UpstreamUnavailable

@@ -24,9 +24,9 @@ from broker.services.approvals import (
     ApprovalError,
     approval_approve_standing,
     approval_decide,
-    approvals_decide_batch,
     reviewer_groups,
 )
+from broker.services.batches import approvals_decide_batch
 
 from . import selectors
 from .cards import card_context, may_add_reviewers

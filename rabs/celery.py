@@ -22,7 +22,7 @@ _hearts: dict[str, Any] = {}
 
 @signals.worker_ready.connect
 def _worker_heartbeat(**kwargs: Any) -> None:
-    from broker.liveness import Heart
+    from broker.liveness import Heart  # Django's apps are ready only once the worker is
 
     _hearts["worker"] = Heart("worker").start()
 
@@ -36,7 +36,7 @@ def _worker_heartbeat_stop(**kwargs: Any) -> None:
 
 @signals.beat_init.connect
 def _beat_heartbeat(**kwargs: Any) -> None:
-    from broker.liveness import Heart
+    from broker.liveness import Heart  # Django's apps are ready only once beat is
 
     heart = _hearts["beat"] = Heart("beat").start()
     atexit.register(heart.stop)  # beat has no shutdown signal

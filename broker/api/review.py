@@ -23,9 +23,9 @@ from ..services.approvals import (
     OPEN,
     approval_approve_standing,
     approval_decide,
-    approvals_decide_batch,
     reviewer_groups,
 )
+from ..services.batches import approvals_decide_batch
 from .serializers import ErrorSerializer, StrictSerializer
 
 

@@ -509,7 +509,8 @@ def test_an_overdue_approval_is_refused_and_expired_at_decision_time_without_bea
     is refused with a clear message, and the approval expires then and there (its call sealed
     as cancelled, the expiry in the event log, the agent told), whichever way it is decided."""
     from brainframe.models import EventLogEntry
-    from broker.services.approvals import approval_approve_standing, approvals_decide_batch
+    from broker.services.approvals import approval_approve_standing
+    from broker.services.batches import approvals_decide_batch
     from broker.services.calls import call_answer
 
     for decide in ("approve", "reject", "escalate", "standing", "batch"):

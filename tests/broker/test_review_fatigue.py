@@ -34,8 +34,8 @@ from broker.services.approvals import (
     ApprovalError,
     approval_approve_standing,
     approval_decide,
-    approvals_decide_batch,
 )
+from broker.services.batches import approvals_decide_batch
 from broker.services.calls import tool_call_submit
 from broker.services.notifications import digests_send
 from tests import factories as f
