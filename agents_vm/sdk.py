@@ -64,6 +64,10 @@ class PendingApproval(Tags):
     STATUS: ClassVar[str] = "pending_approval"
     approval_id: str = ""
     expires_at: str = ""
+    #: "pending" or "escalated" while a reviewer is to decide; "approved" once decided and not
+    #: yet run, with ``detail`` "approved — waiting for a worker" when no worker took it up.
+    approval_status: str = ""
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,11 @@ def outcome_from(body: dict[str, Any]) -> Outcome:
         )
     if status == "pending_approval":
         return PendingApproval(
-            **tags, approval_id=body.get("approval_id", ""), expires_at=body.get("expires_at", "")
+            **tags,
+            approval_id=body.get("approval_id", ""),
+            expires_at=body.get("expires_at", ""),
+            approval_status=body.get("approval_status", ""),
+            detail=body.get("detail", ""),
         )
     if status == "denied":
         return Denied(**tags, code=body.get("code", ""), detail=body.get("detail", ""))

@@ -73,6 +73,49 @@ def _obj(required: list[str], **properties: Any) -> dict[str, Any]:
     }
 
 
+#: What each demo tool does, in a reviewer's words (the approval card's "What it does"); the
+#: description beside each tool below is written for the agents.
+REVIEWER_SUMMARIES: dict[str, str] = {
+    "roster.shift.read": "Reads the roster for the dates given; changes nothing.",
+    "roster.shift.create": "Adds a shift to the roster: a support worker booked with a "
+    "participant at the time given.",
+    "roster.shift.swap": "Moves a rostered shift from one staff member to another; both see the "
+    "change on their roster.",
+    "transport.vehicle.availability": "Lists the vehicles free in a time window; books nothing.",
+    "transport.vehicle.book": "Books a vehicle (and a driver) for a participant's outing; the "
+    "vehicle is then taken for that time.",
+    "facilities.check.log": "Records a facility or equipment check as done, with its result.",
+    "participant.profile.read": "Reads a participant's profile, plan dates and support needs "
+    "(personal information).",
+    "comms.email.draft": "Writes a draft e-mail; nothing is sent.",
+    "comms.email.send": "Sends an e-mail from the organisation's mailbox to the addresses given; "
+    "it cannot be recalled.",
+    "comms.sms.send": "Sends a text message to the number given; it cannot be recalled.",
+    "comms.notification.push": "Shows a notification in the staff app of the staff members given.",
+    "comms.message.classify": "Sorts an incoming message by topic and urgency; changes nothing.",
+    "native.message.triage": "Sorts an incoming message by urgency and intent; changes nothing.",
+    "native.text.classify": "Labels a text with one of the labels given; changes nothing.",
+    "native.text.summarise": "Summarises a text; changes nothing.",
+    "hr.staff.lookup": "Reads a staff member's role, team and contact details.",
+    "hr.kpi.update": "Changes a staff member's KPI score for a review period.",
+    "hr.leave.request": "Lodges a leave request for a staff member; their manager sees it.",
+    "hr.contract.generate": "Produces an employment contract from the approved template, ready "
+    "to be signed.",
+    "finance.invoice.create": "Creates a draft invoice for supports delivered; nothing is sent "
+    "or charged yet.",
+    "finance.payment.reconcile": "Marks invoices as paid by a bank payment in the accounts.",
+    "finance.ndis.claim.submit": "Claims payment from the NDIA for the supports listed; money is "
+    "requested on the organisation's behalf.",
+    "finance.billing.adjust": "Credits or corrects a billed line item; the amount owed changes.",
+    "data.report.generate": "Produces a standard report; changes nothing.",
+    "data.tool_usage.summary": "Counts the tool calls since a time; changes nothing.",
+    "data.export.participants": "Exports participant records, personal information included, "
+    "to a file.",
+    "system.cache.clear": "Empties one of the application's caches; it fills again as used.",
+    "system.job.trigger": "Starts a scheduled job now instead of at its usual time.",
+    "system.config.update": "Changes an application setting for everyone.",
+}
+
 _DATE = {"type": "string", "format": "date"}
 _DATETIME = {"type": "string", "format": "date-time"}
 _ID = {"type": "string", "minLength": 1, "maxLength": 64}
@@ -102,6 +145,7 @@ def _tool(
     return {
         "tool_id": tool_id,
         "description": description,
+        "reviewer_summary": REVIEWER_SUMMARIES.get(tool_id, ""),
         "category": category,
         "risk_level": risk,
         "context_bucket": bucket,

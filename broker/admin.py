@@ -37,7 +37,8 @@ from brainframe.models import (
 from brainframe.safety.acl import AclDocumentError, acl_parse
 
 from .errors import BrokerRefusal
-from .services.approvals import approvals_decide_batch
+from .services.approvals import ApprovalError
+from .services.batches import approvals_decide_batch
 from .services.replay import policy_replay
 from .services.upstreams import (
     upstream_change_accept,
@@ -105,7 +106,12 @@ class ApprovalRequestAdmin(JSONEditingMixin, admin.ModelAdmin):
     )
     exclude = ("arguments",)
 
-    actions = ["approve_selected", "reject_selected", "escalate_selected"]
+    actions = [
+        "approve_selected",
+        "approve_selected_across_chains",
+        "reject_selected",
+        "escalate_selected",
+    ]
 
     @admin.display(description="arguments")
     def pretty_arguments(self, obj: ApprovalRequest) -> str:
@@ -117,14 +123,22 @@ class ApprovalRequestAdmin(JSONEditingMixin, admin.ModelAdmin):
         queryset: QuerySet[ApprovalRequest],
         action: str,
         reason: str = "",
+        *,
+        across_chains: bool = False,
     ) -> None:
-        """Each selected approval decided on its own (``approvals_decide_batch``)."""
-        results = approvals_decide_batch(
-            approval_ids=list(queryset.values_list("pk", flat=True)),
-            reviewer=request.user,  # type: ignore[arg-type]
-            action=action,
-            reason=reason,
-        )
+        """Each selected approval decided on its own (``approvals_decide_batch``); calls of
+        several chains only with the action that says so."""
+        try:
+            results = approvals_decide_batch(
+                approval_ids=list(queryset.values_list("pk", flat=True)),
+                reviewer=request.user,  # type: ignore[arg-type]
+                action=action,
+                reason=reason,
+                across_chains=across_chains,
+            )
+        except ApprovalError as exc:
+            self.message_user(request, f"Nothing was {action}d: {exc.detail}.", messages.ERROR)
+            return
         done = sum(1 for r in results if r.decided)
         refused = [f"{r.approval_id[:8]}: {r.detail}" for r in results if not r.decided]
         if done:
@@ -135,6 +149,12 @@ class ApprovalRequestAdmin(JSONEditingMixin, admin.ModelAdmin):
     @admin.action(description="Approve selected (runs each call once)")
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[ApprovalRequest]) -> None:
         self._decide_all(request, queryset, "approve", "approved in the admin")
+
+    @admin.action(description="Approve selected, even from different chains")
+    def approve_selected_across_chains(
+        self, request: HttpRequest, queryset: QuerySet[ApprovalRequest]
+    ) -> None:
+        self._decide_all(request, queryset, "approve", "approved in the admin", across_chains=True)
 
     @admin.action(description="Escalate selected to senior reviewers")
     def escalate_selected(self, request: HttpRequest, queryset: QuerySet[ApprovalRequest]) -> None:

@@ -12,6 +12,8 @@ from brainframe.events import BOARD_GROUP, Event, ToolCallChanged, event_from_wi
 
 from .render import (
     CONVERSATION_FAMILY,
+    ran_after_approval,
+    render_approved_call,
     render_call_event,
     render_conversation_refresh,
     render_event,
@@ -25,6 +27,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     feed = ""
     feed_agent = ""
+    feed_name = ""
     conversation = ""  # the conversations page ("all") or one thread's page (its id)
 
     async def connect(self) -> None:
@@ -37,6 +40,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode())
         self.feed = (query.get("feed") or [""])[0]
         self.feed_agent = (query.get("agent") or [""])[0]
+        self.feed_name = (query.get("name") or [""])[0]
         self.conversation = (query.get("conversation") or [""])[0]
         await self.channel_layer.group_add(BOARD_GROUP, self.channel_name)
         await self.accept()
@@ -61,6 +65,8 @@ class BoardConsumer(AsyncWebsocketConsumer):
             return False
         if self.feed != "all" and event.family() != self.feed:
             return False
+        if self.feed_name and self.feed_name != event.NAME:
+            return False
         return not self.feed_agent or event.__dict__.get("agent_id") == self.feed_agent
 
     async def _render(self, event: Event) -> list[str]:
@@ -75,6 +81,9 @@ class BoardConsumer(AsyncWebsocketConsumer):
         # (a Guardian assessment per call) are dropped here.
         if isinstance(event, ToolCallChanged):
             parts.append(render_call_event(event))
+            if ran_after_approval(event):
+                user = self.scope["user"]
+                parts.append(await database_sync_to_async(render_approved_call)(event, user))
         elif renders(event):
             parts.append(await database_sync_to_async(render_event)(event, self.scope["user"]))
         return [html for html in parts if html]

@@ -21,6 +21,16 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 WINDOWS = {"24h": "24 hours", "7d": "7 days", "30d": "30 days"}
 DECIDED_BY_A_REVIEWER = ("approved", "rejected", "modified")
 _WAITED = "extract(epoch FROM decided_at - created_at)"
+#: Expired: marked so, or open past its timeout (expired in fact: no decision can be made on it
+#: any more, whether or not beat has marked it yet).
+_OVERDUE = "(status IN ('pending', 'escalated') AND timeout_at <= now())"
+_EXPIRED = f"(status = 'expired' OR {_OVERDUE})"
+#: The day an approval counts on: its decision's, or for an open one past its timeout (expired
+#: in fact) the day it fell due.
+_DAY_OF = (
+    "coalesce(q.decided_at, CASE WHEN q.status IN ('pending', 'escalated') "
+    "AND q.timeout_at <= now() THEN q.timeout_at END)"
+)
 
 
 def _authorised(request: HttpRequest) -> bool:
@@ -68,10 +78,11 @@ def service_levels() -> dict[str, Any]:
     board's service-levels page show. Times in seconds."""
     levels: dict[str, Any] = {
         "open": [
-            {"group": group, "count": count, "oldest": float(age)}
-            for group, count, age in _rows(
+            {"group": group, "count": count, "oldest": float(age), "overdue": overdue}
+            for group, count, age, overdue in _rows(
                 "SELECT reviewer_group, count(*), "
-                "coalesce(extract(epoch FROM now() - min(created_at)), 0) "
+                "coalesce(extract(epoch FROM now() - min(created_at)), 0), "
+                "count(*) FILTER (WHERE timeout_at <= now()) "
                 "FROM approval_queue WHERE status IN ('pending', 'escalated') "
                 "GROUP BY 1 ORDER BY 1"
             )
@@ -104,7 +115,7 @@ def service_levels() -> dict[str, Any]:
             )
         ]
         ((expired, escalated, created),) = _rows(
-            "SELECT count(*) FILTER (WHERE status = 'expired'), "
+            f"SELECT count(*) FILTER (WHERE {_EXPIRED}), "
             "count(*) FILTER (WHERE escalation_count > 0), count(*) "
             "FROM approval_queue WHERE created_at >= now() - %s::interval",
             [interval],
@@ -130,9 +141,9 @@ def daily_levels(days: int = 30) -> list[dict[str, Any]]:
         "FILTER (WHERE q.status = ANY(%s)), "
         f"percentile_cont(0.95) WITHIN GROUP (ORDER BY {_WAITED}) "
         "FILTER (WHERE q.status = ANY(%s)), "
-        "count(q.id) FILTER (WHERE q.status = 'expired') "
-        "FROM days d LEFT JOIN approval_queue q ON q.decided_at >= d.day "
-        "AND q.decided_at < d.day + interval '1 day' GROUP BY d.day ORDER BY d.day",
+        "count(q.id) FILTER (WHERE q.status IN ('expired', 'pending', 'escalated')) "
+        f"FROM days d LEFT JOIN approval_queue q ON {_DAY_OF} >= d.day "
+        f"AND {_DAY_OF} < d.day + interval '1 day' GROUP BY d.day ORDER BY d.day",
         [f"{days - 1} days", *([list(DECIDED_BY_A_REVIEWER)] * 3)],
     )
     return [

@@ -4,15 +4,18 @@ reject, enable and disable what agents proposed), reviewers' service levels."""
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
-from brainframe.events import EVENT_FAMILIES, event_from_wire
+from brainframe.events import EVENT_FAMILIES, EVENT_TYPES, event_from_wire
 from brainframe.events.base import SHADOW_DECISION
 from brainframe.models import Agent, EventLogEntry, Hook, ToolCall
 from brainframe.services.eventlog.reading import event_log_feed
@@ -24,34 +27,73 @@ from .metrics import daily_levels, service_levels
 from .render import render_feed_row
 
 
+def _moment(request: HttpRequest, field: str) -> datetime | None:
+    """A ``datetime-local`` filter (the board's time zone); ValueError names a bad one."""
+    text = request.GET.get(field, "").strip()
+    if not text:
+        return None
+    parsed = parse_datetime(text)
+    if parsed is None:
+        raise ValueError(f"{field}: not a date and time ({text!r}); use YYYY-MM-DDTHH:MM")
+    return timezone.make_aware(parsed) if timezone.is_naive(parsed) else parsed
+
+
 @login_required
 def events_page(request: HttpRequest) -> HttpResponse:
-    """The event log, newest first, live: filtered by family and agent (``?family=&agent=``)."""
+    """The event log, newest first, live: filtered by family, agent, event name and time
+    (``?family=&agent=&name=&since=&until=``)."""
     family = request.GET.get("family", "")
     agent_id = request.GET.get("agent", "")
+    name = request.GET.get("name", "")
+    choices = {
+        "families": EVENT_FAMILIES,
+        "names": sorted(n for n, cls in EVENT_TYPES.items() if cls.LOGGED),
+        "agents": Agent.objects.order_by("agent_id").values_list("agent_id", flat=True),
+        "family": family,
+        "agent": agent_id,
+        "name": name,
+        "since": request.GET.get("since", ""),
+        "until": request.GET.get("until", ""),
+    }
+    error, code = "", ""
     if family and family not in EVENT_FAMILIES:
+        error, code = f"unknown event family {family!r}", "unknown_family"
+    elif name and name not in choices["names"]:
+        error, code = f"unknown event type {name!r}", "unknown_event"
+    try:
+        since, until = _moment(request, "since"), _moment(request, "until")
+    except ValueError as exc:
+        error, code = str(exc), "invalid_time"
+    if error:
         return render(
-            request,
-            "dashboard/events.html",
-            {"error": f"unknown event family {family!r}", "families": EVENT_FAMILIES},
-            status=400,
+            request, "dashboard/events.html", {**choices, "error": error, "code": code}, status=400
         )
-    entries = event_log_feed(family=family, agent_id=agent_id, limit=200)
+    entries = event_log_feed(
+        family=family, agent_id=agent_id, name=name, since=since, until=until, limit=200
+    )
     events = [(event_from_wire({"event": e.name, "payload": e.payload}), e.at) for e in entries]
     rows = [render_feed_row(event, at=at, oob=False) for event, at in events if event is not None]
-    socket = "/ws/board/?" + urlencode({"feed": family or "all", "agent": agent_id})
+    # Live rows only when the page shows the present (no "until" in the past).
+    live = until is None or until > timezone.now()
+    query = {"feed": family or "all", "agent": agent_id, "name": name} if live else {}
+    query = {key: value for key, value in query.items() if value or key == "agent"}
     return render(
         request,
         "dashboard/events.html",
         {
+            **choices,
             "rows": rows,
-            "families": EVENT_FAMILIES,
-            "family": family,
-            "agent": agent_id,
-            "agents": Agent.objects.order_by("agent_id").values_list("agent_id", flat=True),
-            "socket": socket,
+            "filtered": bool(family or agent_id or name or since or until),
+            "socket": "/ws/board/?" + urlencode(query),
         },
     )
+
+
+@login_required
+def liveness_banner(request: HttpRequest) -> HttpResponse:
+    """The banner saying which background parts are not running (empty when all are); every
+    board page asks for it every few seconds."""
+    return render(request, "dashboard/partials/liveness.html")
 
 
 @login_required

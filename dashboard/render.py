@@ -7,7 +7,8 @@ nothing.
 
 from __future__ import annotations
 
-import json
+import re
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
 from brainframe.events import (
@@ -35,9 +36,35 @@ from brainframe.events import (
 )
 from brainframe.models import Agent, AgentTask, ApprovalRequest, MonitoringLevelChange, ToolCall
 from brainframe.services.eventlog.reading import event_summary
-from broker.services.approvals import OPEN, can_decide
+from broker.services.approvals import OPEN
 
 from . import selectors
+from .cards import card_context
+
+_UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_UUID = re.compile(f"^{_UUID_TEXT}$")
+_UUID_IN = re.compile(_UUID_TEXT)
+
+
+def short_ids(text: str) -> str:
+    """``text`` escaped, each id in it shortened as ``short_subject`` does."""
+    escaped = str(conditional_escape(text))
+    return mark_safe(  # escaped above; the ids are hex digits and dashes
+        _UUID_IN.sub(
+            lambda m: f'<code class="id" title="{m[0]}" data-copy="{m[0]}">{m[0][:8]}</code>',
+            escaped,
+        )
+    )
+
+
+def short_subject(subject: str) -> str:
+    """An event's subject as the feed shows it: an id shortened to its first 8 characters, the
+    whole id in its title and copied on a click; other subjects as they are (at most 36)."""
+    if _UUID.match(subject):
+        return format_html(
+            '<code class="id" title="{}" data-copy="{}">{}</code>', subject, subject, subject[:8]
+        )
+    return format_html("{}", subject[:36])
 
 
 def render_feed_row(event: Event, *, at: datetime | None = None, oob: bool = True) -> str:
@@ -45,7 +72,6 @@ def render_feed_row(event: Event, *, at: datetime | None = None, oob: bool = Tru
     payload = event.__dict__
     when = timezone.localtime(at or timezone.now())
     call_id = payload.get("call_id")
-    subject = event.about()
     link = (
         format_html(' <a href="{}">chain</a>', reverse("dashboard:call-chain", args=[call_id]))
         if call_id
@@ -59,11 +85,11 @@ def render_feed_row(event: Event, *, at: datetime | None = None, oob: bool = Tru
         event.family(),
         event.NAME,
         when.isoformat(),
-        when.strftime("%H:%M:%S"),
+        when.strftime("%d %b %Y %H:%M:%S"),
         event.NAME,
         payload.get("agent_id") or "system",
-        subject[:36],
-        event_summary(event.NAME, payload),
+        short_subject(event.about()),
+        short_ids(event_summary(event.NAME, payload)),
         link,
     )
     return f'<ol hx-swap-oob="afterbegin:#event-feed">{row}</ol>' if oob else str(row)
@@ -107,6 +133,7 @@ def render_call_event(event: ToolCallChanged) -> str:
     """A tool call's row straight from its event (no database read)."""
     entry = selectors.call_log_entry(
         call_id=event.call_id,
+        agent_id=event.agent_id,
         at=datetime.fromisoformat(event.timestamp),
         actor=event.agent_name,
         tool_id=event.tool_id,
@@ -125,10 +152,33 @@ def _tool_call(event: Event, user: Any) -> list[str]:
     return [_replacing_row(selectors.log_entry_for_call(call))] if call is not None else []
 
 
+def ran_after_approval(event: Event) -> bool:
+    """A call that waited for a reviewer started or finished running: its card says so."""
+    return (
+        isinstance(event, ToolCallChanged)
+        and event.decision == ToolCall.Decision.PENDING_APPROVAL
+        and event.outcome != ToolCall.Outcome.NOT_RUN
+    )
+
+
+def render_approved_call(event: ToolCallChanged, user: Any) -> str:
+    """The card of the approval a call waited on, as it stands now that the call ran."""
+    approval = (
+        ApprovalRequest.objects.select_related(*selectors.CARD_RELATED)
+        .filter(tool_call_id=uuid.UUID(event.call_id))
+        .first()
+    )
+    if approval is None:
+        return ""
+    return render_to_string(
+        "dashboard/partials/approval_card.html", card_context(approval, user, oob=True)
+    )
+
+
 def _approval(event: Event, user: Any) -> list[str]:
     assert isinstance(event, ApprovalEvent)
     approval = (
-        ApprovalRequest.objects.select_related("agent", "tool", "r_tag", "decided_by", "vpol")
+        ApprovalRequest.objects.select_related(*selectors.CARD_RELATED)
         .filter(pk=event.approval_id)
         .first()
     )
@@ -140,19 +190,7 @@ def _approval(event: Event, user: Any) -> list[str]:
         if created
         else "dashboard/partials/approval_card.html"
     )
-    parts: list[str] = [
-        render_to_string(
-            template,
-            {
-                "approval": approval,
-                "chain": selectors.chain_for(approval),
-                "can_decide": can_decide(user, approval),
-                "can_stand": selectors.can_stand(approval),
-                "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
-                "oob": True,
-            },
-        )
-    ]
+    parts: list[str] = [render_to_string(template, card_context(approval, user, oob=True))]
     if not created:
         parts.append(_log_row(selectors.log_entry_for_approval(approval)))
     open_count = ApprovalRequest.objects.filter(status__in=OPEN).count()

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 from django.urls import reverse
 from django.utils import timezone
@@ -180,6 +180,7 @@ def deliverables(agent: Agent) -> list[Deliverable]:
 def log_entry_for_call(call: ToolCall) -> dict[str, Any]:
     return call_log_entry(
         call_id=str(call.id),
+        agent_id=call.agent_id,
         at=call.timestamp,
         actor=call.agent.name if hasattr(call, "agent") else call.agent_id,
         tool_id=call.requested_tool_id,
@@ -194,6 +195,7 @@ def log_entry_for_call(call: ToolCall) -> dict[str, Any]:
 def call_log_entry(
     *,
     call_id: str,
+    agent_id: str,
     at: Any,
     actor: str,
     tool_id: str,
@@ -222,6 +224,7 @@ def call_log_entry(
         label, tone = f"{ToolCall.Decision(decision).label.upper()} {code}", "bad"
     return {
         "id": f"call-{call_id}",
+        "agent_id": agent_id,
         "at": at,
         "actor": actor,
         "kind": "tool_call",
@@ -237,6 +240,8 @@ def log_entry_for_approval(approval: ApprovalRequest) -> dict[str, Any]:
     who = approval.decided_by.get_username() if approval.decided_by else "System"
     return {
         "id": f"approval-event-{approval.id}-{approval.status}",
+        "agent_id": approval.agent_id,
+        "href": reverse("dashboard:approval", args=[approval.id]),
         "at": approval.decided_at or approval.created_at,
         "actor": who.title() if who == "System" else who,
         "kind": "approval",
@@ -262,6 +267,7 @@ def log_entry_for_task(task: AgentTask) -> dict[str, Any]:
     """A task's row: where it is now. Like a call's, it is replaced as the task moves."""
     return {
         "id": f"task-{task.task_id}",
+        "agent_id": task.agent_id,
         "at": task.updated_at,
         "actor": task.agent.name,
         "kind": "task",
@@ -280,6 +286,7 @@ def log_entry_for_level_change(change: MonitoringLevelChange) -> dict[str, Any]:
     step = change.to_level - change.from_level
     return {
         "id": f"level-{change.pk}",
+        "agent_id": change.agent_id or "",
         "at": change.created_at,
         "actor": change.changed_by.get_username() if change.changed_by else "System",
         "kind": "level",
@@ -296,6 +303,7 @@ def log_entry_for_model_flag(event: ModelToolCallFlagged) -> dict[str, Any]:
     """A tool call a model proposed through the gateway whose arguments the Guardian flagged."""
     return {
         "id": f"llm-{event.request_id}-{event.tool}",
+        "agent_id": event.agent_id,
         "at": datetime.fromisoformat(event.at),
         "actor": event.agent_id,
         "kind": "model proposed",
@@ -309,13 +317,21 @@ def log_entry_for_model_flag(event: ModelToolCallFlagged) -> dict[str, Any]:
     }
 
 
-def action_log(limit: int = 40) -> list[dict[str, Any]]:
-    """The newest rows of every agent, as the live stream adds them: tool calls, decided
-    approvals, tasks where they stand, and level changes of tools and agents."""
+def action_log(agent: Agent | None = None, limit: int = 40) -> list[dict[str, Any]]:
+    """The newest rows of ``agent`` (None: of every agent), as the live stream adds them: tool
+    calls, decided approvals, tasks where they stand, and level changes of tools and agents
+    (a tool's level change belongs to no agent: shown with every agent's)."""
     calls = ToolCall.objects.select_related("agent").order_by("-timestamp")
     decided = ApprovalRequest.objects.select_related("decided_by").filter(decided_at__isnull=False)
     tasks = AgentTask.objects.select_related("agent").order_by("-updated_at")
     levels = MonitoringLevelChange.objects.select_related("agent", "changed_by")
+    if agent is not None:
+        calls, decided, tasks = (
+            calls.filter(agent=agent),
+            decided.filter(agent=agent),
+            tasks.filter(agent=agent),
+        )
+        levels = levels.filter(Q(agent=agent) | Q(agent__isnull=True))
     entries = [log_entry_for_call(c) for c in calls[:limit]]
     entries += [log_entry_for_approval(a) for a in decided.order_by("-decided_at")[:limit]]
     entries += [log_entry_for_task(t) for t in tasks[:limit]]
@@ -324,14 +340,43 @@ def action_log(limit: int = 40) -> list[dict[str, Any]]:
     return entries[:limit]
 
 
+CARD_RELATED = ("agent", "tool", "r_tag__o_tag", "vpol", "tool_call", "decided_by")
+
+
 def open_approvals() -> list[ApprovalRequest]:
     return list(
         ApprovalRequest.objects.filter(
             status__in=[ApprovalRequest.Status.PENDING, ApprovalRequest.Status.ESCALATED]
         )
-        .select_related("agent", "tool", "r_tag__o_tag", "vpol")
+        .select_related(*CARD_RELATED)
         .order_by("timeout_at")
     )
+
+
+def approved_not_run(limit: int = 50) -> list[ApprovalRequest]:
+    """Approved (or modified) calls that have not finished running: each shows whether a
+    worker has taken it up (the answer to "I approved it; why has nothing happened?")."""
+    return list(
+        ApprovalRequest.objects.filter(
+            status__in=[ApprovalRequest.Status.APPROVED, ApprovalRequest.Status.MODIFIED],
+            kind=ApprovalRequest.Kind.PRE_EXECUTION,
+            tool_call__outcome__in=[ToolCall.Outcome.NOT_RUN, ToolCall.Outcome.PENDING],
+        )
+        .select_related(*CARD_RELATED)
+        .order_by("decided_at")[:limit]
+    )
+
+
+def origin_label(approval: ApprovalRequest) -> str:
+    """Where the call came from, in words: what started its chain, and how the call came in."""
+    call = approval.tool_call if approval.tool_call_id else None
+    origin = approval.r_tag.o_tag if approval.r_tag_id and approval.r_tag else None
+    started = "no recorded origin"
+    if origin is not None:
+        ref = origin.source_ref if len(origin.source_ref) <= 40 else origin.source_ref[:39] + "…"
+        started = f"{origin.get_origin_type_display()} {ref}".strip()
+    face = ToolCall.Face(call.face).label if call is not None and call.face else ""
+    return f"{started}, over {face}" if face else started
 
 
 def chain_for(approval: ApprovalRequest) -> list[ReasonLog]:
@@ -363,20 +408,29 @@ def _shown(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def batches(items: list[ApprovalRequest]) -> list[dict[str, Any]]:
-    """Open approvals that share agent, tool, kind, reviewer group and argument keys, in groups
-    of two or more: the values that are the same across the group once, the ones that differ
-    side by side (one row per member, most urgent first)."""
+def _chain(approval: ApprovalRequest) -> str:
+    return str(approval.r_tag.o_tag_id) if approval.r_tag_id and approval.r_tag else ""
+
+
+def batches(items: list[ApprovalRequest], *, widened: bool = False) -> list[dict[str, Any]]:
+    """Open approvals of one chain (one O-Tag) that share agent, tool, kind, reviewer group and
+    argument keys, in groups of two or more; ``widened``: of any chain (the reviewer asked).
+    The values that are the same across the group shown once, the ones that differ side by
+    side, with each member's origin and reason (one row per member, most urgent first)."""
     groups: dict[tuple[Any, ...], list[ApprovalRequest]] = {}
     for approval in items:
         if not isinstance(approval.arguments, dict):
             continue
+        chain = _chain(approval)
+        if not chain and not widened:
+            continue  # a call with no chain is its own
         key = (
             approval.agent_id,
             approval.tool_id,
             approval.kind,
             approval.reviewer_group,
             tuple(sorted(approval.arguments)),
+            "" if widened else chain,
         )
         groups.setdefault(key, []).append(approval)
     found = []
@@ -394,10 +448,20 @@ def batches(items: list[ApprovalRequest]) -> list[dict[str, Any]]:
                 "reviewer_group": members[0].reviewer_group,
                 "fixed": [(n, _shown(members[0].arguments[n])) for n in names if n not in varying],
                 "varying": varying,
-                "rows": [(m, [_shown(m.arguments[n]) for n in varying]) for m in members],
+                "widened": widened,
+                "chains": len({_chain(m) for m in members}),
+                "rows": [
+                    {
+                        "approval": m,
+                        "values": [_shown(m.arguments[n]) for n in varying],
+                        "origin": origin_label(m),
+                        "chain": _chain(m),
+                    }
+                    for m in members
+                ],
             }
         )
-    return sorted(found, key=lambda b: b["rows"][0][0].timeout_at)
+    return sorted(found, key=lambda b: b["rows"][0]["approval"].timeout_at)
 
 
 def can_stand(approval: ApprovalRequest) -> bool:

@@ -2,24 +2,32 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import conversations, pages, proposals, views
+from . import approvals, conversations, pages, proposals, views
 
 app_name = "dashboard"
 
 urlpatterns = [
     path("", views.board, name="board"),
-    path("approvals/", views.approvals, name="approvals"),
-    path("approvals/batch/<str:action>/", views.approvals_batch, name="approvals-batch"),
+    path("approvals/", approvals.approvals, name="approvals"),
+    path("approvals/batch/<str:action>/", approvals.approvals_batch, name="approvals-batch"),
+    path("approvals/<uuid:approval_id>/", approvals.approval_page, name="approval"),
     path(
         "approvals/<uuid:approval_id>/standing/",
-        views.approval_standing,
+        approvals.approval_standing,
         name="approval-standing",
     ),
     path(
-        "approvals/<uuid:approval_id>/<str:action>/", views.approval_action, name="approval-action"
+        "approvals/<uuid:approval_id>/<str:action>/",
+        approvals.approval_action,
+        name="approval-action",
     ),
-    path("standing/<uuid:standing_id>/revoke/", views.standing_revoke_view, name="standing-revoke"),
-    path("grants/<uuid:grant_id>/revoke/", views.grant_revoke_view, name="grant-revoke"),
+    path(
+        "standing/<uuid:standing_id>/revoke/",
+        approvals.standing_revoke_view,
+        name="standing-revoke",
+    ),
+    path("grants/<uuid:grant_id>/revoke/", approvals.grant_revoke_view, name="grant-revoke"),
+    path("liveness/", pages.liveness_banner, name="liveness"),
     path("service-levels/", pages.service_levels_page, name="service-levels"),
     path("events/", pages.events_page, name="events"),
     path("shadow/", pages.shadow_page, name="shadow"),
@@ -42,7 +50,7 @@ urlpatterns = [
         name="conversation",
     ),
     path("hooks/<uuid:hook_id>/<str:action>/", pages.hook_action, name="hook-action"),
-    path("preferences/digest/", views.digest_preference, name="digest-preference"),
+    path("preferences/digest/", approvals.digest_preference, name="digest-preference"),
     path("council/", views.council, name="council"),
     path("council/<uuid:proposal_id>/vote/", views.council_vote, name="council-vote"),
     path("notes/<uuid:note_id>/", views.note_update, name="note-update"),

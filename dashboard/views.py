@@ -1,5 +1,7 @@
-"""The live board (HTMX). Views read through ``dashboard.selectors`` and decide through the same
-services as the API and the admin; partials are the same templates the websocket pushes."""
+"""The live board (HTMX): an agent's board, notes, the council, supervisors, chains (the
+approvals pages are ``dashboard.approvals``). Views read through ``dashboard.selectors`` and
+decide through the same services as the API and the admin; partials are the same templates the
+websocket pushes."""
 
 from __future__ import annotations
 
@@ -25,30 +27,16 @@ from brainframe.models import (
     Agent,
     AgentNote,
     AgentTask,
-    ApprovalRequest,
-    CapabilityGrant,
     CouncilProposal,
     Deliverable,
     LedgerEvent,
     LLMBudget,
-    ReviewerPreference,
-    StandingApproval,
     ToolCall,
     Turn,
 )
 from brainframe.selectors import flatten, origin_chain
-from brainframe.services.access.grants import grant_withdraw
-from brainframe.services.access.standing import standing_live, standing_revoke
 from brainframe.services.council.votes import CouncilError, is_member, proposal_vote, tally
 from brainframe.services.work.supervisors import SupervisorError, supervisor_command
-from broker.services.approvals import (
-    ApprovalError,
-    approval_approve_standing,
-    approval_decide,
-    approvals_decide_batch,
-    can_decide,
-    reviewer_groups,
-)
 
 from . import selectors
 
@@ -63,8 +51,14 @@ def _selected_agent(request: HttpRequest) -> Agent | None:
 
 @login_required
 def board(request: HttpRequest) -> HttpResponse:
+    """An agent's board; the action log is that agent's (``?log=all``: every agent's)."""
     agent = _selected_agent(request)
-    context: dict[str, Any] = {"agents": Agent.objects.order_by("name"), "agent": agent}
+    all_agents = request.GET.get("log") == "all"
+    context: dict[str, Any] = {
+        "agents": Agent.objects.order_by("name"),
+        "agent": agent,
+        "log_all": all_agents or agent is None,
+    }
     if agent is not None:
         context.update(
             card=selectors.status_card(agent),
@@ -72,7 +66,7 @@ def board(request: HttpRequest) -> HttpResponse:
             notes=selectors.notes(agent),
             deliverables=selectors.deliverables(agent),
             spend=selectors.model_spend(agent),
-            log=selectors.action_log(),
+            log=selectors.action_log(None if all_agents else agent),
             evidence=selectors.evidence(
                 max_age=timedelta(minutes=settings.RABS_CHECKPOINT_MAX_AGE_MINUTES)
             ),
@@ -112,171 +106,6 @@ def note_edit(request: HttpRequest, note_id: str) -> HttpResponse:
         "dashboard/partials/note.html",
         {"note": note, "editing": request.GET.get("cancel") is None},
     )
-
-
-def _card_context(
-    request: HttpRequest,
-    approval: ApprovalRequest,
-    *,
-    chain: list[Any] | None = None,
-    groups: set[str] | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    return {
-        "approval": approval,
-        "chain": selectors.chain_for(approval) if chain is None else chain,
-        "can_decide": can_decide(request.user, approval, groups=groups),
-        "can_stand": selectors.can_stand(approval),
-        "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
-        **extra,
-    }
-
-
-@login_required
-def approvals(request: HttpRequest) -> HttpResponse:
-    items = selectors.open_approvals()
-    chains, groups = selectors.chains_for(items), reviewer_groups(request.user)
-    cards = [_card_context(request, a, chain=chains.get(a.pk, []), groups=groups) for a in items]
-    return render(
-        request,
-        "dashboard/approvals.html",
-        {
-            "cards": cards,
-            "batches": selectors.batches(items),
-            "can_review": bool(groups),
-            "standing": standing_live(),
-            "grants": CapabilityGrant.objects.filter(withdrawn_at__isnull=True)
-            .select_related("agent", "person", "granted_by_call")
-            .order_by("-created_at")[:100],
-            "digest": _digest_of(request.user.pk),
-            "digest_choices": ReviewerPreference.Digest.choices,
-        },
-    )
-
-
-@login_required
-@require_POST
-def approvals_batch(request: HttpRequest, action: str) -> HttpResponse:
-    """Approve or reject the members of a batch the reviewer saw: each is its own decision
-    (``approvals_decide_batch``); the answer reports each, and the cards update."""
-    ids = request.POST.getlist("approval")
-    try:
-        results = approvals_decide_batch(
-            approval_ids=ids,
-            reviewer=request.user,  # type: ignore[arg-type]
-            action=action,
-            reason=request.POST.get("reason", ""),
-        )
-    except ApprovalError as exc:
-        return render(
-            request,
-            "dashboard/partials/batch_result.html",
-            {"error": exc.detail, "code": exc.code, "batch_id": request.POST.get("batch", "")},
-            status=422,
-        )
-    decided = [r for r in results if r.decided]
-    cards = [
-        _card_context(request, a, oob=True)
-        for a in ApprovalRequest.objects.select_related(
-            "agent", "tool", "r_tag", "decided_by"
-        ).filter(pk__in=[r.approval_id for r in decided])
-    ]
-    return render(
-        request,
-        "dashboard/partials/batch_result.html",
-        {
-            "action": action,
-            "decided": decided,
-            "left": [r for r in results if not r.decided],
-            "cards": cards,
-            "batch_id": request.POST.get("batch", ""),
-        },
-    )
-
-
-@login_required
-@require_POST
-def approval_standing(request: HttpRequest, approval_id: str) -> HttpResponse:
-    """Approve this call and calls exactly like it for the next N hours."""
-    approval = get_object_or_404(
-        ApprovalRequest.objects.select_related("agent", "tool", "r_tag", "decided_by"),
-        pk=approval_id,
-    )
-    try:
-        hours = float(request.POST.get("hours", ""))
-    except ValueError:
-        hours = 0.0
-    try:
-        approval_approve_standing(
-            approval_id=approval.pk,
-            reviewer=request.user,  # type: ignore[arg-type]
-            hours=hours,
-            any_keys=request.POST.getlist("any"),
-            reason=request.POST.get("reason", ""),
-        )
-    except ApprovalError as exc:
-        approval.refresh_from_db()
-        return render(
-            request,
-            "dashboard/partials/approval_card.html",
-            _card_context(request, approval, error=exc.detail),
-            status=409 if exc.status == 409 else 422,
-        )
-    approval.refresh_from_db()
-    return render(
-        request, "dashboard/partials/approval_card.html", _card_context(request, approval)
-    )
-
-
-def _digest_of(user_id: Any) -> str:
-    chosen = ReviewerPreference.objects.filter(user_id=user_id).values_list("digest", flat=True)
-    return chosen.first() or ReviewerPreference.Digest.IMMEDIATE
-
-
-@login_required
-@require_POST
-def digest_preference(request: HttpRequest) -> HttpResponse:
-    """A reviewer chooses how approval e-mails reach them: each at once, or a digest."""
-    choice = request.POST.get("digest", "")
-    if choice not in ReviewerPreference.Digest.values:
-        return JsonResponse(
-            {
-                "code": "invalid",
-                "detail": f"digest: one of {', '.join(ReviewerPreference.Digest.values)}",
-                "field": "digest",
-            },
-            status=400,
-        )
-    ReviewerPreference.objects.update_or_create(
-        user_id=request.user.pk, defaults={"digest": choice}
-    )
-    return redirect(reverse("dashboard:approvals") + "#notifications")
-
-
-@login_required
-@require_POST
-def standing_revoke_view(request: HttpRequest, standing_id: str) -> HttpResponse:
-    standing = get_object_or_404(StandingApproval, pk=standing_id)
-    if not reviewer_groups(request.user):
-        return JsonResponse(
-            {"code": "not_a_reviewer", "detail": "only reviewers revoke standing approvals"},
-            status=403,
-        )
-    standing_revoke(standing=standing, by=request.user, reason="revoked on the board")
-    return redirect(reverse("dashboard:approvals") + "#standing")
-
-
-@login_required
-@require_POST
-def grant_revoke_view(request: HttpRequest, grant_id: str) -> HttpResponse:
-    """Withdraw a live capability grant at once (docs/access.md, "Grants")."""
-    grant = get_object_or_404(CapabilityGrant, pk=grant_id)
-    if not reviewer_groups(request.user):
-        return JsonResponse(
-            {"code": "not_a_reviewer", "detail": "only reviewers revoke grants"}, status=403
-        )
-    grant_withdraw(grant=grant, reason=f"revoked on the board by {request.user.get_username()}")
-    return redirect(reverse("dashboard:approvals") + "#grants")
 
 
 def _proposal_context(request: HttpRequest, proposal: CouncilProposal, **extra: Any) -> Any:
@@ -331,77 +160,6 @@ def council_vote(request: HttpRequest, proposal_id: str) -> HttpResponse:
         )
     proposal.refresh_from_db()
     return render(request, "dashboard/partials/proposal.html", _proposal_context(request, proposal))
-
-
-@login_required
-@require_POST
-def approval_action(request: HttpRequest, approval_id: str, action: str) -> HttpResponse:
-    approval = get_object_or_404(
-        ApprovalRequest.objects.select_related("agent", "tool", "r_tag", "decided_by"),
-        pk=approval_id,
-    )
-    if action not in ("approve", "reject", "modify", "escalate"):
-        return HttpResponseBadRequest("unknown action")
-    arguments = None
-    raw = request.POST.get("arguments", "")
-    if action == "modify":
-        try:
-            arguments = json.loads(raw)
-        except ValueError as exc:
-            return render(
-                request,
-                "dashboard/partials/approval_card.html",
-                _card_context(
-                    request,
-                    approval,
-                    error=f"Not valid JSON: {exc}",
-                    arguments_json=raw,
-                    editing=True,
-                ),
-                status=422,
-            )
-        if not isinstance(arguments, dict):
-            return render(
-                request,
-                "dashboard/partials/approval_card.html",
-                _card_context(
-                    request,
-                    approval,
-                    arguments_json=raw,
-                    editing=True,
-                    error="The arguments must be a JSON object.",
-                ),
-                status=422,
-            )
-    try:
-        approval_decide(
-            approval_id=approval.pk,
-            reviewer=request.user,  # type: ignore[arg-type]
-            action=action,
-            reason=request.POST.get("reason", ""),
-            arguments=arguments,
-            lesson=request.POST.get("lesson", "")[:2000],
-        )
-    except ApprovalError as exc:
-        approval.refresh_from_db()
-        problems = [f"{e['path']}: {e['message']}" for e in exc.errors]
-        return render(
-            request,
-            "dashboard/partials/approval_card.html",
-            _card_context(
-                request,
-                approval,
-                error=exc.detail,
-                problems=problems,
-                editing=action == "modify",
-                arguments_json=raw or json.dumps(approval.arguments, indent=2),
-            ),
-            status=409 if exc.status == 409 else 422,
-        )
-    approval.refresh_from_db()
-    return render(
-        request, "dashboard/partials/approval_card.html", _card_context(request, approval)
-    )
 
 
 _SUPERVISOR_STATUS = {

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 from celery.schedules import crontab
 from celery.signals import worker_shutdown
 
@@ -14,6 +16,33 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
 app = Celery("rabs")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Heartbeats (broker.liveness): a worker and beat each say they are alive every few seconds, so
+# that /healthz, the board and an approved call's state can tell when none is running.
+_hearts: dict[str, Any] = {}
+
+
+@signals.worker_ready.connect
+def _worker_heartbeat(**kwargs: Any) -> None:
+    from broker.liveness import Heart  # Django's apps are ready only once the worker is
+
+    _hearts["worker"] = Heart("worker").start()
+
+
+@signals.worker_shutdown.connect
+def _worker_heartbeat_stop(**kwargs: Any) -> None:
+    heart = _hearts.pop("worker", None)
+    if heart is not None:
+        heart.stop()
+
+
+@signals.beat_init.connect
+def _beat_heartbeat(**kwargs: Any) -> None:
+    from broker.liveness import Heart  # Django's apps are ready only once beat is
+
+    heart = _hearts["beat"] = Heart("beat").start()
+    atexit.register(heart.stop)  # beat has no shutdown signal
+
 
 # The beat schedule, in the project's time zone (Australia/Brisbane). Every job is idempotent for
 # its date, so a late or doubled run changes nothing; `expires` drops a run that waited too long.

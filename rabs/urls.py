@@ -11,12 +11,9 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from dashboard.metrics import metrics
-from rabs.health import healthz
+from rabs.health import healthz, healthz_web
 from rabs.signin import AdminSignInForm, SignInForm
 
-admin.site.site_header = "RABS Brainframe"
-admin.site.site_title = "RABS Brainframe"
-admin.site.index_title = "Tools registry, policies and audit"
 admin.site.login_form = AdminSignInForm
 
 urlpatterns = [
@@ -31,6 +28,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("metrics", metrics, name="metrics"),
     path("healthz", healthz, name="healthz"),
+    path("healthz/web", healthz_web, name="healthz-web"),
     path("api/v1/", include("broker.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -42,6 +42,7 @@ class LLMUpstream(models.Model):
 
     class Meta:
         db_table = "llm_upstreams"
+        verbose_name = "LLM upstream"
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(
@@ -67,6 +68,7 @@ class LLMKey(models.Model):
 
     class Meta:
         db_table = "llm_keys"
+        verbose_name = "LLM key"
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
@@ -126,7 +128,7 @@ class LLMBudget(LLMLimits):
         max_length=10,
         choices=Cache.choices,
         default=Cache.OFF,
-        help_text="Reuse answers to temperature-0 requests (seed 002 semantic cache).",
+        help_text="Reuse answers to temperature-0 requests (the semantic cache).",
     )
     cache_threshold = models.FloatField(
         default=0.95, help_text="With the semantic cache: the cosine similarity a hit needs."
@@ -140,6 +142,7 @@ class LLMBudget(LLMLimits):
 
     class Meta:
         db_table = "llm_budgets"
+        verbose_name = "LLM budget"
 
     def __str__(self) -> str:
         return f"{self.agent_id} model access"
@@ -159,6 +162,7 @@ class LLMTeam(LLMLimits):
 
     class Meta:
         db_table = "llm_teams"
+        verbose_name = "LLM team"
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -198,6 +202,7 @@ class LLMRequest(models.Model):
 
     class Meta:
         db_table = "llm_requests"
+        verbose_name = "LLM request"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["agent", "-created_at"], name="llm_requests_agent_idx")]
 
@@ -223,6 +228,8 @@ class LLMCacheEntry(models.Model):
 
     class Meta:
         db_table = "llm_cache"
+        verbose_name = "LLM cache entry"
+        verbose_name_plural = "LLM cache entries"
         constraints = [
             models.UniqueConstraint(
                 fields=["agent", "model", "prompt_sha256"], name="llm_cache_one_per_prompt"

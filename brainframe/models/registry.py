@@ -52,7 +52,14 @@ class Tool(models.Model):
         max_length=120,
         help_text="Dotted identifier, e.g. roster.shift.create or comms.email.send.",
     )
-    description = models.TextField(blank=True)
+    description = models.TextField(
+        blank=True, help_text="For the agents: what the tool does and how to call it."
+    )
+    reviewer_summary = models.TextField(
+        blank=True,
+        help_text="For reviewers: one plain sentence on what running it does in the business, "
+        "shown on its approval cards (empty: a neutral sentence, never the agents' description).",
+    )
     category = models.CharField(max_length=12, choices=Category.choices)
     agent_access = ArrayField(
         models.CharField(max_length=64, validators=[validate_agent_access]),

@@ -24,7 +24,8 @@ class MacRule(AppendOnlyModel):
     class Meta:
         db_table = "mac_rules"
         ordering = ["code"]
-        verbose_name = "MAC rule (sharing)"
+        verbose_name = "sharing rule (MAC)"
+        verbose_name_plural = "sharing rules (MAC)"
 
     def __str__(self) -> str:
         return self.code

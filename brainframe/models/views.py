@@ -71,6 +71,7 @@ class DiscoveryEntry(models.Model):
 
     class Meta:
         db_table = "discovery_entries"
+        verbose_name_plural = "discovery entries"
         ordering = ["kind", "key"]
         constraints = [
             models.UniqueConstraint(fields=["kind", "key"], name="discovery_one_per_key")

@@ -209,6 +209,7 @@ class NotificationDelivery(models.Model):
 
     class Meta:
         db_table = "notification_deliveries"
+        verbose_name_plural = "notification deliveries"
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(

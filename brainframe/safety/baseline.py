@@ -204,6 +204,8 @@ MAC_RULES: list[dict[str, Any]] = [
 SYSTEM_TOOLS: list[dict[str, Any]] = [
     {
         "tool_id": "rabs.capability.request",
+        "reviewer_summary": "Asks for access the agent lacks (a tool, an upstream's tools, a "
+        "higher level or a scope); approving it grants that access.",
         "description": (
             "Ask staff for a capability you lack, with your reason: access to a tool (kind "
             "'tool', tool_id), to an upstream MCP server's tools (kind 'upstream', upstream), "
@@ -270,8 +272,10 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
     },
     {
         "tool_id": "agent.restart_self",
+        "reviewer_summary": "Restarts the agent's own worker process; a call it is in the "
+        "middle of finishes first unless forced.",
         "description": (
-            "Restart your own loop worker (seed 004 Supervisor), for instance after changing "
+            "Restart your own loop worker (through your supervisor), for instance after changing "
             "your handler configuration in your local store. A reviewer approves it; your "
             "supervisor then stops the worker (draining the call in hand, or at once with "
             "force) and starts it again from your local store."
@@ -310,8 +314,10 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
     },
     {
         "tool_id": "agents.delegate",
+        "reviewer_summary": "Gives a task to another agent, which may do on it only what the "
+        "asking agent may do.",
         "description": (
-            "Hand work to another agent (manager and worker, seed 003): a task in its inbox "
+            "Hand work to another agent (you as its manager): a task in its inbox "
             "with your instructions and a thread of its own under your chain's O-Tag. The "
             "worker may do on this task only what you may do yourself; a worker may delegate "
             "in turn, up to the depth limit."

@@ -23,9 +23,9 @@ from ..services.approvals import (
     OPEN,
     approval_approve_standing,
     approval_decide,
-    approvals_decide_batch,
     reviewer_groups,
 )
+from ..services.batches import approvals_decide_batch
 from .serializers import ErrorSerializer, StrictSerializer
 
 
@@ -156,6 +156,11 @@ class BatchSerializer(StrictSerializer):
         child=serializers.UUIDField(), min_length=1, max_length=200
     )
     reason = serializers.CharField(max_length=4000, required=False, default="", allow_blank=True)
+    across_chains = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Decide calls of different chains together (otherwise refused: mixed_chains).",
+    )
 
 
 class BatchItemSerializer(serializers.Serializer):
@@ -186,6 +191,7 @@ class ApprovalBatchView(ReviewerAPIView):
             reviewer=request.user,  # type: ignore[arg-type]
             action=data["action"],
             reason=data["reason"],
+            across_chains=data["across_chains"],
         )
         return Response({"results": [item.__dict__ for item in results]})
 

@@ -111,6 +111,13 @@ class ToolCallAnswerSerializer(serializers.Serializer):
     outcome = serializers.CharField(required=False)
     approval_id = serializers.UUIDField(required=False)
     expires_at = serializers.DateTimeField(required=False)
+    approval_status = serializers.CharField(required=False)
+    waiting_for = serializers.ChoiceField(
+        choices=["worker"],
+        required=False,
+        help_text="Approved, but no worker has started the call yet (none is running, or all "
+        "are busy): it runs when one does.",
+    )
     code = serializers.CharField(required=False)
     detail = serializers.CharField(required=False)
     errors = serializers.ListField(  # type: ignore[assignment]
@@ -276,7 +283,7 @@ class HookStateSerializer(StrictSerializer):
 
 
 class PlanEventSerializer(StrictSerializer):
-    """What the agent's planner reports (seed 001's ``planner:*`` events)."""
+    """What the agent's planner reports (its ``planner:*`` events)."""
 
     event = serializers.ChoiceField(choices=sorted(PLAN_EVENTS))
     plan_id = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")

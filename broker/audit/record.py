@@ -27,6 +27,7 @@ from brainframe.events import (
 )
 from brainframe.models import ApprovalRequest, ToolCall
 from brainframe.services.memory.indexing import classify_origin_after_commit, index_after_commit
+from brainframe.services.registry.tools import call_summary
 
 from ..pipeline.context import CallContext, Outcome, StaleSnapshot, Verdict
 from .hashing import (
@@ -86,15 +87,8 @@ def _entity_edges(ctx: CallContext) -> list[tuple[str, str, str]]:
 
 
 def _summary(ctx: CallContext) -> str:
-    tool = ctx.tool
-    assert tool is not None
-    shown = []
-    for key, value in list(ctx.request.arguments.items())[:8]:
-        text = json.dumps(value, ensure_ascii=False)
-        shown.append(f"{key}={text if len(text) <= 60 else text[:57] + '…'}")
-    what = tool.description.rstrip(".") or tool.tool_id
-    given = ", ".join(shown) or "no arguments"
-    return f"{ctx.agent.name} will run {tool.tool_id} ({what}) with {given}."
+    assert ctx.tool is not None
+    return call_summary(agent_name=ctx.agent.name, tool=ctx.tool, arguments=ctx.request.arguments)
 
 
 def record_decision(

@@ -330,9 +330,14 @@ def tool_result(answer: CallAnswer, *, tool: types.Tool | None = None) -> types.
             is_error=True,
         )
     if status == "pending_approval":
+        waiting = (
+            f"Approved, and waiting for a worker to run it (approval {body.get('approval_id')})"
+            if body.get("waiting_for") == "worker"
+            else f"Waiting for a human reviewer (approval {body.get('approval_id')}, until "
+            f"{body.get('expires_at')})"
+        )
         hint = (
-            f"Waiting for a human reviewer (approval {body.get('approval_id')}, until "
-            f"{body.get('expires_at')}). Call {APPROVAL_WAIT} or {APPROVAL_STATUS} with this "
+            f"{waiting}. Call {APPROVAL_WAIT} or {APPROVAL_STATUS} with this "
             "approval_id to learn the outcome; do not call the tool again."
         )
         return types.CallToolResult(
@@ -341,6 +346,7 @@ def tool_result(answer: CallAnswer, *, tool: types.Tool | None = None) -> types.
                 "status": "pending_approval",
                 "approval_id": body.get("approval_id"),
                 "expires_at": body.get("expires_at"),
+                **({"waiting_for": "worker"} if body.get("waiting_for") else {}),
                 "follow_up": [APPROVAL_WAIT, APPROVAL_STATUS],
                 **tags,
             },

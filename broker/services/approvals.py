@@ -5,6 +5,11 @@ Deciding locks the row, so two reviewers (or a double click) cannot both decide;
 approved call (``execution.approved_call_execute``) is claimed with a conditional UPDATE on the
 call's outcome, so it runs at most once however often the job is retried, and the recovery sweep
 here makes sure it runs at least once.
+
+Expiry is a rule of authority, not of housekeeping: an approval past its ``timeout_at`` cannot be
+decided whether or not beat has run ``approvals_expire`` yet. Deciding one expires it then and
+there (audited as beat's expiry is) and answers ``expired``. Several approvals decided together
+are ``batches``'.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ from ..registry import registry_snapshot
 from .notifications import notify_enqueue
 
 log = logging.getLogger(__name__)
+
+#: An approved call not started this long after the decision is shown as waiting for a worker.
+WORKER_WAIT_SECONDS = 5
 
 Status = ApprovalRequest.Status
 Kind = ApprovalRequest.Kind
@@ -199,6 +207,40 @@ def _recheck_arguments(approval: ApprovalRequest, arguments: dict[str, Any]) -> 
             )
 
 
+def _overdue_message(approval: ApprovalRequest, now: Any) -> str:
+    late = max(1, round((now - approval.timeout_at).total_seconds() / 60))
+    at = timezone.localtime(approval.timeout_at).strftime("%H:%M")
+    minutes = "a minute" if late == 1 else f"{late} minutes"
+    return (
+        f"this approval expired at {at} ({minutes} ago) without a decision, so it can no longer "
+        "be decided; it is now marked expired, the call was not run and the agent is told so"
+    )
+
+
+def _expire_if_overdue(
+    approval_id: Any, reviewer: AbstractBaseUser, action: str, *, now: Any
+) -> None:
+    """An open approval past its timeout at ``now`` is expired, in its own transaction (so
+    that it stays expired when the decision is refused), and the decision refused with
+    ``expired``. Nothing happens to one that is not open or not overdue."""
+    with transaction.atomic():
+        approval = (
+            ApprovalRequest.objects.select_for_update(of=("self",))
+            .filter(pk=approval_id, status__in=OPEN, timeout_at__lte=now)
+            .first()
+        )
+        if approval is None:
+            return
+        _lock_open(approval_id, reviewer)  # the same refusals first: not theirs to decide
+        who = reviewer.get_username()
+        _expire(
+            [approval.pk],
+            now=now,
+            why=f"expired without a decision; {who} tried to {action} it after its timeout",
+        )
+    raise ApprovalError("expired", _overdue_message(approval, now), status=409)
+
+
 def approval_decide(
     *,
     approval_id: Any,
@@ -209,14 +251,17 @@ def approval_decide(
     lesson: str = "",
 ) -> Decided:
     """Decide an open approval. ``action``: approve, reject, modify or escalate. ``lesson``
-    (with reject or modify): a learning card for the agent, made in the same transaction."""
+    (with reject or modify): a learning card for the agent, made in the same transaction.
+    One past its timeout is expired instead, and the decision refused (``expired``)."""
     if action not in ("approve", "reject", "modify", "escalate"):
         raise ApprovalError("unknown_action", f"unknown action {action!r}", status=400)
     if action == "reject" and not reason.strip():
         raise ApprovalError(
             "reason_required", "a rejection needs a reason the agent will see", status=400
         )
+    # The decision's time is taken once: not overdue then, it is decided as of then.
     now = timezone.now()
+    _expire_if_overdue(approval_id, reviewer, action, now=now)
     with transaction.atomic():
         approval = _lock_open(approval_id, reviewer)
         pre_execution = approval.kind == Kind.PRE_EXECUTION
@@ -302,8 +347,33 @@ def _after_decision(approval_id: Any, event: type[ApprovalEvent]) -> None:
         notify_enqueue(approval_id=approval_id, event="escalated")
 
 
+def _expire(expired: list[Any], *, now: Any, why: str = "expired without a decision") -> None:
+    """Within the caller's transaction, with the rows locked: mark them expired (one
+    statement), seal their calls as cancelled, log the expiries; notify once it commits."""
+    ApprovalRequest.objects.filter(pk__in=expired).update(
+        status=Status.EXPIRED, decided_at=now, decision_reason=why
+    )
+    for approval in ApprovalRequest.objects.filter(
+        pk__in=expired, kind=Kind.PRE_EXECUTION
+    ).select_related("tool_call"):
+        if approval.tool_call is not None:
+            record_cancelled(approval.tool_call, why)
+    emit(
+        *(
+            ApprovalExpired.of(approval)
+            for approval in ApprovalRequest.objects.filter(pk__in=expired).order_by("pk")
+        )
+    )
+
+    def notify() -> None:
+        for approval_id in expired:
+            notify_enqueue(approval_id=approval_id, event="expired")
+
+    transaction.on_commit(notify)
+
+
 def approvals_expire(*, now: Any = None) -> list[str]:
-    """Mark overdue open approvals expired (one statement); cancel their calls; notify."""
+    """Mark overdue open approvals expired; cancel their calls; notify (beat, every minute)."""
     now = now or timezone.now()
     with transaction.atomic():
         expired = list(
@@ -313,26 +383,26 @@ def approvals_expire(*, now: Any = None) -> list[str]:
         )
         if not expired:
             return []
-        ApprovalRequest.objects.filter(pk__in=expired).update(status=Status.EXPIRED, decided_at=now)
-        for approval in ApprovalRequest.objects.filter(
-            pk__in=expired, kind=Kind.PRE_EXECUTION
-        ).select_related("tool_call"):
-            if approval.tool_call is not None:
-                record_cancelled(approval.tool_call, "expired without a decision")
-        emit(
-            *(
-                ApprovalExpired.of(approval)
-                for approval in ApprovalRequest.objects.filter(pk__in=expired).order_by("pk")
-            )
-        )
-    ids = [str(i) for i in expired]
+        _expire(expired, now=now)
+    return [str(i) for i in expired]
 
-    def notify() -> None:
-        for approval_id in expired:
-            notify_enqueue(approval_id=approval_id, event="expired")
 
-    transaction.on_commit(notify)
-    return ids
+def awaiting_worker(approval: ApprovalRequest, call: ToolCall | None, *, now: Any = None) -> bool:
+    """Approved (or modified) to run, not started ``WORKER_WAIT_SECONDS`` after the decision:
+    no worker has picked it up (none runs, or all are busy)."""
+    if (
+        call is None
+        or approval.kind != Kind.PRE_EXECUTION
+        or approval.status not in (Status.APPROVED, Status.MODIFIED)
+        or call.outcome != ToolCall.Outcome.NOT_RUN
+        or approval.decided_at is None
+    ):
+        return False
+    now = now or timezone.now()
+    return (now - approval.decided_at).total_seconds() >= WORKER_WAIT_SECONDS
+
+
+WAITING_FOR_WORKER = "approved — waiting for a worker"
 
 
 def approvals_recover(*, now: Any = None, grace: timedelta = timedelta(minutes=1)) -> list[str]:
@@ -351,49 +421,6 @@ def approvals_recover(*, now: Any = None, grace: timedelta = timedelta(minutes=1
     return ids
 
 
-@dataclass(frozen=True)
-class BatchItem:
-    """One member of a batch decision: decided, or left open with the reason."""
-
-    approval_id: str
-    decided: bool
-    code: str = ""
-    detail: str = ""
-
-
-def approvals_decide_batch(
-    *, approval_ids: list[Any], reviewer: AbstractBaseUser, action: str, reason: str = ""
-) -> list[BatchItem]:
-    """Approve, reject or escalate the approvals the reviewer saw together (the board's batches,
-    the admin's bulk actions), each as its own decision:
-    bound to its own arguments and policy version, in its own transaction, executed exactly once
-    (the same ``approval_decide`` as one card). A member that cannot be decided (its policy
-    changed, someone decided it meanwhile) is left as it is and reported with the reason."""
-    if action not in ("approve", "reject", "escalate"):
-        raise ApprovalError(
-            "unknown_action", "a batch is approved, rejected or escalated", status=400
-        )
-    if action == "reject" and not reason.strip():
-        raise ApprovalError(
-            "reason_required", "a rejection needs a reason the agent will see", status=400
-        )
-    if not approval_ids:
-        raise ApprovalError("empty_batch", "no approvals were selected", status=400)
-    results = []
-    for approval_id in dict.fromkeys(str(i) for i in approval_ids):
-        try:
-            approval_decide(
-                approval_id=approval_id, reviewer=reviewer, action=action, reason=reason
-            )
-        except ApprovalError as exc:
-            results.append(BatchItem(approval_id, False, exc.code, exc.detail))
-        except ApprovalRequest.DoesNotExist:
-            results.append(BatchItem(approval_id, False, "not_found", "no such approval"))
-        else:
-            results.append(BatchItem(approval_id, True))
-    return results
-
-
 def approval_approve_standing(
     *,
     approval_id: Any,
@@ -404,7 +431,9 @@ def approval_approve_standing(
 ) -> tuple[Decided, StandingApproval]:
     """Approve this call and leave a standing approval for calls exactly like it (the same
     agent, tool and argument keys; each value the approved one unless listed in ``any_keys``)
-    for ``hours``. Both or neither: one transaction."""
+    for ``hours``. Both or neither: one transaction (one past its timeout expires first, on
+    its own, and nothing is approved)."""
+    _expire_if_overdue(approval_id, reviewer, "approve", now=timezone.now())
     with transaction.atomic():
         approval = ApprovalRequest.objects.select_related("tool_call").get(pk=approval_id)
         try:

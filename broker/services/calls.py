@@ -57,6 +57,7 @@ from ..pipeline.context import (
 )
 from ..pipeline.stages import decide
 from ..registry import registry_remembered, registry_snapshot
+from .approvals import WAITING_FOR_WORKER, awaiting_worker
 from .execution import call_execute, call_executed, call_run, runs_before_recording
 from .notifications import notify_enqueue
 
@@ -506,6 +507,8 @@ def call_answer(call: ToolCall, approval: ApprovalRequest | None = _LOOK_UP) -> 
             body.update(status="executed", result=call.output, outcome=call.outcome)
             if call.error:  # why an approved call failed, as for one that ran at once
                 body["error"] = call.error
+        elif awaiting_worker(approval, call):  # approved, and no worker has taken it up
+            body.update(waiting_for="worker", detail=WAITING_FOR_WORKER)
         return CallAnswer(202, body)
     if decision == ToolCall.Decision.DENIED:
         body.update(status="denied", code=call.decision_code, detail=call.decision_detail)

@@ -59,7 +59,7 @@ REDIS = redis_urls(_redis_url)
 # --- Applications ------------------------------------------------------------------------------
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "rabs.admin_site.RabsAdminConfig",  # django.contrib.admin, its index grouped by concept
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -14,9 +14,9 @@ SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
 # The agents' broker API is served on a port bound to the host's loopback (seed 000 §3; the proxy
 # publishes it there only), in plain HTTP: no redirect to an https that port does not have. The
 # reviewer API under /api/v1/review/ is the staff side's and redirects like the rest of it.
-# /healthz is asked by container health checks and load balancers inside the network, in plain
-# HTTP (it says only up or down).
-SECURE_REDIRECT_EXEMPT = [r"^api/v1/(?!review/)", r"^healthz$"]
+# /healthz and /healthz/web are asked by container health checks, load balancers and monitoring
+# inside the network, in plain HTTP (they say only up or down).
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/(?!review/)", r"^healthz(/web)?$"]
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31536000)

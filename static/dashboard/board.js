@@ -77,6 +77,7 @@
         window.htmx.process(content);
         if (focused && focused.isConnected) { focused.focus(); }
         capLog();
+        filterLog();
         refreshCountdowns();
       })
       .catch(function () { /* the next reconnect tries again; a reload shows everything */ })
@@ -218,12 +219,87 @@
   function refreshCountdowns() {
     var now = Date.now();
     document.querySelectorAll(".time-left[data-timeout]").forEach(function (el) {
-      var left = Math.round((Date.parse(el.dataset.timeout) - now) / 60000);
-      el.textContent = left > 0 ? "expires in " + left + " min" : "expiring now";
+      var ms = Date.parse(el.dataset.timeout) - now;
+      var left = Math.ceil(ms / 60000);
+      if (ms <= 0) {
+        el.textContent = "overdue: deciding it now expires it";
+      } else {
+        el.textContent = left >= 120 ? "expires in " + Math.round(left / 60) + " h" :
+          "expires in " + left + " min";
+      }
       el.classList.toggle("urgent", left <= 5);
     });
   }
   document.addEventListener("DOMContentLoaded", refreshCountdowns);
+
+  // A batch decides only the rows ticked, after a confirmation naming how many and where each
+  // came from; with nothing ticked it says so and sends nothing.
+  window.rabsConfirmBatch = function (button) {
+    var form = button.closest("form");
+    var action = button.dataset.batchAction;
+    var ticked = Array.prototype.slice.call(form.querySelectorAll("input[name=approval]:checked"));
+    var hint = form.querySelector(".batch-hint");
+    var done = action === "approve" ? "approved" : "rejected";
+    if (!ticked.length) {
+      hint.textContent = "Nothing is ticked, so nothing was " + done +
+        ": tick the calls you have looked at.";
+      hint.classList.add("error");
+      return;
+    }
+    if (action === "reject" && !form.querySelector("input[name=reason]").value.trim()) {
+      hint.textContent = "A rejection needs a reason the agents will see.";
+      hint.classList.add("error");
+      return;
+    }
+    var origins = {};
+    ticked.forEach(function (box) {
+      origins[box.dataset.origin] = (origins[box.dataset.origin] || 0) + 1;
+    });
+    var dialog = form.querySelector("dialog.batch-confirm");
+    var count = ticked.length + (ticked.length === 1 ? " call" : " calls");
+    dialog.querySelector(".confirm-title").textContent =
+      (action === "approve" ? "Approve " : "Reject ") + count + "? Each came from:";
+    var list = dialog.querySelector(".confirm-origins");
+    list.textContent = "";
+    Object.keys(origins).forEach(function (origin) {
+      var item = document.createElement("li");
+      item.textContent = origins[origin] + " × " + origin;
+      list.appendChild(item);
+    });
+    var go = dialog.querySelector(".confirm-go");
+    go.textContent = (action === "approve" ? "Approve " : "Reject ") + count;
+    go.className = (action === "approve" ? "approve" : "reject") + " confirm-go";
+    go.setAttribute("hx-post", go.dataset[action + "Url"]);
+    go.setAttribute("hx-include", "closest form");
+    window.htmx.process(go);
+    hint.classList.remove("error");
+    hint.textContent = "";
+    dialog.showModal();
+  };
+
+  // Ids are shown short; a click on one copies the whole id (it is in the title too).
+  document.addEventListener("click", function (event) {
+    var el = event.target.closest ? event.target.closest("[data-copy]") : null;
+    if (!el || !navigator.clipboard) { return; }
+    navigator.clipboard.writeText(el.dataset.copy).then(function () {
+      el.classList.add("copied");
+      setTimeout(function () { el.classList.remove("copied"); }, 1200);
+    }, function () { /* not allowed here: the title still shows it */ });
+  });
+
+  // The action log of one agent drops the rows of other agents the live stream brings.
+  function filterLog() {
+    var log = document.getElementById("action-log");
+    if (!log || !log.dataset.agent || log.dataset.filtered) { return; }
+    log.dataset.filtered = "1";
+    var keep = log.dataset.agent;
+    new MutationObserver(function () {
+      Array.prototype.slice.call(log.children).forEach(function (row) {
+        if (row.dataset.agent && row.dataset.agent !== keep) { log.removeChild(row); }
+      });
+    }).observe(log, {childList: true});
+  }
+  document.addEventListener("DOMContentLoaded", filterLog);
 
   // The live action log keeps its newest rows only (a reload shows the latest anyway): at a
   // hundred calls a second an unbounded list makes every later insertion slower.

@@ -499,3 +499,88 @@ def test_agent_sees_rejection_reason(world: dict[str, Any]) -> None:
     assert answer.body["rejection_reason"] == "participant cancelled"
     assert AgentTask.objects.get(pk=world["task"].pk).status == "in_progress"
     assert Tool.objects.get(pk="test.roster.write").monitoring_level == 0
+
+
+@pytest.mark.django_db
+def test_an_overdue_approval_is_refused_and_expired_at_decision_time_without_beat(
+    world: dict[str, Any], executed: list[dict[str, Any]], django_capture_on_commit_callbacks: Any
+) -> None:
+    """Expiry is a rule of authority: with no beat job having run, a decision 14 minutes late
+    is refused with a clear message, and the approval expires then and there (its call sealed
+    as cancelled, the expiry in the event log, the agent told), whichever way it is decided."""
+    from brainframe.models import EventLogEntry
+    from broker.services.approvals import approval_approve_standing
+    from broker.services.batches import approvals_decide_batch
+    from broker.services.calls import call_answer
+
+    for decide in ("approve", "reject", "escalate", "standing", "batch"):
+        approval = _pending(world, q=decide)
+        ApprovalRequest.objects.filter(pk=approval.pk).update(
+            timeout_at=timezone.now() - timedelta(minutes=14)
+        )
+        mail.outbox.clear()
+        with django_capture_on_commit_callbacks(execute=True):
+            if decide == "standing":
+                with pytest.raises(ApprovalError) as refused:
+                    approval_approve_standing(
+                        approval_id=approval.pk, reviewer=world["alice"], hours=1, any_keys=[]
+                    )
+            elif decide == "batch":
+                (item,) = approvals_decide_batch(
+                    approval_ids=[approval.pk], reviewer=world["alice"], action="approve"
+                )
+                assert not item.decided and item.code == "expired"
+            else:
+                with pytest.raises(ApprovalError) as refused:
+                    approval_decide(
+                        approval_id=approval.pk, reviewer=world["alice"], action=decide, reason="x"
+                    )
+        if decide != "batch":
+            assert refused.value.code == "expired" and refused.value.status == 409
+            assert "expired at" in refused.value.detail and "14 minutes ago" in refused.value.detail
+            assert "can no longer be decided" in refused.value.detail
+        approval.refresh_from_db()
+        assert approval.status == "expired", decide
+        assert "alice tried to" in approval.decision_reason
+        call = ToolCall.objects.get(pk=approval.tool_call_id)
+        assert call.outcome == "cancelled" and call.outcome_hash  # sealed in the audit
+        logged = EventLogEntry.objects.filter(name="approval:expired", subject=str(approval.pk))
+        assert logged.count() == 1, decide
+        assert call_answer(call).body["status"] == "expired"  # the agent's answer
+        assert "Expired without a decision" in mail.outbox[0].subject
+    assert executed == []
+
+
+@pytest.mark.django_db
+def test_an_approval_not_yet_due_is_decided_as_before(world: dict[str, Any]) -> None:
+    approval = _pending(world)
+    ApprovalRequest.objects.filter(pk=approval.pk).update(
+        timeout_at=timezone.now() + timedelta(seconds=30)
+    )
+    approval_decide(approval_id=approval.pk, reviewer=world["alice"], action="approve")
+    approval.refresh_from_db()
+    assert approval.status == "approved"
+
+
+@pytest.mark.django_db
+def test_the_agent_is_told_an_approved_call_waits_for_a_worker(world: dict[str, Any]) -> None:
+    """An approved call no worker took up (here: its decision written, its job never run): a
+    few seconds after the decision, the agent's answer says approved — waiting for a worker
+    (a real worker's side is in tests/browser/test_first_hour.py)."""
+    from broker.services.approvals import WORKER_WAIT_SECONDS
+    from broker.services.calls import call_answer
+
+    approval = _pending(world)
+    ApprovalRequest.objects.filter(pk=approval.pk).update(
+        status="approved", decided_by=world["alice"], decided_at=timezone.now()
+    )
+    call = ToolCall.objects.get(pk=approval.tool_call_id)
+    fresh = call_answer(call).body
+    assert fresh["status"] == "pending_approval" and fresh["approval_status"] == "approved"
+    assert "waiting_for" not in fresh  # just decided: a worker may be taking it up
+    ApprovalRequest.objects.filter(pk=approval.pk).update(
+        decided_at=timezone.now() - timedelta(seconds=WORKER_WAIT_SECONDS + 1)
+    )
+    late = call_answer(call).body
+    assert late["waiting_for"] == "worker"
+    assert late["detail"] == "approved — waiting for a worker"

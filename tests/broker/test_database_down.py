@@ -42,10 +42,10 @@ def test_database_unreachable_is_503(tmp_path: Path) -> None:
         assert response.status_code == 503, response.text
         assert response.json()["code"] == "database_unavailable"
         assert response.headers["Retry-After"] == "1"
-        health = httpx.get(f"{url}/healthz", timeout=30)
+        health = httpx.get(f"{url}/healthz/web", timeout=30)
         assert health.status_code == 503, health.text
         assert health.json()["code"] == "unavailable"
-        assert health.json()["checks"] == {"database": "down", "redis": "ok"}
+        assert health.json()["checks"] == {"web": "ok", "database": "down", "redis": "ok"}
     finally:
         server.terminate()
         server.wait(timeout=20)

@@ -20,6 +20,7 @@ from django.utils import timezone
 from brainframe.models import (
     Agent,
     ApprovalRequest,
+    OriginRegistry,
     ReviewerPreference,
     StandingApproval,
     ToolCall,
@@ -33,8 +34,8 @@ from broker.services.approvals import (
     ApprovalError,
     approval_approve_standing,
     approval_decide,
-    approvals_decide_batch,
 )
+from broker.services.batches import approvals_decide_batch
 from broker.services.calls import tool_call_submit
 from broker.services.notifications import digests_send
 from tests import factories as f
@@ -72,6 +73,7 @@ def world(db: None) -> dict[str, Any]:
         "dana": dana,
         "tool": tool,
         "henry": Agent.objects.get(agent_id="henry"),
+        "origin": f.OriginFactory(),  # the one chain the fast approvals belong to
     }
 
 
@@ -92,8 +94,11 @@ def _pending(world: dict[str, Any], vehicle: str = "VAN-1", date: str = "2026-12
     return ApprovalRequest.objects.get(pk=answer.body["approval_id"])
 
 
-def _pending_fast(world: dict[str, Any], date: str) -> ApprovalRequest:
-    """A pending approval and its call written directly (the race is in deciding them)."""
+def _pending_fast(
+    world: dict[str, Any], date: str, origin: OriginRegistry | None = None
+) -> ApprovalRequest:
+    """A pending approval and its call written directly (the race is in deciding them), in the
+    world's one chain unless ``origin`` names another."""
     arguments = {"vehicle_id": "VAN-1", "date": date}
     call = f.ToolCallFactory(
         agent=world["henry"],
@@ -101,11 +106,13 @@ def _pending_fast(world: dict[str, Any], date: str) -> ApprovalRequest:
         input=arguments,
         decision="pending_approval",
         outcome="not_run",
+        r_tag=f.ReasonLogFactory(o_tag=origin or world["origin"], agent=world["henry"]),
     )
     return f.ApprovalRequestFactory(
         agent=world["henry"],
         tool=world["tool"],
         tool_call=call,
+        r_tag=call.r_tag,
         arguments=arguments,
         arguments_hash=arguments_hash(arguments),
     )
@@ -173,14 +180,25 @@ def test_the_board_groups_similar_approvals_and_decides_the_ticked(
     batch = [_pending(world, "VAN-1", f"2026-12-0{d}") for d in range(1, 4)]
     single = _pending(world, "VAN-2", "2026-12-09")  # same keys: shown in the batch too
     client.force_login(world["alice"])
-    page = client.get("/board/approvals/").content.decode()
+    # Each call started its own chain: no batch, unless the reviewer widens them.
+    assert 'class="batch"' not in client.get("/board/approvals/").content.decode()
+    page = client.get("/board/approvals/", {"batches": "wide"}).content.decode()
     assert page.count('class="batch"') == 1
     section = page[page.index('id="batches"') : page.index('id="approval-list"')]
     assert "4 approvals" in section and "vehicle_id" in section and "2026-12-02" in section
-    ticked = [a.pk for a in batch]  # the reviewer unticks VAN-2
-    response = client.post(
+    assert "from 4 chains" in section and "book the van for the outing" in section
+    assert section.count('class="origin"') == 4  # each row says where it came from
+    assert section.count('type="checkbox" name="approval"') == 4
+    assert " checked" not in section  # nothing is ticked for the reviewer
+    ticked = [a.pk for a in batch]  # the reviewer ticks three of the four
+    mixed = client.post(
         "/board/approvals/batch/reject/",
         {"approval": ticked, "reason": "the van is in for service"},
+    )
+    assert mixed.status_code == 422 and 'data-code="mixed_chains"' in mixed.content.decode()
+    response = client.post(
+        "/board/approvals/batch/reject/",
+        {"approval": ticked, "reason": "the van is in for service", "widened": "1"},
     )
     body = response.content.decode()
     assert response.status_code == 200 and "<strong>3</strong> rejected" in body
@@ -375,3 +393,46 @@ def test_a_reviewer_chooses_a_digest_on_the_board(world: dict[str, Any]) -> None
     assert ReviewerPreference.objects.get(user=world["bob"]).digest == "hourly"
     bad = client.post("/board/preferences/digest/", {"digest": "weekly"})
     assert bad.status_code == 400 and bad.json()["field"] == "digest"
+
+
+@pytest.mark.django_db
+def test_a_batch_never_mixes_chains_unless_widened(
+    world: dict[str, Any], executed: list[dict[str, Any]], django_capture_on_commit_callbacks: Any
+) -> None:
+    """Whoever asks (the board, the admin, the reviewer API): calls of two chains are decided
+    together only when the reviewer says so; otherwise nothing is decided."""
+    ours = [_pending_fast(world, f"2026-11-0{d}") for d in (1, 2)]
+    theirs = _pending_fast(world, "2026-11-09", origin=f.OriginFactory())
+    ids = [a.pk for a in [*ours, theirs]]
+    with pytest.raises(ApprovalError) as refused:
+        approvals_decide_batch(approval_ids=ids, reviewer=world["alice"], action="approve")
+    assert refused.value.code == "mixed_chains" and "2 different chains" in refused.value.detail
+    assert refused.value.errors[0]["path"] == "approval_ids"
+    assert set(ApprovalRequest.objects.filter(pk__in=ids).values_list("status", flat=True)) == {
+        "pending"
+    }
+    api = Client()
+    api.force_login(world["bob"])
+    answer = api.post(
+        "/api/v1/review/approvals/batch/",
+        {"action": "approve", "approval_ids": [str(i) for i in ids]},
+        content_type="application/json",
+    )
+    assert answer.status_code == 400 and answer.json()["code"] == "mixed_chains"
+    world["alice"].is_staff = world["alice"].is_superuser = True
+    world["alice"].save()
+    admin = Client()
+    admin.force_login(world["alice"])
+    url = "/admin/brainframe/approvalrequest/"
+    said = admin.post(
+        url, {"action": "approve_selected", "_selected_action": [str(i) for i in ids]}, follow=True
+    )
+    assert "Nothing was approved" in said.content.decode() and executed == []
+    with django_capture_on_commit_callbacks(execute=True):
+        widened = api.post(
+            "/api/v1/review/approvals/batch/",
+            {"action": "approve", "approval_ids": [str(i) for i in ids], "across_chains": True},
+            content_type="application/json",
+        )
+    assert [r["decided"] for r in widened.json()["results"]] == [True, True, True]
+    assert sorted(e["date"] for e in executed) == ["2026-11-01", "2026-11-02", "2026-11-09"]

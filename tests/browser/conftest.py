@@ -85,3 +85,17 @@ def screenshot(page: Any, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+DOCS_IMG = ROOT / "docs" / "img"
+
+
+def docs_screenshot(page: Any, name: str) -> Path:
+    """What the page shows (its viewport) as a picture for the docs: into docs/img/ when
+    ``RABS_DOCS_SCREENSHOTS=1`` (then ``pngquant`` them before committing, docs/board.md), else
+    into test-artifacts/docs-img/."""
+    folder = DOCS_IMG if os.environ.get("RABS_DOCS_SCREENSHOTS") == "1" else ARTIFACTS / "docs-img"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path

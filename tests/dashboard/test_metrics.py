@@ -12,6 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from brainframe.models import ApprovalRequest
+from dashboard.templatetags.board import wait_time
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -131,8 +132,9 @@ def test_the_service_levels_page_shows_the_same_figures_with_charts(admin_client
     day = page[page.index('id="window-24h"') : page.index('id="window-7d"')]
     week = page[page.index('id="window-7d"') : page.index('id="window-30d"')]
     waits = [m * 60.0 for m in (2, 4, 10, 30, 6)]
-    p50 = f"{_percentile(waits, 0.5):.1f} s"
-    p95 = f"{_percentile(waits, 0.95):.1f} s"
+    p50 = wait_time(_percentile(waits, 0.5))  # in minutes and seconds, e.g. "6 min"
+    p95 = wait_time(_percentile(waits, 0.95))
+    assert p50 == "6 min"
     assert f'data-metric="p50">{p50}<' in day and f'data-metric="p95">{p95}<' in day
     assert 'data-metric="changed">40 %<' in day  # 2 of 5 modified or rejected
     assert 'data-metric="expired">1<' in week and 'data-metric="escalated">1<' in week

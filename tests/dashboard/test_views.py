@@ -148,7 +148,12 @@ def test_approvals_page_lists_what_a_reviewer_needs(
         "Henry",
         "Critical risk",
         pending.reason,
-        pending.summary,
+        "Why it is here:",
+        "It was held for a reviewer by the broker&#x27;s rules.",  # no decision recorded
+        # what it does, in a reviewer's words: the tool has no reviewer summary (a neutral
+        # sentence), and the agents' description is not shown
+        "What it does:</strong> Operations tool: it makes a change that is hard to undo",
+        "Came from",
         "&quot;q&quot;: &quot;a&quot;",
         "expires",
         "O-Tag",

@@ -24,7 +24,7 @@ client = Client()
 answers = {}
 for method, path in [("post", "/api/v1/tool-calls/"), ("get", "/api/v1/tasks/"),
                      ("get", "/api/v1/review/approvals/"), ("get", "/admin/login/"),
-                     ("get", "/board/"), ("get", "/healthz")]:
+                     ("get", "/board/"), ("get", "/healthz/web"), ("get", "/healthz")]:
     answer = getattr(client, method)(path)
     answers[path] = [answer.status_code, answer.get("Location", "")]
 print(json.dumps(answers))
@@ -70,7 +70,8 @@ def test_staff_side_redirects_to_https_and_the_agent_api_does_not() -> None:
     assert answers["/api/v1/tool-calls/"][0] == 401
     assert answers["/api/v1/tasks/"][0] == 401
     # Health checks from inside the network, too.
-    assert answers["/healthz"][0] == 200
+    assert answers["/healthz/web"][0] == 200
+    assert answers["/healthz"][0] == 503  # answered over HTTP (no worker runs in this test)
     # The staff side, the reviewer API included, moves to https.
     for path in ("/api/v1/review/approvals/", "/admin/login/", "/board/"):
         assert answers[path] == [301, f"https://testserver{path}"], path

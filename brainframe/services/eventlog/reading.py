@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
@@ -116,14 +117,27 @@ def event_log_after(
 
 
 def event_log_feed(
-    *, family: str = "", agent_id: str = "", limit: int = 100
+    *,
+    family: str = "",
+    agent_id: str = "",
+    name: str = "",
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 100,
 ) -> list[EventLogEntry]:
-    """The newest events for the board's feed, filtered by family and agent."""
+    """The newest events for the board's feed, filtered by family, agent, event name and time
+    (``since`` inclusive, ``until`` exclusive)."""
     rows = EventLogEntry.objects.all()
     if family:
         rows = rows.filter(family=family)
     if agent_id:
         rows = rows.filter(agent_id=agent_id)
+    if name:
+        rows = rows.filter(name=name)
+    if since is not None:
+        rows = rows.filter(at__gte=since)
+    if until is not None:
+        rows = rows.filter(at__lt=until)
     return list(rows.order_by("-at", "-id")[:limit])
 
 
