@@ -28,6 +28,7 @@ from brainframe.services.ledger.ledgers import LedgerRefusal
 from brainframe.services.ledger.transcripts import thread_context, turn_as_dict
 from brainframe.services.ledger.turns import MessageSpec, message_add
 
+from ..channels.replies import reply_submit
 from ..errors import BrokerRefusal
 from . import serializers as s
 from .views import AgentAPIView
@@ -124,6 +125,7 @@ class TurnCompleteView(AgentAPIView):
             answer=data["answer"],
             tool_calls=list(data.get("tool_calls") or []),
         )
+        reply_submit(turn_id)  # the answer back to the person, as a governed call
         return Response(turn_as_dict(_turn(turn_id, agent)))
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import ledger_views, loop_views, review, views
+from . import channel_views, ledger_views, loop_views, review, views
 
 app_name = "broker"
 
@@ -51,6 +51,7 @@ urlpatterns = [
         name="thread-context",
     ),
     path("channels/<slug:name>/", ledger_views.channel_inbound, name="channel-inbound"),
+    path("channels/<slug:name>/status/", channel_views.channel_status, name="channel-status"),
     path("discover/", loop_views.DiscoverView.as_view(), name="discover"),
     path("hooks/", loop_views.HooksView.as_view(), name="hooks"),
     path("hooks/<uuid:hook_id>/", loop_views.HookDetailView.as_view(), name="hook"),

@@ -180,8 +180,9 @@ def _depth_verdict(tool: Tool, depth: int) -> Verdict | None:
 
 
 #: The broker's own tools an ACL does not limit: a worker's calls carry the same principal and
-#: are checked the same way; asking for a grant is how a person gets more.
-ACL_EXEMPT = frozenset({DELEGATE_TOOL, GRANT_TOOL})
+#: are checked the same way; asking for a grant is how a person gets more; a reply goes only to
+#: the person whose message the ACL already let in, on the channel it came by.
+ACL_EXEMPT = frozenset({DELEGATE_TOOL, GRANT_TOOL, "channel.reply"})
 
 
 def check_principal(ctx: CallContext) -> Verdict | None:
