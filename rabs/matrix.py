@@ -70,6 +70,7 @@ def install(*, quiet: bool = True) -> Path:
     stamp = venv / ".installed"
     wanted = REQUIREMENTS.read_text()
     if stamp.exists() and stamp.read_text() == wanted and venv_python().exists():
+        stamp.touch()  # up to date (and newer than its requirements, for make)
         return venv
     if not venv_python().exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
