@@ -445,6 +445,8 @@ CHANNEL_TOOLS: list[dict[str, Any]] = [
         "monitoring_level": 4,
         "data_class": "pii",
         "permission_tier": "READ_ONLY",
+        # It reads another system (the homeserver): audited first, then run, like a send.
+        "external_channel": True,
         "handler_type": "function",
         "handler_config": {"callable": "rabs.chat_room_read"},
         "input_schema": {
