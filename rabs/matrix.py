@@ -31,6 +31,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -326,6 +327,36 @@ def configured() -> Homeserver | None:
         as_token=os.environ.get("RABS_MATRIX_AS_TOKEN", ""),
         hs_token=os.environ.get("RABS_MATRIX_HS_TOKEN", ""),
     )
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def for_stack(env: dict[str, str], web_url: str) -> Homeserver | None:
+    """``make run``'s homeserver: None when ``RABS_MATRIX_URL`` names one (or
+    ``RABS_MATRIX_EMBEDDED=false``), else the embedded one under ``var/matrix`` on
+    ``RABS_MATRIX_PORT`` (8008, or any free port if that one is taken), started now."""
+    if env.get("RABS_MATRIX_URL") or env.get("RABS_MATRIX_EMBEDDED", "true") == "false":
+        return None
+    port = int(env.get("RABS_MATRIX_PORT") or 8008)
+    if not _port_free(port):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+    server = start(
+        data=var_dir() / "matrix",
+        port=port,
+        appservice_url=web_url,
+        server_name=env.get("RABS_MATRIX_SERVER_NAME") or "rabs.local",
+    )
+    print(f"Matrix homeserver up at {server.url} ({server.started_seconds:.1f} s)", flush=True)
+    return server
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ import hmac
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import aiohttp
@@ -58,7 +59,12 @@ class MatrixPerson:
                 api = HTTPAPI(self.server.url, token=self.token, client_session=session)
                 return await fn(ClientAPI(UserID(self.user_id), api=api))
 
-        return asyncio.run(main())
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(main())
+        with ThreadPoolExecutor(max_workers=1) as pool:  # beside Playwright's loop
+            return pool.submit(asyncio.run, main()).result()
 
     def open_room(self, *, invite: list[str], name: str = "Chat") -> str:
         async def go(client: ClientAPI) -> str:

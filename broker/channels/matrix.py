@@ -25,6 +25,7 @@ from mautrix.client import ClientAPI
 from mautrix.errors import (
     MatrixConnectionError,
     MatrixRequestError,
+    MForbidden,
     MLimitExceeded,
     MUserInUse,
 )
@@ -157,6 +158,16 @@ def room_create(*, user_id: str, name: str, invite: list[str], displayname: str 
         return str(room)
 
     return _run(go)
+
+
+def room_invite(*, inviter: str, room_id: str, invitee: str) -> None:
+    """``inviter`` (one of our users in the room) invites ``invitee``; already there is fine."""
+
+    async def go(session: aiohttp.ClientSession) -> None:
+        with contextlib.suppress(MForbidden):  # already invited or joined
+            await _client(session, inviter).invite_user(RoomID(room_id), UserID(invitee))
+
+    _run(go)
 
 
 def room_members(*, user_id: str, room_id: str) -> list[str]:
