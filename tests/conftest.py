@@ -49,15 +49,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(autouse=True)
 def fresh_rate_limits() -> None:
-    """Each test starts with the agents' request counters at zero: the counters live in Redis,
-    which outlives a test's database, so a test that sends many requests (schemathesis) would
-    otherwise leave the next one throttled."""
+    """Each test starts with the agents' request counters and loop latches at zero: they live in
+    Redis, which outlives a test's database, so a test that sends many requests (schemathesis)
+    would otherwise leave the next one throttled (or latched)."""
     from django.core.cache import cache
 
     redis = cache.redis()  # type: ignore[attr-defined]
     stale = list(redis.scan_iter(match=cache.make_key("throttle:agent:*")))
     # The model gateway's counters and running spends: a test's budget starts from its records.
     stale += list(redis.scan_iter(match=cache.make_key("llm:*")))
+    stale += list(redis.scan_iter(match=cache.make_key("loop:calls:*")))  # the loop latch
     if stale:
         redis.delete(*stale)
 

@@ -7,6 +7,7 @@ account; the agent's own posts wake nobody."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -135,8 +136,20 @@ def test_a_person_in_a_room_is_answered_in_the_room_by_henrys_bot(
         "channel.reply",
     }
 
-    # Only people's posts are news: Linh's next message comes in; the bot's two never did.
+    # Henry yields his turn over MCP and sleeps; Linh's next message wakes him. Only people's
+    # posts are news: it comes in, the bot's two never did.
+    woke: list[Any] = []
+    sleeper = threading.Thread(
+        target=lambda: woke.append(
+            mcp(live_server_url, token, "loop.yield_turn", {"timeout_s": 30})
+        )
+    )
+    sleeper.start()
+    time.sleep(1.0)
     linh.say(room, "Thanks!")
+    sleeper.join(timeout=40)
+    assert woke and woke[0].structured_content["woke"]
+    assert {"task", "message"} <= {t["kind"] for t in woke[0].structured_content["traffic"]}
     assert eventually(lambda: LedgerEvent.objects.count() == 2)
     time.sleep(0.5)  # the homeserver sends in order: the bot's posts came before "Thanks!"
     assert set(LedgerEvent.objects.values_list("sender", flat=True)) == {
