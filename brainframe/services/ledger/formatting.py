@@ -98,33 +98,34 @@ def markdown_plain(text: str) -> str:
     """Markdown as plain text: paragraphs kept, list items as ``- item`` (numbered ones
     numbered), quotes and code as their text, emphasis and headings as plain words."""
     tokens = _markdown().parse(text)
-    blocks: list[tuple[str, bool]] = []  # (text, a list item)
-    lists: list[list[int]] = []  # per open list: [ordered, next number]
-    prefix = ""
+    blocks: list[tuple[str, int]] = []  # (text, the list it is an item of; 0: none)
+    lists: list[list[int]] = []  # per open list: [its number, ordered, next item number]
+    made = 0
+    prefix, item_of = "", 0
     for token in tokens:
-        if token.type == "bullet_list_open":
-            lists.append([0, 0])
-        elif token.type == "ordered_list_open":
-            lists.append([1, int(token.attrs.get("start", 1) or 1)])
+        if token.type in ("bullet_list_open", "ordered_list_open"):
+            made += 1
+            ordered = token.type == "ordered_list_open"
+            lists.append([made, int(ordered), int(token.attrs.get("start", 1) or 1)])
         elif token.type in ("bullet_list_close", "ordered_list_close"):
             lists.pop()
         elif token.type == "list_item_open" and lists:
-            ordered, number = lists[-1]
+            number, ordered, next_item = lists[-1]
             indent = "  " * (len(lists) - 1)
-            prefix = f"{indent}{number}. " if ordered else f"{indent}- "
-            if ordered:
-                lists[-1][1] += 1
+            prefix = f"{indent}{next_item}. " if ordered else f"{indent}- "
+            item_of = number
+            lists[-1][2] += 1
         elif token.type == "inline":
-            blocks.append((prefix + _inline_text(token), bool(prefix)))
-            prefix = ""
+            blocks.append((prefix + _inline_text(token), item_of))
+            prefix, item_of = "", 0
         elif token.type in ("fence", "code_block"):
-            blocks.append((token.content.rstrip("\n"), False))
+            blocks.append((token.content.rstrip("\n"), 0))
         elif token.type == "hr":
-            blocks.append(("---", False))
+            blocks.append(("---", 0))
     out = ""
-    for n, (block, item) in enumerate(blocks):  # list items a line each, other blocks apart
+    for n, (block, item_of) in enumerate(blocks):  # a list's items a line each
         if n:
-            out += "\n" if item and blocks[n - 1][1] else "\n\n"
+            out += "\n" if item_of and blocks[n - 1][1] == item_of else "\n\n"
         out += block
     return out.strip()
 
