@@ -105,8 +105,8 @@ def markdown_plain(text: str) -> str:
     for token in tokens:
         if token.type in ("bullet_list_open", "ordered_list_open"):
             made += 1
-            ordered = token.type == "ordered_list_open"
-            lists.append([made, int(ordered), int(token.attrs.get("start", 1) or 1)])
+            is_ordered = int(token.type == "ordered_list_open")
+            lists.append([made, is_ordered, int(token.attrs.get("start", 1) or 1)])
         elif token.type in ("bullet_list_close", "ordered_list_close"):
             lists.pop()
         elif token.type == "list_item_open" and lists:
