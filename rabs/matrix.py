@@ -116,6 +116,7 @@ def _signing_key(data: Path) -> Path:
     """Synapse's ed25519 signing key (``ed25519 <version> <seed>``), made once."""
     path = data / "signing.key"
     if not path.exists():
+        # imported here: made once per data directory, not on every start
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
         from cryptography.hazmat.primitives.serialization import (
             Encoding,
