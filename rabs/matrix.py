@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
@@ -42,6 +41,7 @@ from typing import IO, Any
 import httpx
 
 from rabs.embedded import var_dir
+from rabs.procs import die_with_parent
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 REQUIREMENTS = BASE_DIR / "requirements" / "matrix.txt"
@@ -205,12 +205,6 @@ def _write_yaml(path: Path, value: Any) -> None:
 
 
 # --- running it ---------------------------------------------------------------------------------
-
-
-def die_with_parent() -> None:
-    """In the child before exec: the kernel sends SIGTERM when the parent dies (Linux)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 @dataclass
