@@ -4,6 +4,7 @@ the message's sid, then the status callbacks a carrier's progress makes (``sent`
 ``delivered``, or ``undelivered`` with an error code), each signed in ``X-Twilio-Signature`` with
 the auth token as Twilio signs them.
 
+``incoming`` posts a text from a person to our webhook the way Twilio does.
 ``fail_next``: answer that many requests with ``503`` first (a provider having a bad minute);
 ``refuse``: numbers answered ``400`` with Twilio's code 21211 (not a valid phone number);
 ``undeliverable``: numbers the carrier reports ``undelivered`` (code 30003)."""
@@ -126,6 +127,22 @@ class SMSProvider:
                 self.callbacks.append((status, answer.status_code))
             except httpx.HTTPError:
                 self.callbacks.append((status, 0))
+
+    def incoming(self, webhook: str, *, sender: str, body: str, to: str = "+61400000999") -> Any:
+        """A text from ``sender`` arriving at the provider: posted to our webhook as Twilio
+        posts an inbound message (form fields, signed)."""
+        params = {
+            "AccountSid": self.account,
+            "MessageSid": "SM" + uuid.uuid4().hex,
+            "From": sender,
+            "To": to,
+            "Body": body,
+            "NumMedia": "0",
+        }
+        signature = twilio_signature(self.token, webhook, params)
+        return httpx.post(
+            webhook, data=params, headers={"X-Twilio-Signature": signature}, timeout=20
+        )
 
     def close(self) -> None:
         self.server.shutdown()

@@ -85,7 +85,7 @@ def world(settings: Any, live_server_url: str) -> dict[str, Any]:
     mum = Person.objects.create(name="Linh Tran", relationship="family", acts_for=ruby)
     ChannelIdentity.objects.create(person=mum, channel="sms", address=MUM)
     ChannelIdentity.objects.create(person=mum, channel="email", address="linh@family.example")
-    return {"henry": henry, "mum": mum, "signed": SignedClient(
+    return {"henry": henry, "mum": mum, "url": live_server_url, "signed": SignedClient(
         Client(), "henry", agent_credential_issue(agent=henry))}  # fmt: skip
 
 
@@ -142,9 +142,16 @@ def test_an_sms_is_answered_by_sms_within_its_rules_and_followed_to_delivered(
 ) -> None:
     settings.RABS_SMS_MAX_SEGMENTS = 2
     sms_adapter(world["henry"], provider)
-    came = inbound(
-        "sms", {"message_id": "SM-in-1", "from": "0412 345 678", "body": "Is Friday on?"}
-    )
+    # Linh's text reaches us as the provider posts it (its form fields, signed); a forged one
+    # (signed with another token) is refused.
+    webhook = f"{world['url']}/api/v1/channels/sms/"
+    arrived = provider.incoming(webhook, sender="0412 345 678", body="Is Friday on?")
+    assert arrived.status_code == 201, arrived.text
+    came = arrived.json()
+    assert came["known_sender"] and came["handled"] == "turn"
+    real, provider.token = provider.token, "someone-elses-token"
+    assert provider.incoming(webhook, sender=MUM, body="forged").status_code == 401
+    provider.token = real
     answer(world["signed"], came["turn_id"], LONG)
 
     assert len(provider.messages) == 1
