@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
-from brainframe.models import Channel, OutboundMessage
+from brainframe.models import Channel, MatrixRoom, OutboundMessage
 from brainframe.services.ledger.deliveries import (
     outbound_claim,
     outbound_due,
@@ -29,7 +29,14 @@ from brainframe.services.ledger.deliveries import (
 from ..queue import DELIVER_OUTBOUND, enqueue
 from .base import SendFailure
 from .mail import mail_send
-from .matrix import bot_user_id, room_post
+from .matrix import (
+    MatrixUnavailable,
+    bot_user_id,
+    ensure_user,
+    room_invite,
+    room_join,
+    room_post,
+)
 from .sms import sms_send
 
 log = logging.getLogger(__name__)
@@ -42,6 +49,7 @@ def _send(outbound: OutboundMessage) -> tuple[str, bool]:
     if outbound.channel == Channel.EMAIL:
         return mail_send(outbound), False
     if outbound.channel == Channel.CHAT:
+        _bring_in(outbound)
         event_id = room_post(
             user_id=bot_user_id(outbound.agent_id),
             room_id=outbound.address,
@@ -51,6 +59,23 @@ def _send(outbound: OutboundMessage) -> tuple[str, bool]:
         )
         return event_id, True  # the homeserver keeps it in the room: delivered
     raise SendFailure(f"no sender for the {outbound.channel} channel", False)
+
+
+def _bring_in(outbound: OutboundMessage) -> None:
+    """An answer from an agent other than the room's (the ACL routed the message to it): the
+    room's bot invites it, and it joins, before it posts (once; joining again changes nothing)."""
+    room = MatrixRoom.objects.filter(room_id=outbound.address).first()
+    if room is None or room.agent_id == outbound.agent_id:
+        return
+    me = bot_user_id(outbound.agent_id)
+    try:
+        ensure_user(me, outbound.agent.name)  # the invitation must find the account
+        room_invite(inviter=bot_user_id(room.agent_id), room_id=room.room_id, invitee=me)
+        room_join(me, room.room_id, displayname=outbound.agent.name)
+    except MatrixUnavailable as exc:
+        raise SendFailure(str(exc), True) from exc
+    except Exception as exc:  # refused: the post itself will say why
+        log.warning("could not bring %s into %s: %s", me, room.room_id, exc)
 
 
 def outbound_attempt(pk: uuid.UUID | str) -> str:
