@@ -17,7 +17,7 @@ _FORWARD, _REVERSE = append_only_trigger_sql(
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('brainframe', '0039_authority'),
+        ('brainframe', '0040_evidence'),
     ]
 
     operations = [
