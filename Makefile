@@ -35,7 +35,12 @@ $(SECCOMP): broker/handlers/seccomp.py | $(STAMP)
 	@mkdir -p var/bin
 	$(PY) broker/handlers/seccomp.py $@
 
-install: $(STAMP) $(MODEL) $(LANDLOCK) $(SECCOMP)
+# The Matrix homeserver (Synapse) for chat, in a venv of its own: its pins are not ours.
+MATRIX := var/matrix-venv/.installed
+$(MATRIX): requirements/matrix.txt | $(STAMP)
+	$(PY) -m rabs.matrix install
+
+install: $(STAMP) $(MODEL) $(LANDLOCK) $(SECCOMP) $(MATRIX)
 
 # Browser tests drive Debian's chromium (Playwright cannot download browsers here).
 $(CHROMIUM):

@@ -364,6 +364,13 @@ class BrokerClient:
             )
         )
 
+    def yield_turn(self, timeout_s: float = 25.0) -> dict[str, Any]:
+        """End the turn and sleep until new traffic arrives for this agent (a message, a task,
+        an approval decided, a hook's message) or ``timeout_s`` (at most 25) passes:
+        ``{"woke": bool, "traffic": [...]}`` (docs/channels.md)."""
+        body = {"timeout_s": max(0.0, min(25.0, timeout_s))}  # within the client's 30 s
+        return dict(self._json(self.request("POST", "/api/v1/loop/yield/", body)))
+
     # --- the agents ledger (docs/ledgers.md) ----------------------------------------------
 
     def turn_start(

@@ -79,6 +79,7 @@ def _env() -> dict[str, str]:
         "RABS_INDEX_ON_COMMIT": "false",
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "RABS_AGENT_RATE": "10000000/min",  # the drills' load is not what is being limited
+        "RABS_LOOP_LATCH_CALLS": "100000000",  # nor is it a loop without input
     }
 
 

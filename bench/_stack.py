@@ -92,6 +92,8 @@ def running_stack(agents: list[str], *, web: int = 2, name: str = "stack") -> It
         "RABS_WEB_PROCESSES": str(web),
         "RABS_WORKER_PROCESSES": "1",
         "RABS_AGENT_RATE": "10000000/min",
+        # Counted as in production, never reached: a load is not a loop without input.
+        "RABS_LOOP_LATCH_CALLS": "100000000",
         "RABS_INDEX_ON_COMMIT": "false",
         "RABS_BENCH_ENDPOINTS": "true",
         "RABS_ADMIN_CREDENTIALS_FILE": str(ROOT / "var" / "bench" / f"{name}-admin.json"),

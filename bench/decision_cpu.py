@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
 os.environ.update(
     RABS_AGENT_RATE="10000000/min",
+    RABS_LOOP_LATCH_CALLS="100000000",  # counted as in production, never reached
     RABS_INDEX_ON_COMMIT="false",
     DJANGO_DEBUG="false",
     DJANGO_ALLOWED_HOSTS="testserver",

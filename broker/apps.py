@@ -24,6 +24,8 @@ class BrokerConfig(AppConfig):
         # drf-spectacular learns of an extension when its class is defined (RABS-HMAC's).
         from .api import schema  # noqa: F401
         from .audit.checkpoints import checkpoint_write
+        from .channels import replies
+        from .channels.delivery import deliveries_run
         from .handlers import (
             api,
             demo,
@@ -35,6 +37,7 @@ class BrokerConfig(AppConfig):
             system,
             upstream,
         )
+        from .pipeline.outbound import consent_decider_register
         from .services.approvals import approvals_expire, approvals_recover
         from .services.execution import calls_interrupted_seal
         from .services.hook_calls import hook_invoke
@@ -52,6 +55,8 @@ class BrokerConfig(AppConfig):
         function.functions_register(demo.CALLABLES)
         function.functions_register(native.CALLABLES)
         function.functions_register(system.CALLABLES)
+        function.functions_register(replies.CALLABLES)
+        consent_decider_register(replies.REPLY_TOOL, replies.reply_consent)
 
         def checkpoint_job(day: date, reason: str = "beat") -> Any:
             written = checkpoint_write(reason=reason)
@@ -72,3 +77,7 @@ class BrokerConfig(AppConfig):
         job_register("checkpoint", checkpoint_job)
         job_register("checkpoint_shutdown", lambda day: checkpoint_job(day, "shutdown"))
         job_register("relist_upstreams", lambda day: upstreams_relist())
+        job_register(
+            "deliver_replies",
+            lambda day: {**deliveries_run(), "submitted": replies.replies_sweep()},
+        )

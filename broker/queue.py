@@ -7,5 +7,6 @@ from brainframe.queue import enqueue
 # broker/tasks.py
 EXECUTE_APPROVED_CALL = "broker.tasks.execute_approved_call"
 NOTIFY_APPROVAL = "broker.tasks.notify_approval"
+DELIVER_OUTBOUND = "broker.tasks.deliver_outbound"
 
-__all__ = ["EXECUTE_APPROVED_CALL", "NOTIFY_APPROVAL", "enqueue"]
+__all__ = ["DELIVER_OUTBOUND", "EXECUTE_APPROVED_CALL", "NOTIFY_APPROVAL", "enqueue"]

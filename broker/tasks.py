@@ -10,6 +10,7 @@ from django.db import DatabaseError
 
 from brainframe.models import ApprovalRequest
 
+from .channels.delivery import outbound_attempt
 from .services.execution import approved_call_execute
 from .services.notifications import approval_notify, notify_enqueue
 
@@ -33,3 +34,9 @@ def notify_approval(approval_id: str, event: str, channel: str | None = None) ->
         return {"event": event, "fanned_out": True}
     approval = ApprovalRequest.objects.select_related("tool", "agent").get(pk=approval_id)
     return approval_notify(approval=approval, event=event, channel=channel)
+
+
+@shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=5)
+def deliver_outbound(outbound_id: str) -> str:
+    """One attempt at a message sent on a channel (its retries are the sweep's)."""
+    return outbound_attempt(outbound_id)

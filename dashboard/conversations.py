@@ -1,6 +1,8 @@
-"""The board's conversations (docs/ledgers.md): sessions and threads, one thread's turns with
-their messages, tool calls and approvals inline (compactions folded), and the tree of who
-delegated what. Live: a conversation event for the open thread reloads its turns."""
+"""The board's conversations (docs/ledgers.md, docs/channels.md): sessions and threads, one
+thread's turns with their messages, tool calls and approvals inline (compactions folded), each
+answer's delivery on its channel, a Matrix room's chat read straight from the homeserver with a
+chat box to post in it, and the tree of who delegated what. Live: a conversation event for the
+open thread reloads its turns (and its chat)."""
 
 from __future__ import annotations
 
@@ -11,16 +13,25 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
 
 from brainframe.models import (
     ApprovalRequest,
     Delegation,
     LedgerEvent,
+    MatrixRoom,
+    OutboundMessage,
     Session,
     Thread,
     ToolCall,
     Turn,
 )
+from brainframe.services.ledger.formatting import markdown_html
+from broker.channels.base import SendFailure
+from broker.channels.chat import chat_human_post
+from broker.channels.matrix import MatrixUnavailable, bot_user_id, room_messages
+from broker.services.approvals import reviewer_groups
 
 TURNS_PER_PAGE = 50
 
@@ -62,7 +73,9 @@ def delegation_tree(limit: int = 200) -> list[dict[str, Any]]:
 
 
 @login_required
-def conversation_page(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+def conversation_page(
+    request: HttpRequest, thread_id: uuid.UUID, *, partial: bool = False
+) -> HttpResponse:
     thread = get_object_or_404(Thread.objects.select_related("agent", "parent"), pk=thread_id)
     turns = Turn.objects.filter(thread=thread).order_by("seq").prefetch_related("messages")
     paginator = Paginator(turns, TURNS_PER_PAGE, allow_empty_first_page=True)
@@ -75,10 +88,13 @@ def conversation_page(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
             number = paginator.num_pages
     page = paginator.page(number)
     rows = list(page.object_list)
+    room = MatrixRoom.objects.filter(session__thread=thread).select_related("agent").first()
     context = {
         "thread": thread,
         "page": page,
         "turns": _turn_rows(rows),
+        "room": room,
+        "chat": _chat(room) if room is not None and number == paginator.num_pages else None,
         "sessions": list(thread.sessions.select_related("person")),
         "delegations": list(
             Delegation.objects.filter(thread=thread).select_related("manager", "call")
@@ -89,10 +105,47 @@ def conversation_page(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
     }
     template = (
         "dashboard/partials/conversation_turns.html"
-        if request.GET.get("partial")
+        if partial or request.GET.get("partial")
         else "dashboard/conversation.html"
     )
     return render(request, template, context)
+
+
+def _chat(room: MatrixRoom) -> dict[str, Any]:
+    """The room's latest messages, read from the homeserver as the room's bot reads them (the
+    control plane keeps no copy of the chat beyond the ledgers)."""
+    try:
+        lines = room_messages(user_id=bot_user_id(room.agent_id), room_id=room.room_id)
+    except MatrixUnavailable as exc:
+        return {"error": str(exc), "lines": []}
+    except Exception as exc:  # the homeserver down or refusing: the page still shows the rest
+        return {"error": f"the homeserver could not be read: {exc}", "lines": []}
+    # An agent's Markdown as our renderer makes it (raw HTML escaped); people's text as text.
+    shown = [
+        {"line": line, "html": mark_safe(markdown_html(line.body)) if line.ours else ""}
+        for line in lines
+    ]
+    return {"error": "", "lines": shown}
+
+
+@login_required
+@require_POST
+def conversation_chat(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """The chat box: a reviewer or staff member posts in the conversation's room as
+    themselves (``chat.human.post``); it comes back from the homeserver as their message."""
+    room = get_object_or_404(
+        MatrixRoom.objects.select_related("session"), session__thread=thread_id
+    )
+    if not (request.user.is_staff or reviewer_groups(request.user)):
+        return HttpResponse("only staff and reviewers post from the board", status=403)
+    text = (request.POST.get("text") or "").strip()
+    if not text or len(text) > 4000:
+        return HttpResponse("write 1 to 4000 characters", status=400)
+    try:
+        chat_human_post(user=request.user, room=room, text=text)  # type: ignore[arg-type]
+    except (SendFailure, MatrixUnavailable) as exc:
+        return HttpResponse(f"not posted: {exc}", status=502)
+    return conversation_page(request, thread_id, partial=True)
 
 
 def _turn_rows(turns: list[Turn]) -> list[dict[str, Any]]:
@@ -116,6 +169,11 @@ def _turn_rows(turns: list[Turn]) -> list[dict[str, Any]]:
         "id", "tool_call_id", "status", "decided_by__username", "decision_reason"
     ):
         approvals.setdefault(a["tool_call_id"], []).append(dict(a))
+    deliveries: dict[Any, list[OutboundMessage]] = {}
+    for outbound in OutboundMessage.objects.filter(turn__in=[t.pk for t in turns]).order_by(
+        "created_at"
+    ):
+        deliveries.setdefault(outbound.turn_id, []).append(outbound)
     origins = {
         e["origin_id"]: e
         for e in LedgerEvent.objects.filter(
@@ -134,6 +192,7 @@ def _turn_rows(turns: list[Turn]) -> list[dict[str, Any]]:
                     if c in calls
                 ],
                 "event": origins.get(t.origin_id),
+                "deliveries": deliveries.get(t.pk, []),
             }
         )
     return rows

@@ -49,6 +49,11 @@ urlpatterns = [
         conversations.conversation_page,
         name="conversation",
     ),
+    path(
+        "conversations/<uuid:thread_id>/chat/",
+        conversations.conversation_chat,
+        name="conversation-chat",
+    ),
     path("hooks/<uuid:hook_id>/<str:action>/", pages.hook_action, name="hook-action"),
     path("preferences/digest/", approvals.digest_preference, name="digest-preference"),
     path("council/", views.council, name="council"),

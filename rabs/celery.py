@@ -74,6 +74,13 @@ app.conf.beat_schedule = {
         "args": ("send_digests",),
         "options": {"expires": 55},
     },
+    # Answers and posts on their channels: attempts that are due, lost submissions (15 s).
+    "deliver-replies": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 15.0,
+        "args": ("deliver_replies",),
+        "options": {"expires": 14},
+    },
     # Each agent supervisor's health, for the board.
     "check-supervisors": {
         "task": "brainframe.tasks.run_scheduled_job",

@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from rabs import matrix
 from rabs.embedded import ensure_services, var_dir
 from rabs.procs import die_with_parent
 
@@ -106,6 +107,9 @@ def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Itera
     """Run ``python -m rabs.devstack`` in the background with ``env`` (which names the port in
     ``RABS_PORT``), its output in ``log``; yields the base URL once ``/healthz`` answers,
     and stops everything it started on exit. For tests and benchmarks of the whole stack."""
+    # No homeserver unless the caller asks for one: it is the chat tests' own (and the
+    # data directory under var/ is one homeserver's at a time).
+    env = {"RABS_MATRIX_EMBEDDED": "false", **env}
     if not env.get("RABS_BEAT_SCHEDULE"):  # a fresh one next to the log
         schedule = log.with_name(f"{log.stem}-beat-schedule")
         for suffix in ("", ".db", ".dat", ".dir", ".bak"):  # shelve's files, by its backend
@@ -160,6 +164,9 @@ def main() -> int:
 
     host = env.get("RABS_HOST", "127.0.0.1")
     port = env.get("RABS_PORT", "8000")
+    homeserver = matrix.for_stack(env, f"http://{host}:{port}")  # chat (docs/channels.md)
+    if homeserver is not None:
+        env.update(homeserver.env())
     web_processes = int(env.get("RABS_WEB_PROCESSES", "1"))
     worker_processes = int(env.get("RABS_WORKER_PROCESSES", "1"))
     commands: dict[str, list[str]] = {}
@@ -238,7 +245,9 @@ def main() -> int:
             child.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             child.kill()
-    print(f"Stopped {', '.join(children)}.", flush=True)
+    if homeserver is not None:
+        homeserver.stop()
+    print(f"Stopped {', '.join(children)}{', the homeserver' if homeserver else ''}.", flush=True)
     return exit_code  # the embedded servers stop as this process releases its lease
 
 

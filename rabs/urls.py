@@ -10,6 +10,7 @@ from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from broker.api.channel_views import appservice_other, appservice_transaction, appservice_user
 from dashboard.metrics import metrics
 from rabs.health import healthz, healthz_web
 from rabs.signin import AdminSignInForm, SignInForm
@@ -30,6 +31,10 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("healthz/web", healthz_web, name="healthz-web"),
     path("api/v1/", include("broker.api.urls")),
+    # The Matrix homeserver's application-service API (docs/channels.md).
+    path("matrix/_matrix/app/v1/transactions/<str:txn_id>", appservice_transaction),
+    path("matrix/_matrix/app/v1/users/<str:user_id>", appservice_user),
+    re_path(r"^matrix/_matrix/app/v1/(?P<rest>.+)$", appservice_other),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     # Any other address under /api/ answers a JSON 404, like every API error (also in DEBUG).

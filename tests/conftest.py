@@ -8,6 +8,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from brainframe.services.seed import seed_brainframe
 from broker.handlers.function import functions_register
 from rabs.devstack import free_port, start_daphne, wait_until_up
 from rabs.embedded import database_url, var_dir
+from rabs.matrix import Homeserver, Secrets
+from rabs.matrix import start as matrix_start
 from rabs.procs import parent_death_signal
 from tests.signing import SignedClient
 
@@ -46,15 +49,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(autouse=True)
 def fresh_rate_limits() -> None:
-    """Each test starts with the agents' request counters at zero: the counters live in Redis,
-    which outlives a test's database, so a test that sends many requests (schemathesis) would
-    otherwise leave the next one throttled."""
+    """Each test starts with the agents' request counters and loop latches at zero: they live in
+    Redis, which outlives a test's database, so a test that sends many requests (schemathesis)
+    would otherwise leave the next one throttled (or latched)."""
     from django.core.cache import cache
 
     redis = cache.redis()  # type: ignore[attr-defined]
     stale = list(redis.scan_iter(match=cache.make_key("throttle:agent:*")))
     # The model gateway's counters and running spends: a test's budget starts from its records.
     stale += list(redis.scan_iter(match=cache.make_key("llm:*")))
+    stale += list(redis.scan_iter(match=cache.make_key("loop:calls:*")))  # the loop latch
     if stale:
         redis.delete(*stale)
 
@@ -99,8 +103,37 @@ ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 
 
+@dataclass(frozen=True)
+class MatrixPlan:
+    """Where this test process's homeserver will run (started only by tests that need it,
+    ``homeserver``): known before daphne starts, so daphne knows its tokens."""
+
+    data: Path
+    port: int
+    keys: Secrets
+
+    def env(self) -> dict[str, str]:
+        return {
+            "RABS_MATRIX_URL": f"http://127.0.0.1:{self.port}",
+            "RABS_MATRIX_SERVER_NAME": "rabs.local",
+            "RABS_MATRIX_AS_TOKEN": self.keys.as_token,
+            "RABS_MATRIX_HS_TOKEN": self.keys.hs_token,
+        }
+
+
 @pytest.fixture(scope="session")
-def live_server_url(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
+def matrix_plan() -> MatrixPlan:
+    # One data directory per test process, kept between runs (the homeserver's schema is made
+    # once); each parallel process has its own.
+    data = var_dir() / f"matrix-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    data.mkdir(parents=True, exist_ok=True)
+    return MatrixPlan(data, free_port(), Secrets.load_or_make(data))
+
+
+@pytest.fixture(scope="session")
+def live_server_url(
+    django_db_setup: Any, django_db_blocker: Any, matrix_plan: MatrixPlan
+) -> Iterator[str]:
     """daphne serving the app against the test database, for the whole session."""
     db = settings.DATABASES["default"]
     port = free_port()
@@ -111,6 +144,9 @@ def live_server_url(django_db_setup: Any, django_db_blocker: Any) -> Iterator[st
         "REDIS_URL": settings.REDIS.cache,
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DJANGO_DEBUG": "true",
+        # Where the app says it is (status callbacks are signed for this URL).
+        "RABS_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        **matrix_plan.env(),
     }
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / "daphne.log"
@@ -123,3 +159,26 @@ def live_server_url(django_db_setup: Any, django_db_blocker: Any) -> Iterator[st
     yield url
     server.terminate()
     server.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def homeserver(matrix_plan: MatrixPlan, live_server_url: str) -> Iterator[Homeserver]:
+    """A Matrix homeserver (Synapse) for the session, the live server its application service;
+    it dies with this process (``die_with_parent``) if the teardown never runs."""
+    server = matrix_start(
+        data=matrix_plan.data, port=matrix_plan.port, appservice_url=live_server_url
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "matrix-start.txt").write_text(f"{server.started_seconds:.2f} s\n")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def matrix(homeserver: Homeserver, settings: Any, live_server_url: str) -> Homeserver:
+    """The session's homeserver, with this process's settings pointing at it (and at the live
+    server, where providers' callbacks go)."""
+    for key, value in homeserver.env().items():
+        setattr(settings, key, value)
+    settings.RABS_PUBLIC_URL = live_server_url
+    return homeserver

@@ -1,5 +1,6 @@
-"""Local servers for what notifications reach: an SMTP server (the real protocol, as Django's SMTP
-backend speaks it) and a webhook receiver that can fail a number of times first."""
+"""Local servers for what notifications and answers reach: SMTP servers (a small one speaking the
+protocol as Django's SMTP backend does, and aiosmtpd's), and a webhook receiver that can fail a
+number of times first."""
 
 from __future__ import annotations
 
@@ -94,3 +95,35 @@ class WebhookReceiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class MailServer:
+    """A real SMTP server (aiosmtpd) on a local port: keeps (envelope recipients, parsed
+    message) for each message it takes; ``defer_next``: answer that many DATA commands with
+    ``451`` (try again later) first."""
+
+    def __init__(self, defer_next: int = 0) -> None:
+        from aiosmtpd.controller import Controller
+
+        from rabs.devstack import free_port
+
+        self.messages: list[tuple[list[str], Message]] = []
+        self.defer_next = defer_next
+        outer = self
+
+        class Handler:
+            async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+                if outer.defer_next > 0:
+                    outer.defer_next -= 1
+                    return "451 4.3.0 try again later"
+                outer.messages.append(
+                    (list(envelope.rcpt_tos), message_from_bytes(envelope.original_content))
+                )
+                return "250 2.0.0 queued"
+
+        self.port = free_port()
+        self.controller = Controller(Handler(), hostname="127.0.0.1", port=self.port)
+        self.controller.start()
+
+    def close(self) -> None:
+        self.controller.stop()

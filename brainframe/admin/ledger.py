@@ -1,19 +1,18 @@
-"""People and their channel identities, channel adapters, and the two ledgers (read-only here:
-they are written by the broker and verified by ``verify_audit``); delegations and learning cards."""
+"""People and their channel identities, and the two ledgers (read-only here: they are written by
+the broker and verified by ``verify_audit``); delegations and learning cards. Channel adapters and
+what was sent on them: ``channels``."""
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
 from brainframe.models import (
-    ChannelAdapter,
     ChannelIdentity,
     Delegation,
     LearningCard,
@@ -26,7 +25,6 @@ from brainframe.models import (
     TimerTicks,
     Turn,
 )
-from brainframe.services.ledger.channels import token_hash
 from brainframe.services.ledger.ledgers import normalise_address
 
 from .common import ReadOnlyAdmin, ReadOnlyInline
@@ -59,39 +57,6 @@ class PersonAdmin(admin.ModelAdmin):
     search_fields = ("name", "identities__address")
     autocomplete_fields = ("acts_for",)
     inlines = [ChannelIdentityInline]
-
-
-class ChannelAdapterForm(forms.ModelForm):
-    new_token = forms.BooleanField(
-        required=False,
-        help_text="Issue a new bearer token for the provider (shown once, after saving).",
-    )
-
-    class Meta:
-        model = ChannelAdapter
-        fields = ("name", "channel", "agent", "max_length", "markdown", "active")
-
-
-@admin.register(ChannelAdapter)
-class ChannelAdapterAdmin(admin.ModelAdmin):
-    """Inbound channels: the provider posts each message to /api/v1/channels/<name>/ with the
-    adapter's bearer token."""
-
-    form = ChannelAdapterForm
-    list_display = ("name", "channel", "agent", "max_length", "markdown", "active")
-    list_filter = ("channel", "active")
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        token = None
-        if not change or form.cleaned_data.get("new_token"):
-            token = secrets.token_urlsafe(32)
-            obj.token_hash = token_hash(token)
-        super().save_model(request, obj, form, change)
-        if token:
-            messages.warning(
-                request,
-                f"The provider's bearer token for {obj.name} (shown once): {token}",
-            )
 
 
 @admin.register(LedgerEvent)

@@ -85,7 +85,17 @@ from .bus import (
     publish_after_commit,
     publish_tool_call,
 )
-from .conversations import Compacted, Delegated, MessageReceived, TurnEnded, TurnStarted
+from .conversations import (
+    ChatPosted,
+    Compacted,
+    Delegated,
+    DeliveryChanged,
+    LoopLatched,
+    MessageReceived,
+    TurnEnded,
+    TurnStarted,
+    TurnYielded,
+)
 from .records import (
     PLAN_EVENTS,
     RULE_CODE_PREFIXES,
@@ -172,9 +182,11 @@ __all__ = [
     "CallBlocked",
     "CallEvent",
     "ChainRefused",
+    "ChatPosted",
     "Compacted",
     "CouncilChanged",
     "Delegated",
+    "DeliveryChanged",
     "Escalated",
     "Event",
     "GuardianAssessmentComplete",
@@ -189,6 +201,7 @@ __all__ = [
     "HookReviewed",
     "InboundReceived",
     "LevelChanged",
+    "LoopLatched",
     "MemoryRecorded",
     "MessageReceived",
     "ModelToolCallFlagged",
@@ -208,6 +221,7 @@ __all__ = [
     "ToolFailed",
     "TurnEnded",
     "TurnStarted",
+    "TurnYielded",
     "append_events",
     "call_outcome_event",
     "call_refusal_event",

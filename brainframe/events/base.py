@@ -60,6 +60,10 @@ TURN_STARTED = "conversation:turn_started"
 TURN_ENDED = "conversation:turn_ended"
 COMPACTED = "conversation:compacted"
 DELEGATED = "conversation:delegated"
+DELIVERY_CHANGED = "conversation:delivery_changed"
+CHAT_POSTED = "conversation:chat_posted"
+TURN_YIELDED = "loop:turn_yielded"
+LOOP_LATCHED = "loop:latched"
 
 #: The payload fields that name what an event is about, in order of preference.
 _SUBJECT_FIELDS = (
@@ -74,6 +78,7 @@ _SUBJECT_FIELDS = (
     "hook_id",
     "turn_id",
     "delegation_id",
+    "outbound_id",
     "event_id",
     "o_tag",
 )

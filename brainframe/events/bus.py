@@ -36,7 +36,17 @@ from .board import (
     TaskChanged,
     ToolCallChanged,
 )
-from .conversations import Compacted, Delegated, MessageReceived, TurnEnded, TurnStarted
+from .conversations import (
+    ChatPosted,
+    Compacted,
+    Delegated,
+    DeliveryChanged,
+    LoopLatched,
+    MessageReceived,
+    TurnEnded,
+    TurnStarted,
+    TurnYielded,
+)
 from .records import (
     AlignmentSnapshotted,
     CallBlocked,
@@ -112,6 +122,10 @@ EVENT_TYPES: dict[str, type[Event]] = {
         TurnEnded,
         Compacted,
         Delegated,
+        DeliveryChanged,
+        ChatPosted,
+        TurnYielded,
+        LoopLatched,
     )
 }
 

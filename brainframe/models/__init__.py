@@ -22,6 +22,7 @@ from .audit import (
     ReasonLog,
     ToolCall,
 )
+from .channels import ChannelAdapter, MatrixRoom, OutboundMessage
 from .council import (
     CouncilMember,
     CouncilProposal,
@@ -33,7 +34,6 @@ from .events import SYSTEM_STREAM, EventLogEntry, EventSink
 from .hooks import Hook, HookCursor, HookMessage
 from .ledger import (
     Channel,
-    ChannelAdapter,
     ChannelIdentity,
     Delegation,
     LearningCard,
@@ -119,11 +119,13 @@ __all__ = [
     "LedgerEvent",
     "MCPUpstream",
     "MacRule",
+    "MatrixRoom",
     "Message",
     "ModelPrice",
     "MonitoringLevelChange",
     "NotificationDelivery",
     "OriginRegistry",
+    "OutboundMessage",
     "Person",
     "PlanRecord",
     "PrimeDirective",

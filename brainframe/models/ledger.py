@@ -99,29 +99,6 @@ class ChannelIdentity(models.Model):
         return f"{self.channel}:{self.address}"
 
 
-class ChannelAdapter(models.Model):
-    """An inbound channel: the provider posts each message to ``/api/v1/channels/<name>/`` with
-    its bearer token; the adapter normalises it and hands it to its agent."""
-
-    name = models.SlugField(max_length=60, unique=True)
-    channel = models.CharField(max_length=8, choices=Channel.choices)
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="channel_adapters")
-    token_hash = models.CharField(max_length=64, help_text="SHA-256 of the provider's token.")
-    max_length = models.PositiveIntegerField(
-        default=0, help_text="Longest answer the channel carries (characters; 0: no limit)."
-    )
-    markdown = models.BooleanField(default=False, help_text="The channel renders Markdown.")
-    active = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        db_table = "channel_adapters"
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.channel} → {self.agent_id})"
-
-
 class LedgerEvent(AppendOnlyModel):
     """The events ledger: one external event as it arrived (never compacted, never changed)."""
 
@@ -220,7 +197,11 @@ class Session(models.Model):
     channel = models.CharField(max_length=16, blank=True)
     address = models.CharField(max_length=254, blank=True)
     adapter = models.ForeignKey(
-        ChannelAdapter, on_delete=models.SET_NULL, null=True, blank=True, related_name="sessions"
+        "brainframe.ChannelAdapter",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="sessions",
     )
     person = models.ForeignKey(
         Person, on_delete=models.SET_NULL, null=True, blank=True, related_name="sessions"

@@ -68,6 +68,8 @@ ACL_SCHEMA: dict[str, Any] = {
                         "participant": {"enum": ["own", "any"]},
                         # sender: messages go back to the sender only.
                         "recipient": {"enum": ["sender", "any"]},
+                        # see: answers to them skip the outbound PII filter (docs/channels.md).
+                        "personal_info": {"enum": ["see", "redact"]},
                     },
                 },
             },

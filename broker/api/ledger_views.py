@@ -8,6 +8,7 @@ import json
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -15,7 +16,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from brainframe.models import Thread, Turn
+from brainframe.models import ChannelAdapter, Thread, Turn
 from brainframe.services.ledger.channels import adapter_authenticate
 from brainframe.services.ledger.conversations import (
     compact,
@@ -28,6 +29,8 @@ from brainframe.services.ledger.ledgers import LedgerRefusal
 from brainframe.services.ledger.transcripts import thread_context, turn_as_dict
 from brainframe.services.ledger.turns import MessageSpec, message_add
 
+from ..channels.replies import reply_submit
+from ..channels.sms import signature_valid
 from ..errors import BrokerRefusal
 from . import serializers as s
 from .views import AgentAPIView
@@ -124,6 +127,7 @@ class TurnCompleteView(AgentAPIView):
             answer=data["answer"],
             tool_calls=list(data.get("tool_calls") or []),
         )
+        reply_submit(turn_id)  # the answer back to the person, as a governed call
         return Response(turn_as_dict(_turn(turn_id, agent)))
 
 
@@ -175,11 +179,14 @@ def channel_inbound(request: HttpRequest, name: str) -> JsonResponse:
     header = request.headers.get("Authorization", "")
     token = header[7:] if header.startswith("Bearer ") else ""
     try:
-        adapter = adapter_authenticate(name, token)
-        try:
-            payload = json.loads(request.body or b"null")
-        except (ValueError, UnicodeDecodeError):
-            return _error(400, "invalid_json", "the body is not JSON")
+        if not token and "X-Twilio-Signature" in request.headers:
+            adapter, payload = _twilio_inbound(request, name)
+        else:
+            adapter = adapter_authenticate(name, token)
+            try:
+                payload = json.loads(request.body or b"null")
+            except (ValueError, UnicodeDecodeError):
+                return _error(400, "invalid_json", "the body is not JSON")
         result = message_receive(adapter, payload)
     except LedgerRefusal as exc:
         return _error(exc.status, exc.code, exc.detail, exc.field)
@@ -195,3 +202,22 @@ def channel_inbound(request: HttpRequest, name: str) -> JsonResponse:
         },
         status=201 if result.created else 200,
     )
+
+
+def _twilio_inbound(request: HttpRequest, name: str) -> tuple[ChannelAdapter, dict[str, Any]]:
+    """An SMS provider speaking Twilio's webhook (docs/channels.md): its form fields, signed
+    with the adapter's auth token for this URL, instead of JSON and a bearer token."""
+    adapter = (
+        ChannelAdapter.objects.select_related("agent")
+        .filter(name=name, active=True, send_via=ChannelAdapter.SendVia.TWILIO)
+        .first()
+    )
+    if adapter is None:
+        raise LedgerRefusal(404, "unknown_channel", f"no active SMS adapter {name!r}")
+    params = {key: request.POST.get(key, "") for key in request.POST}
+    url = settings.RABS_PUBLIC_URL.rstrip("/") + request.get_full_path()
+    if not signature_valid(adapter, url, params, request.headers["X-Twilio-Signature"]):
+        raise LedgerRefusal(401, "bad_signature", "X-Twilio-Signature does not match")
+    payload = {"message_id": params.get("MessageSid", ""), "from": params.get("From", ""),
+               "body": params.get("Body", ""), "to": params.get("To", "")}  # fmt: skip
+    return adapter, payload

@@ -1,8 +1,9 @@
 """The agent API's automation and planning endpoints: hooks (propose, read, enable, disable),
-planner events, discovery over tools and proven plans."""
+planner events, discovery over tools and proven plans, and yielding the turn."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -16,6 +17,7 @@ from brainframe.services.hooks.lifecycle import hook_propose, hook_resource, hoo
 from brainframe.services.memory.discovery import discover
 
 from ..errors import BrokerRefusal
+from ..services.loop import loop_traffic, yield_finished, yield_started
 from . import serializers as s
 from .views import AgentAPIView
 
@@ -156,3 +158,26 @@ class HookEnableView(HookStateView):
 
 class HookDisableView(HookStateView):
     enable = False
+
+
+class YieldView(AgentAPIView):
+    """``loop.yield_turn`` for signed agents: at most 30 s a request (a thread waits with it;
+    over MCP the wait holds no thread and may be longer)."""
+
+    @extend_schema(
+        request=s.YieldSerializer,
+        responses={200: s.YieldAnswerSerializer},
+        summary="End your turn and sleep until new traffic arrives for you (or timeout_s)",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.valid(s.YieldSerializer, request.data)
+        agent = self.agent(request)
+        since = yield_started(agent.agent_id)
+        deadline = time.monotonic() + float(data.get("timeout_s", 25.0))
+        while True:
+            traffic = loop_traffic(agent_id=agent.agent_id, since=since)
+            if traffic or time.monotonic() >= deadline:
+                break
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+        yield_finished(agent.agent_id, since=since, traffic=traffic)
+        return Response({"woke": bool(traffic), "traffic": traffic})

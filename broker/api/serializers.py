@@ -440,3 +440,15 @@ class ThreadContextSerializer(serializers.Serializer):
     summary = serializers.CharField(allow_blank=True)
     compaction = serializers.UUIDField(allow_null=True)
     turns = TurnAnswerSerializer(many=True)
+
+
+# --- the loop (docs/channels.md) ------------------------------------------------------------------
+
+
+class YieldSerializer(StrictSerializer):
+    timeout_s = serializers.FloatField(required=False, min_value=0, max_value=30)
+
+
+class YieldAnswerSerializer(serializers.Serializer):
+    woke = serializers.BooleanField(help_text="Something arrived (else the time ran out).")
+    traffic = serializers.ListField(child=serializers.DictField())

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import ledger_views, loop_views, review, views
+from . import channel_views, ledger_views, loop_views, review, views
 
 app_name = "broker"
 
@@ -51,7 +51,9 @@ urlpatterns = [
         name="thread-context",
     ),
     path("channels/<slug:name>/", ledger_views.channel_inbound, name="channel-inbound"),
+    path("channels/<slug:name>/status/", channel_views.channel_status, name="channel-status"),
     path("discover/", loop_views.DiscoverView.as_view(), name="discover"),
+    path("loop/yield/", loop_views.YieldView.as_view(), name="loop-yield"),
     path("hooks/", loop_views.HooksView.as_view(), name="hooks"),
     path("hooks/<uuid:hook_id>/", loop_views.HookDetailView.as_view(), name="hook"),
     path("hooks/<uuid:hook_id>/enable/", loop_views.HookEnableView.as_view(), name="hook-enable"),

@@ -14,6 +14,7 @@ from brainframe.services.ledger.ledgers import LedgerRefusal
 from brainframe.services.ledger.transcripts import thread_context, turn_as_dict
 from brainframe.services.ledger.turns import MessageSpec, message_add
 
+from ..channels.replies import reply_submit
 from ..errors import BrokerRefusal
 from .results import json_text, refusal_result
 
@@ -202,6 +203,7 @@ def call(agent: Agent, name: str, arguments: dict[str, Any]) -> types.CallToolRe
                 answer=_text(arguments, "answer", blank=True),
                 tool_calls=[c for c in calls if c is not None],
             )
+            reply_submit(turn_id)  # the answer back to the person, as a governed call
             return _turn_answer(turn_id, agent)
         if name == "ledger.compact":
             thread_id = _uuid(arguments, "thread")

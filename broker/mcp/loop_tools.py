@@ -1,6 +1,7 @@
 """The agent's own tools on the MCP face beside its registry tools: ``rabs.discover`` (tools and
 proven plans for a goal), ``loop.enable_hook`` and ``loop.hook_state`` (seed 003's hook manager),
-and the agents ledger's ``ledger.*`` (``broker/mcp/ledger_tools.py``).
+``loop.yield_turn`` (seed 004: answered by the server, which sleeps without a thread), and the
+agents ledger's ``ledger.*`` (``broker/mcp/ledger_tools.py``).
 Each answers as its REST endpoint does."""
 
 from __future__ import annotations
@@ -23,6 +24,22 @@ from .results import json_text, refusal_result
 DISCOVER = "rabs.discover"
 ENABLE_HOOK = "loop.enable_hook"
 HOOK_STATE = "loop.hook_state"
+YIELD_TURN = "loop.yield_turn"
+
+YIELD_TOOL = types.Tool(
+    name=YIELD_TURN,
+    title="Yield your turn",
+    description="End your turn and sleep until something new arrives for you: a person's "
+    "message, a task, a reviewer's decision on one of your calls, a hook's message. Answers what "
+    "arrived (empty when timeout_s passed first). Yield whenever you have nothing left to do: "
+    "calling tools on and on with no new input trips the loop latch (loop_latched).",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"timeout_s": {"type": "number", "minimum": 0, "maximum": 600}},
+    },
+    annotations=types.ToolAnnotations(read_only_hint=True),
+)
 
 
 DISCOVER_TOOL = types.Tool(
@@ -89,7 +106,7 @@ HOOK_TOOLS = [
     ),
 ]
 HOOK_TOOL_NAMES = frozenset(t.name for t in HOOK_TOOLS)
-TOOLS = [DISCOVER_TOOL, *HOOK_TOOLS, *ledger_tools.TOOLS]
+TOOLS = [DISCOVER_TOOL, *HOOK_TOOLS, YIELD_TOOL, *ledger_tools.TOOLS]
 NAMES = frozenset(t.name for t in TOOLS)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import mcp_types as types
@@ -24,12 +25,14 @@ from brainframe.models import Agent
 from brainframe.services.access.credentials import TokenRefused
 
 from ..errors import BrokerRefusal
+from ..services.loop import loop_traffic, yield_finished, yield_started
 from . import face, loop_tools, results
 
 #: The ASGI scope key under which the gateway leaves the request's ``face.Caller``.
 AGENT_SCOPE_KEY = "rabs.agent"
 NOT_AUTHENTICATED = -32001
 POLL_SECONDS = 0.25
+YIELD_POLL_SECONDS = 0.5
 
 _threads = ThreadPoolExecutor(max_workers=settings.RABS_MCP_THREADS, thread_name_prefix="mcp")
 
@@ -81,6 +84,8 @@ async def call_tool(
     arguments = params.arguments or {}
     if params.name in face.FOLLOW_UP_NAMES:
         return await _follow_up(await _agent(ctx), params.name, arguments)
+    if params.name == loop_tools.YIELD_TURN:
+        return await _yield(await _agent(ctx), arguments)
     if params.name in loop_tools.NAMES:
         return await _run(loop_tools.call, await _agent(ctx), params.name, arguments)
     meta: dict[str, Any] = dict(params.meta) if params.meta else {}
@@ -96,6 +101,32 @@ async def call_tool(
         waited = await _wait(agent, submitted.approval_id, face.approval_wait_seconds())
         answer = waited or answer
     return face.tool_result(answer)
+
+
+async def _yield(agent: Agent, arguments: dict[str, Any]) -> types.CallToolResult:
+    """``loop.yield_turn``: sleep (on this event loop, no thread held) until new traffic for the
+    agent or the timeout; a turn boundary either way."""
+    ceiling = float(settings.RABS_LOOP_YIELD_MAX_SECONDS)
+    timeout = arguments.get("timeout_s", ceiling)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
+        return results.refusal_result(
+            BrokerRefusal(400, "invalid_arguments", "timeout_s is a number of seconds",
+                          field="timeout_s")
+        )  # fmt: skip
+    since = yield_started(agent.agent_id)
+    deadline = time.monotonic() + min(float(timeout), ceiling)
+    while True:
+        look = partial(loop_traffic, agent_id=agent.agent_id, since=since)
+        traffic = await _run(face.on_worker_thread(look))
+        if traffic or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(min(YIELD_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+    done = partial(yield_finished, agent.agent_id, since=since, traffic=traffic)
+    await _run(face.on_worker_thread(done))
+    body = {"woke": bool(traffic), "traffic": traffic}
+    return types.CallToolResult(
+        content=[types.TextContent(text=results.json_text(body))], structured_content=body
+    )
 
 
 async def _follow_up(agent: Agent, name: str, arguments: dict[str, Any]) -> types.CallToolResult:

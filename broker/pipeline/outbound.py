@@ -9,6 +9,8 @@ is scanned; detected PII is replaced by ``<TYPE>`` and each redaction is recorde
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +18,16 @@ from brainframe.models import Tool
 from brainframe.safety.pii import pii_redact
 
 CONSENT_FLAG = "consent_pii"
+
+#: Tools whose recipient the broker works out itself (``channel.reply``), by tool id: the call
+#: id → why the recipient may read personal information ("" when the filter applies). Such a
+#: tool takes no consent flag from the agent.
+ConsentDecider = Callable[[uuid.UUID], str]
+CONSENT_DECIDERS: dict[str, ConsentDecider] = {}
+
+
+def consent_decider_register(tool_id: str, decider: ConsentDecider) -> None:
+    CONSENT_DECIDERS[tool_id] = decider
 
 
 class OutboundFilterUnavailable(Exception):
@@ -48,13 +60,19 @@ def _redact(value: Any, path: str, redactions: list[dict[str, Any]]) -> Any:
     return value
 
 
-def prepare_outbound(*, tool: Tool, arguments: dict[str, Any]) -> Outbound:
+def prepare_outbound(
+    *, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID | None = None
+) -> Outbound:
     if not is_external(tool):
         return Outbound(arguments=arguments)
-    if arguments.get(CONSENT_FLAG) is True:
-        return Outbound(arguments=arguments, consented=True)
+    decider = CONSENT_DECIDERS.get(tool.tool_id)
     redactions: list[dict[str, Any]] = []
     try:
+        if decider is not None:
+            if call_id is not None and decider(call_id):
+                return Outbound(arguments=arguments, consented=True)
+        elif arguments.get(CONSENT_FLAG) is True:
+            return Outbound(arguments=arguments, consented=True)
         redacted = _redact(arguments, "", redactions)
     except Exception as exc:  # the filter is our dependency: fail closed
         raise OutboundFilterUnavailable(f"outbound PII filter unavailable: {exc}") from exc

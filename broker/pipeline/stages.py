@@ -23,11 +23,13 @@ from brainframe.services.access.grants import GRANT_TOOL
 from brainframe.services.access.standing import ROUTINE_REVIEW, standing_match
 from brainframe.services.work.delegation import delegation_managers
 
+from ..errors import BrokerRefusal
 from ..registry import tool_upstream_checked
 from ..upstream_client import UpstreamTimeout, UpstreamUnavailable
 from . import threat
 from .context import CallContext, Finding, Outcome, Verdict
 from .gate import gate_decide
+from .latch import latch_check
 from .validation import Validators, schema_validators_by_key
 
 Stage = Callable[[CallContext], Verdict | None]
@@ -55,6 +57,23 @@ def _upstream_unchanged(tool: Tool) -> Verdict | None:
     if problem is None:
         return None
     return Verdict(Outcome.DENY, "upstream_tool_changed", f"{tool.tool_id}: {problem}")
+
+
+def check_loop_latch(ctx: CallContext) -> Verdict | None:
+    """The loop latch (``latch``): an agent calling on and on with no new input is stopped.
+    Not in a what-if replay (``as_of``): the latch counts live calls, not history. If the
+    counter cannot be reached, nothing is decided (503, like the rate limiter)."""
+    if ctx.as_of is not None:
+        return None
+    try:
+        why = latch_check(ctx.agent.agent_id)
+    except Exception as exc:
+        raise BrokerRefusal(
+            503, "loop_latch_unavailable", "cannot count the agent's calls right now; retry"
+        ) from exc
+    if why:
+        return Verdict(Outcome.DENY, "loop_latched", why)
+    return None
 
 
 def check_allowlist(ctx: CallContext) -> Verdict | None:
@@ -180,8 +199,9 @@ def _depth_verdict(tool: Tool, depth: int) -> Verdict | None:
 
 
 #: The broker's own tools an ACL does not limit: a worker's calls carry the same principal and
-#: are checked the same way; asking for a grant is how a person gets more.
-ACL_EXEMPT = frozenset({DELEGATE_TOOL, GRANT_TOOL})
+#: are checked the same way; asking for a grant is how a person gets more; a reply goes only to
+#: the person whose message the ACL already let in, on the channel it came by.
+ACL_EXEMPT = frozenset({DELEGATE_TOOL, GRANT_TOOL, "channel.reply"})
 
 
 def check_principal(ctx: CallContext) -> Verdict | None:
@@ -416,6 +436,7 @@ def gate(ctx: CallContext) -> Verdict:
 
 STAGES: tuple[Stage, ...] = (
     resolve_tool,
+    check_loop_latch,
     check_allowlist,
     check_permission_tier,
     check_delegation,

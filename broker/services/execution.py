@@ -60,7 +60,7 @@ def call_run(
     """The outbound PII filter, then the handler (if the filter cannot run, nothing is sent and
     the call fails: fail closed). Nothing is written here."""
     try:
-        outbound = prepare_outbound(tool=tool, arguments=arguments)
+        outbound = prepare_outbound(tool=tool, arguments=arguments, call_id=call_id)
     except OutboundFilterUnavailable as exc:
         return Ran(ToolCall.Outcome.FAILED, None, str(exc), 0)
     result = run_handler(tool=tool, arguments=outbound.arguments, call_id=call_id)

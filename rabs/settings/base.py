@@ -243,6 +243,24 @@ RABS_GRANT_MAX_HOURS = env.float("RABS_GRANT_MAX_HOURS", default=72.0)
 # Model budgets (docs/llm-gateway.md): what a request that names no max_tokens may write, for
 # the worst-case cost reserved against a budget while it runs.
 RABS_LLM_DEFAULT_MAX_OUTPUT_TOKENS = env.int("RABS_LLM_DEFAULT_MAX_OUTPUT_TOKENS", default=4096)
+# Channels both ways (docs/channels.md): an SMS answer is cut to this many segments, with this
+# marker; a reply is tried this many times, the first retry after RETRY seconds, doubling;
+# each attempt waits at most SEND_TIMEOUT seconds for the provider.
+RABS_SMS_MAX_SEGMENTS = env.int("RABS_SMS_MAX_SEGMENTS", default=3)
+RABS_SMS_TRUNCATION_MARKER = env.str("RABS_SMS_TRUNCATION_MARKER", default=" (cut short)")
+RABS_REPLY_MAX_ATTEMPTS = env.int("RABS_REPLY_MAX_ATTEMPTS", default=6)
+RABS_REPLY_RETRY_SECONDS = env.float("RABS_REPLY_RETRY_SECONDS", default=15.0)
+RABS_REPLY_SEND_TIMEOUT_SECONDS = env.float("RABS_REPLY_SEND_TIMEOUT_SECONDS", default=10.0)
+# The Matrix homeserver chat lives in (docs/channels.md): `make run` starts an embedded one and
+# sets these; or name an existing one, with the tokens of the registration installed there.
+RABS_MATRIX_URL = env.str("RABS_MATRIX_URL", default="")
+RABS_MATRIX_SERVER_NAME = env.str("RABS_MATRIX_SERVER_NAME", default="rabs.local")
+RABS_MATRIX_AS_TOKEN = env.str("RABS_MATRIX_AS_TOKEN", default="")
+RABS_MATRIX_HS_TOKEN = env.str("RABS_MATRIX_HS_TOKEN", default="")
+# Yielding the turn (docs/channels.md): the longest loop.yield_turn sleeps, and how many tool
+# calls an agent may make with no new input before the loop latch stops it (0: no latch).
+RABS_LOOP_YIELD_MAX_SECONDS = env.float("RABS_LOOP_YIELD_MAX_SECONDS", default=120.0)
+RABS_LOOP_LATCH_CALLS = env.int("RABS_LOOP_LATCH_CALLS", default=200)
 # Proposed rules (docs/access.md): a pattern seen in this many rejections or refusals in 30 days.
 RABS_RULE_PROPOSAL_MIN = env.int("RABS_RULE_PROPOSAL_MIN", default=5)
 # OpenTelemetry (docs/events.md): OTLP/HTTP export of decision and execution spans and counters

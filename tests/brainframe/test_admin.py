@@ -136,6 +136,14 @@ def populated(seeded: None) -> None:
     )
     message_receive(adapter, {"message_id": "m1", "from": "0412345678", "body": "hello"})
     message_receive(adapter, {"message_id": "m2", "from": "0412345678", "body": "again"})
+    # What was sent back on it, and a Matrix room a bot is in (docs/channels.md).
+    from brainframe.models import MatrixRoom, OutboundMessage
+
+    OutboundMessage.objects.create(
+        call=call, kind="reply", agent=agent, adapter=adapter, channel="sms",
+        address="+61412345678", body="hello henry",
+    )  # fmt: skip
+    MatrixRoom.objects.create(room_id="!henry:rabs.local", agent=agent, adapter=adapter)
     timer_tick()
     Delegation.objects.create(
         manager=Agent.objects.get(agent_id="reggie"),

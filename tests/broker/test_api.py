@@ -48,6 +48,9 @@ def test_tools_lists_only_what_this_agent_may_call(henry: SignedClient) -> None:
         "rabs.capability.request": ["*"],
         "agent.restart_self": ["*"],
         "agents.delegate": ["*"],
+        "channel.reply": ["*"],
+        "chat.assistant.post": ["*"],
+        "chat.room.read": ["*"],
     }
 
 

@@ -122,6 +122,7 @@ def test_tools_list_is_exactly_the_agents_own(server: str, world: dict[str, Any]
         "rabs.discover",
         "loop.enable_hook",
         "loop.hook_state",
+        "loop.yield_turn",
         "ledger.turn_start",
         "ledger.turn_record",
         "ledger.turn",
