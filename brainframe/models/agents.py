@@ -57,10 +57,10 @@ class Agent(models.Model):
     alignment_score_90d = models.DecimalField(max_digits=5, decimal_places=4, null=True, blank=True)
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     uptime_seconds = models.PositiveBigIntegerField(default=0)
-    # How many of its tasks are in progress (claimed, not finished): kept by a trigger on
-    # agent_tasks, never written by the ORM (``save``). The broker reads the work an agent holds
-    # only when this is not 0 (brainframe.services.access.held).
-    tasks_in_progress = models.PositiveIntegerField(default=0, editable=False)
+    # How many tasks it holds for a person or a manager (in progress, from a person's message or
+    # delegated): kept by a trigger on agent_tasks, never written by the ORM (``save``). The
+    # broker reads the work an agent holds only when this is not 0 (services.access.held).
+    held_tasks = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -87,7 +87,7 @@ class Agent(models.Model):
             kwargs["update_fields"] = [
                 f.name
                 for f in self._meta.concrete_fields
-                if not f.primary_key and f.name != "tasks_in_progress"
+                if not f.primary_key and f.name != "held_tasks"
             ]
         super().save(*args, **kwargs)
 

@@ -115,10 +115,10 @@ def prepare(
         ctx.delegation = delegation_of_task(ctx.task.pk)
     # A chain that names no person, or no delegated work, is decided under what the agent
     # holds (docs/access.md, "Authority is derived"): one indexed query, only when the agent's
-    # row (checked by the decision's statement when it came from memory) says it holds any.
+    # row (checked by the decision's statement when it came from memory) counts any.
     if (
         ctx.tool is not None
-        and agent.tasks_in_progress
+        and agent.held_tasks
         and (ctx.principal is None or ctx.delegation is None)
     ):
         ctx.held = held_work(agent)
