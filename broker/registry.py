@@ -35,6 +35,7 @@ from brainframe.models import (
 )
 from brainframe.services.access.acl import acl_specs
 from brainframe.services.registry.policies import governing_policy
+from brainframe.services.registry.tools import mcp_names
 
 from .upstream_client import upstream_current
 
@@ -83,6 +84,20 @@ class Snapshot:
     # Filled as calls name them; an unknown tool id is not remembered.
     _tools: dict[str, Tool] = field(default_factory=dict)
     _governing: dict[str, ValidationPolicy | None] = field(default_factory=dict)
+    # Every registry id's name on the MCP face, and back (read on first use).
+    _mcp: tuple[dict[str, str], dict[str, str]] | None = None
+
+    def mcp_names(self, reserved: frozenset[str]) -> tuple[dict[str, str], dict[str, str]]:
+        """(registry id → MCP name, MCP name → registry id) for every tool of the registry,
+        the broker's own tools' names ``reserved`` (``mcp_names``)."""
+        found = self._mcp
+        if found is None:
+            ids = Tool.objects.values_list("tool_id", flat=True)
+            names = mcp_names(ids, reserved=reserved)
+            found = (names, {name: tool_id for tool_id, name in names.items()})
+            if self.token is not None:
+                self._mcp = found
+        return found
 
     def tool(self, tool_id: str) -> Tool | None:
         """The registry entry (a copy the caller may change), or None. A tool that forwards to

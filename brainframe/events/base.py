@@ -16,6 +16,13 @@ from brainframe.models import SYSTEM_STREAM
 #: The Channels group every open board joins.
 BOARD_GROUP = "board"
 
+
+def agent_group(agent_id: str) -> str:
+    """The Channels group that hears the events about one agent's calls (its approvals): its
+    open MCP sessions join it. Group names allow ASCII letters, digits, ``-_.`` only."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in agent_id)
+    return f"agent.{safe}"[:99]
+
 # --- Event names (the only place they are spelled) ---------------------------------------------
 # ``family:name``; the family (before the colon) is what the board's feed and the sinks filter on.
 TOOL_CALL = "tool_call"  # the board's row of a call (not kept: the executor/governance events are)

@@ -19,7 +19,7 @@ from django.utils import timezone
 from brainframe.models import ToolCall
 from brainframe.telemetry import events_observed
 
-from .base import BOARD_GROUP, Event
+from .base import BOARD_GROUP, Event, agent_group
 from .board import (
     AgentChanged,
     AgentStatusChanged,
@@ -224,6 +224,8 @@ class _Outbox:
                 events = [item for items, _ in batch for item in items]
                 try:
                     await layer.group_send(BOARD_GROUP, {"type": "board.events", "events": events})
+                    for group, about in _agent_events(events).items():
+                        await layer.group_send(group, {"type": "agent.events", "events": about})
                 except Exception as exc:  # each publisher of the batch is told; the next goes on
                     for _, future in batch:
                         future.set_exception(exc)
@@ -242,6 +244,21 @@ class _Outbox:
 
 
 _outbox = _Outbox()
+
+#: The events also sent to their agent's group (``agent_group``): what an agent's open MCP
+#: sessions are told of (its calls held, decided, expired). Few: not one per call.
+AGENT_EVENTS = frozenset(
+    cls.NAME for cls in (ApprovalCreated, ApprovalDecided, ApprovalEscalated, ApprovalExpired)
+)
+
+
+def _agent_events(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for item in events:
+        if item.get("event") in AGENT_EVENTS:
+            agent_id = str(item.get("payload", {}).get("agent_id", ""))
+            grouped.setdefault(agent_group(agent_id), []).append(item)
+    return grouped
 
 
 def publish(*events: Event) -> Future[Any] | None:

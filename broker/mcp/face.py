@@ -22,12 +22,13 @@ from brainframe.selectors import tools_for_agent
 from brainframe.services.access.credentials import Bearer, TokenRefused, agent_token_bearer
 from brainframe.services.hooks.lifecycle import hook_resource
 from brainframe.services.memory.context import directives_preamble
+from brainframe.services.registry.tools import mcp_name_plain
 
 from ..audit.hashing import canonical_json
 from ..errors import BrokerRefusal
 from ..pipeline.context import CallRequest
 from ..services.calls import CallAnswer, call_answer, tool_call_submit_admitted
-from . import loop_tools
+from . import loop_tools, names
 from .results import json_text
 
 #: Keys an MCP client may put in a ``tools/call`` request's ``_meta`` (the Tag Trinity and the
@@ -124,7 +125,7 @@ def _annotations(tool: Tool) -> types.ToolAnnotations:
         or tool.permission_tier == PermissionTier.WRITE_DESTRUCTIVE
     )
     return types.ToolAnnotations(
-        title=_title(tool),
+        title=tool.tool_id,
         read_only_hint=read,
         destructive_hint=None if read else destructive,
         idempotent_hint=True if tool.idempotent else None,
@@ -132,18 +133,16 @@ def _annotations(tool: Tool) -> types.ToolAnnotations:
     )
 
 
-def _title(tool: Tool) -> str:
-    return tool.tool_id.replace(".", " ").replace("_", " ").capitalize()
-
-
-def mcp_tool(tool: Tool) -> types.Tool:
+def mcp_tool(tool: Tool, name: str) -> types.Tool:
+    """A registry tool as listed: its MCP ``name``, its registry id as title and in ``_meta``."""
     return types.Tool(
-        name=tool.tool_id,
-        title=_title(tool),
+        name=name,
+        title=tool.tool_id,
         description=tool.description or tool.tool_id,
         input_schema=tool.input_schema or {"type": "object"},
         output_schema=tool.output_schema or None,
         annotations=_annotations(tool),
+        meta={names.META_TOOL_ID: tool.tool_id},
     )
 
 
@@ -179,15 +178,30 @@ FOLLOW_UP_TOOLS = [
     ),
 ]
 FOLLOW_UP_NAMES = frozenset(t.name for t in FOLLOW_UP_TOOLS)
+#: The broker's own tools under their MCP names (``rabs_approval_wait`` …).
+BUILTINS = names.Builtins([*FOLLOW_UP_TOOLS, *loop_tools.TOOLS])
+APPROVAL_WAIT_NAME = mcp_name_plain(APPROVAL_WAIT)
+APPROVAL_STATUS_NAME = mcp_name_plain(APPROVAL_STATUS)
 
 
 @on_worker_thread
 def tools_list(agent: Agent) -> list[types.Tool]:
-    """Exactly the agent's allowlisted, enabled tools, then the follow-up tools."""
-    return [mcp_tool(tool) for tool in tools_for_agent(agent)] + [
-        *FOLLOW_UP_TOOLS,
-        *loop_tools.TOOLS,
-    ]
+    """Exactly the agent's allowlisted, enabled tools, then the broker's own tools, each
+    under its MCP name."""
+    tools = list(tools_for_agent(agent))
+    by_id = names.registry_names(BUILTINS.reserved, current=False)[0]
+    if any(tool.tool_id not in by_id for tool in tools):  # added since the snapshot was read
+        by_id = names.registry_names(BUILTINS.reserved, current=True)[0]
+    return [mcp_tool(t, by_id.get(t.tool_id, mcp_name_plain(t.tool_id))) for t in tools] + (
+        BUILTINS.tools
+    )
+
+
+def resolve_name(name: str) -> str:
+    """The dotted id of the tool a ``tools/call`` names (its MCP name or its id): one of the
+    broker's own tools, else a registry id (or the name as given, which the pipeline refuses
+    as it refuses any unknown tool)."""
+    return BUILTINS.resolve(name) or names.registry_id(name, BUILTINS.reserved)
 
 
 # --- tools/call -------------------------------------------------------------------------------
@@ -272,7 +286,7 @@ def tools_call(
     """Submit the call through the pipeline (audited like any other). A tool that does not exist,
     or is not on this agent's allowlist, raises UnknownTool after the attempt is recorded."""
     try:
-        request = call_request(name, dict(arguments or {}), meta)
+        request = call_request(resolve_name(name), dict(arguments or {}), meta)
     except BrokerRefusal:
         caller.reread()  # refused by what the database says now, if it refuses
         raise
@@ -337,7 +351,7 @@ def tool_result(answer: CallAnswer, *, tool: types.Tool | None = None) -> types.
             f"{body.get('expires_at')})"
         )
         hint = (
-            f"{waiting}. Call {APPROVAL_WAIT} or {APPROVAL_STATUS} with this "
+            f"{waiting}. Call {APPROVAL_WAIT_NAME} or {APPROVAL_STATUS_NAME} with this "
             "approval_id to learn the outcome; do not call the tool again."
         )
         return types.CallToolResult(
@@ -347,7 +361,7 @@ def tool_result(answer: CallAnswer, *, tool: types.Tool | None = None) -> types.
                 "approval_id": body.get("approval_id"),
                 "expires_at": body.get("expires_at"),
                 **({"waiting_for": "worker"} if body.get("waiting_for") else {}),
-                "follow_up": [APPROVAL_WAIT, APPROVAL_STATUS],
+                "follow_up": [APPROVAL_WAIT_NAME, APPROVAL_STATUS_NAME],
                 **tags,
             },
             is_error=True,

@@ -17,11 +17,13 @@ import asyncio
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from brainframe.services.access.credentials import (
@@ -31,7 +33,9 @@ from brainframe.services.access.credentials import (
     agent_token_remembered,
 )
 
+from . import sessions, streams
 from .face import AUTH_UNAVAILABLE, Caller
+from .holding import SESSION_SCOPE_KEY
 from .server import AGENT_SCOPE_KEY, build_server
 
 log = logging.getLogger(__name__)
@@ -96,15 +100,30 @@ async def _buffered(receive: Any, limit: int) -> tuple[bytes | None, Any]:
     return (b"".join(chunks) if not more and size <= limit else None), replay
 
 
-def _is_tool_call(body: bytes | None) -> bool:
-    """A single JSON-RPC ``tools/call`` (what the decision's statement checks the agent for)."""
+@dataclass(frozen=True)
+class _Request:
+    """What the gateway reads of a POSTed JSON-RPC message: its method, and whether it asked
+    for progress (then it is answered as a stream, to carry the progress)."""
+
+    method: str | None = None
+    progress: bool = False
+
+
+def _read(body: bytes | None) -> _Request:
     if not body:
-        return False
+        return _Request()
     try:
         message = json.loads(body)
     except ValueError:
-        return False
-    return isinstance(message, dict) and message.get("method") == "tools/call"
+        return _Request()
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return _Request()
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return _Request(
+        method=message["method"],
+        progress=isinstance(meta, dict) and meta.get("progressToken") is not None,
+    )
 
 
 def _refusing(send: Any, caller: Caller) -> Any:
@@ -121,19 +140,21 @@ def _refusing(send: Any, caller: Caller) -> Any:
 
 
 class _Running:
-    """One server and its session manager, running on one event loop."""
+    """One server and its two transports (JSON answers, and event streams for a call that asked
+    for progress), running on one event loop."""
 
     def __init__(self) -> None:
         self.server = build_server()
-        self.app = self.server.streamable_http_app(
-            streamable_http_path=MCP_PATH,
-            stateless_http=True,
-            # Plain JSON answers: nothing here streams, and proxies need not know SSE.
-            json_response=True,
-            max_request_body_size=settings.RABS_MAX_BODY_BYTES,
+        common: dict[str, Any] = {
+            "app": self.server,
+            "stateless": True,
+            "max_request_body_size": settings.RABS_MAX_BODY_BYTES,
             # Hosts are checked against DJANGO_ALLOWED_HOSTS before this app sees a request.
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        )
+            "security_settings": TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        }
+        # Plain JSON answers unless the request needs a stream: proxies need not know SSE.
+        self.json = StreamableHTTPSessionManager(json_response=True, **common)
+        self.streaming = StreamableHTTPSessionManager(json_response=False, **common)
         self.ready = asyncio.Event()
         self.stop = asyncio.Event()
         self.failed: BaseException | None = None
@@ -141,7 +162,7 @@ class _Running:
 
     async def _run(self) -> None:
         try:
-            async with self.server.session_manager.run():
+            async with self.json.run(), self.streaming.run():
                 self.ready.set()
                 await self.stop.wait()
         except BaseException as exc:
@@ -201,25 +222,94 @@ class MCPGateway:
             )
             return
         token = token.strip()
+        if scope.get("method") in ("GET", "DELETE"):
+            await self._session_request(scope, receive, send, token)
+            return
+        body, receive = await _buffered(receive, settings.RABS_MAX_BODY_BYTES)
+        request = _read(body)
         # A tool call may go on a token this process admitted lately, unread: the statement
         # that records its decision checks the agent's generation (a revoked token or a paused
         # agent changes it), and any other answer reads the token first (``face.Caller``).
-        bearer = agent_token_remembered(token=token)
-        if bearer is not None:
-            body, receive = await _buffered(receive, settings.RABS_MAX_BODY_BYTES)
-            if not _is_tool_call(body):
-                bearer = None
+        bearer = agent_token_remembered(token=token) if request.method == "tools/call" else None
         if bearer is None:
-            loop = asyncio.get_running_loop()
-            try:
-                bearer = await loop.run_in_executor(_auth_threads, _authenticate, token)
-            except TokenRefused as refused:
-                await _refuse(send, refused)
-                return
-            except Exception:
-                log.exception("MCP authentication failed")
-                await _refuse(send, TokenRefused(AUTH_UNAVAILABLE, "could not check the token"))
+            bearer = await self._authenticated(send, token)
+            if bearer is None:
                 return
         caller = Caller(token, bearer)
+        session_id = _header(scope, b"mcp-session-id") or None
+        if request.method == "initialize":
+            session = await asyncio.get_running_loop().run_in_executor(
+                _auth_threads, _session_open, bearer.agent.agent_id
+            )
+            session_id = session.session_id
+            send = _with_session(send, session_id)
         running = await self._started()
-        await running.app({**scope, AGENT_SCOPE_KEY: caller}, receive, _refusing(send, caller))
+        manager = running.streaming if request.progress else running.json
+        await manager.handle_request(
+            {**scope, AGENT_SCOPE_KEY: caller, SESSION_SCOPE_KEY: session_id},
+            receive,
+            _refusing(send, caller),
+        )
+
+    async def _authenticated(self, send: Any, token: str) -> Bearer | None:
+        """The token's bearer as read now; None once the refusal is answered."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(_auth_threads, _authenticate, token)
+        except TokenRefused as refused:
+            await _refuse(send, refused)
+        except Exception:
+            log.exception("MCP authentication failed")
+            await _refuse(send, TokenRefused(AUTH_UNAVAILABLE, "could not check the token"))
+        return None
+
+    async def _session_request(self, scope: dict[str, Any], receive: Any, send: Any, token: str) -> None:
+        """``GET /mcp``: the session's notification stream; ``DELETE /mcp``: the session ends."""
+        session_id = _header(scope, b"mcp-session-id")
+        if not session_id:
+            await _json(
+                send,
+                405,
+                {"code": "session_required", "detail": "send the Mcp-Session-Id from initialize"},
+                allow="POST",
+            )
+            return
+        bearer = await self._authenticated(send, token)
+        if bearer is None:
+            return
+        loop = asyncio.get_running_loop()
+        session = await loop.run_in_executor(
+            _auth_threads, _session_read, session_id, bearer.agent.agent_id
+        )
+        if session is None:  # unknown, ended, or another agent's: initialize again
+            await _json(send, 404, {"code": "unknown_session", "detail": "no such session"})
+            return
+        if scope["method"] == "DELETE":
+            await loop.run_in_executor(_auth_threads, _session_close, session)
+            await _json(send, 200, {})
+            return
+        await streams.serve(send, receive, token=token, agent=bearer.agent, session=session)
+
+
+def _session_open(agent_id: str) -> sessions.Session:
+    return sessions.session_open(agent_id=agent_id)
+
+
+def _session_read(session_id: str, agent_id: str) -> sessions.Session | None:
+    return sessions.session_read(session_id=session_id, agent_id=agent_id)
+
+
+def _session_close(session: sessions.Session) -> None:
+    sessions.session_close(session=session)
+
+
+def _with_session(send: Any, session_id: str) -> Any:
+    """``send``, with the session's id on the answer's headers (``initialize``)."""
+
+    async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            headers = [*message.get("headers", []), (b"mcp-session-id", session_id.encode())]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return sending

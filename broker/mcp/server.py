@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+import warnings
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -19,18 +21,20 @@ from typing import Any
 import mcp_types as types
 from django.conf import settings
 from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from brainframe.models import Agent
 from brainframe.services.access.credentials import TokenRefused
 
 from ..errors import BrokerRefusal
 from ..services.loop import loop_traffic, yield_finished, yield_started
-from . import face, loop_tools, results
+from . import face, holding, loop_tools, names, results, sessions
 
 #: The ASGI scope key under which the gateway leaves the request's ``face.Caller``.
 AGENT_SCOPE_KEY = "rabs.agent"
 NOT_AUTHENTICATED = -32001
+INVALID_REQUEST = -32600
 POLL_SECONDS = 0.25
 YIELD_POLL_SECONDS = 0.5
 
@@ -63,18 +67,39 @@ async def _agent(ctx: ServerRequestContext[Any, Any]) -> Agent:
 async def list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=await _run(face.tools_list, await _agent(ctx)))
+    tools = await _run(face.tools_list, await _agent(ctx))
+    try:
+        shown, after = names.page(
+            tools, params.cursor if params else None, settings.RABS_MCP_TOOLS_PAGE_SIZE
+        )
+    except names.BadCursor:
+        raise MCPError(face.INVALID_PARAMS, "Invalid cursor") from None
+    return types.ListToolsResult(tools=shown, next_cursor=after)
 
 
-async def _wait(agent: Agent, approval_id: str, seconds: float) -> face.CallAnswer | None:
+async def _wait(
+    agent: Agent,
+    approval_id: str,
+    seconds: float,
+    progress: Callable[[float], Awaitable[None]] | None = None,
+) -> face.CallAnswer | None:
     """The call's answer once a reviewer's decision has run its course, or its last state when
-    ``seconds`` pass first."""
-    deadline = time.monotonic() + seconds
+    ``seconds`` pass first. ``progress``: told the seconds waited so far, every
+    ``RABS_MCP_PROGRESS_SECONDS`` (the client asked for progress: its timeout may restart on
+    each)."""
+    start = time.monotonic()
+    deadline = start + seconds
+    every = float(settings.RABS_MCP_PROGRESS_SECONDS)
+    told = start
     while True:
         answer = await _run(face.approval_answer, agent, approval_id)
-        if answer is None or face.settled(answer) or time.monotonic() >= deadline:
+        now = time.monotonic()
+        if answer is None or face.settled(answer) or now >= deadline:
             return answer
-        await asyncio.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        if progress is not None and now - told >= every:
+            told = now
+            await progress(now - start)
+        await asyncio.sleep(min(POLL_SECONDS, max(0.0, deadline - now)))
 
 
 async def call_tool(
@@ -82,14 +107,17 @@ async def call_tool(
 ) -> types.CallToolResult:
     caller = _caller(ctx)
     arguments = params.arguments or {}
-    if params.name in face.FOLLOW_UP_NAMES:
-        return await _follow_up(await _agent(ctx), params.name, arguments)
-    if params.name == loop_tools.YIELD_TURN:
+    builtin = face.BUILTINS.resolve(params.name)
+    if builtin in face.FOLLOW_UP_NAMES:
+        return await _follow_up(await _agent(ctx), builtin, arguments)
+    if builtin == loop_tools.YIELD_TURN:
         return await _yield(await _agent(ctx), arguments)
-    if params.name in loop_tools.NAMES:
-        return await _run(loop_tools.call, await _agent(ctx), params.name, arguments)
+    if builtin in loop_tools.NAMES:
+        return await _run(loop_tools.call, await _agent(ctx), builtin, arguments)
     meta: dict[str, Any] = dict(params.meta) if params.meta else {}
+    token = meta.pop("progress_token", None)
     try:
+        hold = holding.hold_seconds(meta, progress=token is not None)
         submitted = await _run(face.tools_call, caller, params.name, arguments, meta)
     except face.UnknownTool:
         raise MCPError(face.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
@@ -98,8 +126,25 @@ async def call_tool(
     answer = submitted.answer
     if submitted.approval_id is not None and not face.settled(answer):
         agent = caller.bearer.agent  # as the decision's statement checked it, or read anew
-        waited = await _wait(agent, submitted.approval_id, face.approval_wait_seconds())
+        threshold = None
+        if token is not None:  # a stream that can carry log entries: at the session's level
+            session = await _session(ctx, agent)
+            threshold = session.level if session is not None else None
+            await holding.log(
+                ctx, "notice", holding.held_message(answer, params.name, hold), threshold
+            )
+
+        async def progress(waited: float) -> None:
+            await ctx.session.report_progress(
+                waited, hold, f"waiting for a reviewer (approval {submitted.approval_id})"
+            )
+
+        waited = await _wait(
+            agent, submitted.approval_id, hold, progress if token is not None else None
+        )
         answer = waited or answer
+        if token is not None and face.settled(answer):
+            await holding.log(ctx, *holding.settled_message(answer, params.name), threshold)
     return face.tool_result(answer)
 
 
@@ -185,19 +230,107 @@ async def read_resource(
     )
 
 
+def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    request = ctx.request
+    found = getattr(request, "scope", {}).get(holding.SESSION_SCOPE_KEY) if request else None
+    return found if isinstance(found, str) else None
+
+
+async def _session(ctx: ServerRequestContext[Any, Any], agent: Agent) -> sessions.Session | None:
+    session_id = _session_id(ctx)
+    if session_id is None:
+        return None
+    return await _run(_session_read, session_id, agent.agent_id)
+
+
+def _session_read(session_id: str, agent_id: str) -> sessions.Session | None:
+    return sessions.session_read(session_id=session_id, agent_id=agent_id)
+
+
+async def _own_session(ctx: ServerRequestContext[Any, Any]) -> sessions.Session:
+    session = await _session(ctx, await _agent(ctx))
+    if session is None:
+        raise MCPError(
+            INVALID_REQUEST,
+            "this needs a session: send the Mcp-Session-Id header initialize answered with",
+        )
+    return session
+
+
+async def set_logging_level(
+    ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+) -> types.EmptyResult:
+    """The lowest level of the ``notifications/message`` entries this session receives."""
+    session = await _session(ctx, await _agent(ctx))
+    if session is not None:
+        await _run(_set_level, session, str(params.level))
+    return types.EmptyResult()
+
+
+def _set_level(session: sessions.Session, level: str) -> None:
+    sessions.session_set_level(session=session, level=level)
+
+
+async def subscribe_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+) -> types.EmptyResult:
+    """``rabs://approvals`` and ``rabs://calls/{call_id}`` (the agent's own) can be subscribed
+    to: ``notifications/resources/updated`` on the session's stream when they change."""
+    uri = str(params.uri)
+    session = await _own_session(ctx)
+    if uri != "rabs://approvals":
+        try:
+            await _run(face.resource_read, await _agent(ctx), uri)
+        except face.UnknownResource:
+            raise MCPError(face.RESOURCE_NOT_FOUND, f"Resource not found: {uri}") from None
+        if not uri.startswith("rabs://calls/"):
+            raise MCPError(face.INVALID_PARAMS, f"Not a resource that changes: {uri}")
+    await _run(_subscribe, session, uri, True)
+    return types.EmptyResult()
+
+
+async def unsubscribe_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+) -> types.EmptyResult:
+    session = await _own_session(ctx)
+    await _run(_subscribe, session, str(params.uri), False)
+    return types.EmptyResult()
+
+
+def _subscribe(session: sessions.Session, uri: str, subscribed: bool) -> None:
+    sessions.session_subscribe(session=session, uri=uri, subscribed=subscribed)
+
+
+class _Server(Server[Any]):
+    def create_initialization_options(self, *args: Any, **kwargs: Any) -> Any:
+        """Announces ``tools.listChanged`` (sent on the session's stream)."""
+        if not args and "notification_options" not in kwargs:
+            kwargs["notification_options"] = NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(*args, **kwargs)
+
+
 def build_server() -> Server[Any]:
-    return Server(
+    with warnings.catch_warnings():  # logging is deprecated in 2026-07-28, current before it
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return _build_server()
+
+
+def _build_server() -> Server[Any]:
+    return _Server(
         "rabs-brainframe",
         version="1",
         title="RABS Brainframe tools broker",
         instructions=(
             "Every tool call is validated, decided (run now, wait for a human reviewer, or "
             "deny) and audited. Say why you call a tool in _meta['rabs/reason']. A call waiting "
-            "for a reviewer answers with an approval_id: follow it with rabs.approval.wait."
+            "for a reviewer answers with an approval_id: follow it with rabs_approval_wait."
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
+        on_subscribe_resource=subscribe_resource,
+        on_unsubscribe_resource=unsubscribe_resource,
+        on_set_logging_level=set_logging_level,
     )

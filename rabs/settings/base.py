@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 from rabs.redis_urls import redis_urls
 
@@ -279,7 +280,18 @@ RABS_MAX_BODY_BYTES = env.int("RABS_MAX_BODY_BYTES", default=256 * 1024)
 RABS_HTTP_THREADS = env.int("RABS_HTTP_THREADS", default=4)
 # The MCP face (/mcp): how long a tools/call that needs a reviewer is held open for a decision
 # before it answers "pending approval"; threads per web process doing its database work.
+# How long an MCP tools/call that needs a reviewer is held before it answers "pending": with a
+# progressToken (progress sent meanwhile) and without one (agent frameworks time a request out
+# after 5 s: at most 4 s); a client may ask for up to RABS_MCP_MAX_HOLD_SECONDS (docs/mcp.md).
 RABS_MCP_APPROVAL_WAIT_SECONDS = env.float("RABS_MCP_APPROVAL_WAIT_SECONDS", default=20.0)
+RABS_MCP_HOLD_SECONDS = env.float("RABS_MCP_HOLD_SECONDS", default=3.0)
+if not 0 <= RABS_MCP_HOLD_SECONDS <= 4:
+    raise ImproperlyConfigured("RABS_MCP_HOLD_SECONDS is 0-4 (clients time out after 5 s)")
+RABS_MCP_MAX_HOLD_SECONDS = env.float("RABS_MCP_MAX_HOLD_SECONDS", default=120.0)
+RABS_MCP_PROGRESS_SECONDS = env.float("RABS_MCP_PROGRESS_SECONDS", default=2.0)
+RABS_MCP_TOOLS_PAGE_SIZE = env.int("RABS_MCP_TOOLS_PAGE_SIZE", default=500)
+# An MCP session's record (its log level and subscriptions) lasts this long after its last use.
+RABS_MCP_SESSION_SECONDS = env.int("RABS_MCP_SESSION_SECONDS", default=86400)
 RABS_MCP_THREADS = env.int("RABS_MCP_THREADS", default=4)
 RABS_DELIVERABLE_MAX_BYTES = env.int("RABS_DELIVERABLE_MAX_BYTES", default=10 * 1024 * 1024)
 # Accepted deliverable file types: extension → content type stored.
