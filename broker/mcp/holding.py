@@ -54,14 +54,9 @@ def level_allows(threshold: str | None, level: str) -> bool:
     return LEVELS.index(level) >= floor
 
 
-async def log(
-    ctx: ServerRequestContext[Any, Any], level: str, data: dict[str, Any], threshold: str | None
-) -> None:
+async def log(ctx: ServerRequestContext[Any, Any], level: str, data: dict[str, Any]) -> None:
     """A ``notifications/message`` on this request's own stream (it goes out only when the
-    request is answered as a stream: a ``tools/call`` with a ``progressToken``), when ``level``
-    is at or above the ``threshold`` its session set."""
-    if not level_allows(threshold, level):
-        return
+    request is answered as a stream: a ``tools/call`` with a ``progressToken``)."""
     try:
         await ctx.session.send_log_message(
             level,  # type: ignore[arg-type]

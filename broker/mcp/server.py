@@ -105,6 +105,7 @@ async def _wait(
 async def call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
+    started = time.monotonic()  # a hold counts from here: the client's timeout does
     caller = _caller(ctx)
     arguments = params.arguments or {}
     builtin = face.BUILTINS.resolve(params.name)
@@ -126,25 +127,24 @@ async def call_tool(
     answer = submitted.answer
     if submitted.approval_id is not None and not face.settled(answer):
         agent = caller.bearer.agent  # as the decision's statement checked it, or read anew
-        threshold = None
-        if token is not None:  # a stream that can carry log entries: at the session's level
-            session = await _session(ctx, agent)
-            threshold = session.level if session is not None else None
-            await holding.log(
-                ctx, "notice", holding.held_message(answer, params.name, hold), threshold
-            )
+        # Told on this request's own stream when it is one (it asked for progress) and the
+        # client has no session: a session's stream tells of the agent's approvals itself.
+        told = token is not None and _session_id(ctx) is None
+        if told:
+            await holding.log(ctx, "notice", holding.held_message(answer, params.name, hold))
 
         async def progress(waited: float) -> None:
             await ctx.session.report_progress(
                 waited, hold, f"waiting for a reviewer (approval {submitted.approval_id})"
             )
 
+        left = max(0.0, hold - (time.monotonic() - started))
         waited = await _wait(
-            agent, submitted.approval_id, hold, progress if token is not None else None
+            agent, submitted.approval_id, left, progress if token is not None else None
         )
         answer = waited or answer
-        if token is not None and face.settled(answer):
-            await holding.log(ctx, *holding.settled_message(answer, params.name), threshold)
+        if told and face.settled(answer):
+            await holding.log(ctx, *holding.settled_message(answer, params.name))
     return face.tool_result(answer)
 
 
@@ -236,7 +236,9 @@ def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return found if isinstance(found, str) else None
 
 
-async def _session(ctx: ServerRequestContext[Any, Any], agent: Agent) -> sessions.Session | None:
+async def _session(
+    ctx: ServerRequestContext[Any, Any], agent: Agent
+) -> sessions.Session | None:
     session_id = _session_id(ctx)
     if session_id is None:
         return None

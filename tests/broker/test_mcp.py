@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -103,7 +104,7 @@ def test_the_first_mcp_request_after_start_up_succeeds(server: str, world: dict[
         async with connect(server, world["henry_token"]) as client:
             return [t.name for t in (await client.list_tools()).tools]
 
-    assert "roster.shift.read" in asyncio.run(first())
+    assert "roster_shift_read" in asyncio.run(first())
 
 
 def test_tools_list_is_exactly_the_agents_own(server: str, world: dict[str, Any]) -> None:
@@ -116,7 +117,7 @@ def test_tools_list_is_exactly_the_agents_own(server: str, world: dict[str, Any]
         asyncio.run(listed(world["reggie_token"])),
     )
     allowed = set(tools_for_agent(world["henry"]).values_list("tool_id", flat=True))
-    assert set(henrys) == allowed | {
+    assert {t.title for t in henrys.values()} == allowed | {
         "rabs.approval.status",
         "rabs.approval.wait",
         "rabs.discover",
@@ -131,7 +132,11 @@ def test_tools_list_is_exactly_the_agents_own(server: str, world: dict[str, Any]
         "ledger.compact",
         "ledger.thread_context",
     }
-    assert set(reggies) != set(henrys)  # never another agent's
+    assert all(t.meta == {"rabs/tool_id": t.title} for t in henrys.values())
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) for name in henrys)
+    henrys = {t.title: t for t in henrys.values()}
+    reggies = {t.title: t for t in reggies.values()}
+    assert henrys["rabs.approval.wait"].name == "rabs_approval_wait"
     read = henrys["roster.shift.read"]
     assert read.input_schema["required"] == ["date_from", "date_to"]
     assert read.annotations.read_only_hint is True and read.annotations.idempotent_hint is True
@@ -291,7 +296,7 @@ def test_an_undecided_call_says_how_to_follow_up_and_the_wait_tool_gets_the_outc
     pending = result.structured_content
     assert result.is_error and pending["status"] == "pending_approval"
     assert pending["approval_id"] and pending["expires_at"]
-    assert "rabs.approval.wait" in result.content[0].text
+    assert "rabs_approval_wait" in result.content[0].text
     status = _call(
         server,
         world["henry_token"],
