@@ -8,7 +8,7 @@ CHROMIUM := /usr/bin/chromium
 NGINX := /usr/sbin/nginx
 BWRAP := /usr/bin/bwrap
 
-.PHONY: install run run-multi test lint typecheck stop status clean
+.PHONY: install clients run run-multi test lint typecheck stop status clean
 
 $(STAMP): requirements/base.txt requirements/dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,21 @@ $(MATRIX): requirements/matrix.txt | $(STAMP)
 
 install: $(STAMP) $(MODEL) $(LANDLOCK) $(SECCOMP) $(MATRIX)
 
+# Clients nobody here wrote, for the tests that drive the MCP face and /llm/v1 with them: the
+# OpenAI Agents SDK in a venv of its own (it needs openai 3), the MCP TypeScript SDK with npm.
+AGENTS_SDK := var/clients/openai-agents/.installed
+$(AGENTS_SDK): requirements/clients/openai-agents.txt
+	test -x var/clients/openai-agents/bin/python || $(PYTHON) -m venv var/clients/openai-agents
+	var/clients/openai-agents/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	touch $@
+TS_SDK := var/clients/ts/node_modules/.installed
+$(TS_SDK): tests/clients/package.json tests/clients/package-lock.json
+	mkdir -p var/clients/ts
+	cp tests/clients/package.json tests/clients/package-lock.json var/clients/ts/
+	cd var/clients/ts && npm ci --no-audit --no-fund --ignore-scripts --silent
+	touch $@
+clients: $(AGENTS_SDK) $(TS_SDK)
+
 # Browser tests drive Debian's chromium (Playwright cannot download browsers here).
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
@@ -70,7 +85,7 @@ run-multi: install $(BWRAP)
 # The 20 slowest steps are listed at the end (the suite should stay within about 12 minutes).
 # pytest replaces the shell (exec) so that it dies with make, and whatever it started with it
 # (tests/reaper.py); every test has a time limit (pyproject.toml).
-test: install $(CHROMIUM) $(NGINX) $(BWRAP)
+test: install clients $(CHROMIUM) $(NGINX) $(BWRAP)
 	exec $(PY) -m pytest --durations=20 $(PYTEST_ARGS)
 
 # Style, and the architecture contract (layers point one way, no import cycles).

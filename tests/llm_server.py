@@ -8,13 +8,15 @@ chunk, ``stream_gap`` seconds apart, then the tool calls, the finish reason, and
 when ``stream_options.include_usage`` asks for it. ``/v1/embeddings`` answers deterministic
 vectors derived from each input's hash (so equal texts get equal vectors), in the size the
 request asks for unless ``dimensions_override`` says otherwise; ``fail_next`` makes the next N
-requests answer 500; ``api_key`` makes it refuse other keys. Every request body is recorded.
+requests answer 500; ``api_key`` makes it refuse other keys; ``function_name_rule`` refuses, as
+OpenAI does, a chat offering a tool whose name breaks its rule. Every request body is recorded.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
 import threading
 import time
@@ -22,6 +24,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+#: OpenAI's rule for a function name (``tools[].function.name``).
+FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 class _Answered(Exception):
@@ -36,6 +42,7 @@ class OpenAICompatibleServer:
         self.peak = 0  # with hold_each_chat: the most chat requests answered at once
         self.api_key = ""  # when set, requests without this bearer key get a 401
         self.dimensions_override: int | None = None
+        self.function_name_rule = False  # when set, tools with names OpenAI refuses get its 400
         self.chat_script: Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
         self.chat_script = lambda messages, tools: {"content": "ok"}
         self._ids = 0
@@ -110,6 +117,9 @@ class OpenAICompatibleServer:
 
     def handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self.requests.append((path, body))
+        refused = self._function_name_refused(body) if self.function_name_rule else None
+        if refused is not None:
+            return 400, refused
         if self.fail_next > 0:
             self.fail_next -= 1
             return 500, {"error": {"message": "scripted failure", "type": "server_error"}}
@@ -118,6 +128,24 @@ class OpenAICompatibleServer:
         if path.endswith("/chat/completions"):
             return 200, self._chat(body)
         return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
+
+    def _function_name_refused(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """OpenAI's answer to a tool whose function name breaks its rule (Anthropic's is the
+        same): what an agent framework meets when it hands the model MCP names unchanged."""
+        for i, tool in enumerate(body.get("tools") or []):
+            name = (tool.get("function") or {}).get("name", "")
+            if not FUNCTION_NAME.fullmatch(str(name)):
+                return {
+                    "error": {
+                        "message": f"Invalid 'tools[{i}].function.name': string does not match "
+                        f"pattern. Expected a string that matches the pattern "
+                        f"'^[a-zA-Z0-9_-]{{1,64}}$'. Received {name!r}",
+                        "type": "invalid_request_error",
+                        "param": f"tools[{i}].function.name",
+                        "code": "invalid_value",
+                    }
+                }
+        return None
 
     def hold_each_chat(self, seconds: float, content: str = "done") -> None:
         """Answer every chat after ``seconds``, keeping in ``peak`` the most answered at once."""
@@ -183,7 +211,11 @@ class OpenAICompatibleServer:
                     f"Bearer {server.api_key}"
                 ):
                     status, payload = 401, {"error": {"message": "bad key", "type": "auth"}}
-                elif body.get("stream") and self.path.endswith("/chat/completions"):
+                elif (
+                    body.get("stream")
+                    and self.path.endswith("/chat/completions")
+                    and not (server.function_name_rule and server._function_name_refused(body))
+                ):
                     server.requests.append((self.path, body))
                     self._stream(body)
                     return

@@ -163,8 +163,10 @@ FOLLOW_UP_TOOLS = [
     types.Tool(
         name=APPROVAL_WAIT,
         title="Wait for an approval",
-        description="Wait up to timeout_s seconds (at most 120) for a reviewer to decide a call; "
-        "returns the executed call's result, the rejection reason, or that it still waits.",
+        description="Wait for a reviewer to decide a call: up to timeout_s seconds (at most "
+        "120; by default as long as a call is held, a few seconds unless the request asks for "
+        "progress). Returns the executed call's result, the rejection reason, or that it still "
+        "waits: then call it again.",
         input_schema={
             "type": "object",
             "required": ["approval_id"],

@@ -110,7 +110,7 @@ async def call_tool(
     arguments = params.arguments or {}
     builtin = face.BUILTINS.resolve(params.name)
     if builtin in face.FOLLOW_UP_NAMES:
-        return await _follow_up(await _agent(ctx), builtin, arguments)
+        return await _follow_up(ctx, await _agent(ctx), builtin, arguments, started)
     if builtin == loop_tools.YIELD_TURN:
         return await _yield(await _agent(ctx), arguments)
     if builtin in loop_tools.NAMES:
@@ -174,9 +174,20 @@ async def _yield(agent: Agent, arguments: dict[str, Any]) -> types.CallToolResul
     )
 
 
-async def _follow_up(agent: Agent, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+async def _follow_up(
+    ctx: ServerRequestContext[Any, Any],
+    agent: Agent,
+    name: str,
+    arguments: dict[str, Any],
+    started: float,
+) -> types.CallToolResult:
+    """``rabs_approval_status``, and ``rabs_approval_wait``: by default as long as a call is
+    held (the client's patience: short without a progressToken), else ``timeout_s``."""
     approval_id = arguments.get("approval_id")
-    timeout = arguments.get("timeout_s", 30)
+    asked_progress = bool(ctx.meta and ctx.meta.get("progress_token") is not None)
+    timeout = arguments.get("timeout_s")
+    if timeout is None:
+        timeout = holding.hold_seconds({}, progress=asked_progress)
     if not isinstance(approval_id, str) or (
         name == face.APPROVAL_WAIT
         and (
@@ -193,7 +204,14 @@ async def _follow_up(agent: Agent, name: str, arguments: dict[str, Any]) -> type
             )
         )
     if name == face.APPROVAL_WAIT:
-        answer = await _wait(agent, approval_id, float(timeout))
+
+        async def progress(waited: float) -> None:
+            await ctx.session.report_progress(
+                waited, float(timeout), f"waiting for a reviewer (approval {approval_id})"
+            )
+
+        left = max(0.0, float(timeout) - (time.monotonic() - started))
+        answer = await _wait(agent, approval_id, left, progress if asked_progress else None)
     else:
         answer = await _run(face.approval_answer, agent, approval_id)
     if answer is None:

@@ -1,0 +1,196 @@
+"""The MCP face with clients nobody here wrote, each in its own environment (``make clients``):
+an agent built with the OpenAI Agents SDK (default timeouts, its model through ``/llm/v1``
+against a model server that refuses function names as OpenAI does), and the official MCP
+TypeScript SDK (initialize, list, call, a call held for a reviewer with progress)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group
+
+from brainframe.models import Agent, ApprovalRequest, LLMBudget, LLMRequest, ToolCall
+from brainframe.services.credentials import agent_token_issue
+from brainframe.services.llm import llm_key_issue, llm_upstream_set
+from brainframe.services.seed import seed_brainframe
+from broker.services.approvals import approval_decide
+from tests import factories as f
+from tests.broker.conftest import HOLD
+from tests.llm_server import OpenAICompatibleServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+ROOT = settings.BASE_DIR
+AGENTS_SDK = ROOT / "var" / "clients" / "openai-agents" / "bin" / "python"
+TS_SDK = ROOT / "var" / "clients" / "ts"
+BOOK = {
+    "vehicle_id": "hiace-2",
+    "driver_id": "ST-031",
+    "start": "2026-03-02T09:00:00+10:00",
+    "end": "2026-03-02T15:00:00+10:00",
+    "purpose": "Community outing",
+    "passengers": 3,
+}
+NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+@pytest.fixture(scope="module")
+def clients() -> None:
+    """The clients' environments, built from their pinned versions if they are not yet."""
+    subprocess.run(["make", "-s", "clients"], cwd=ROOT, check=True, timeout=600)
+
+
+@pytest.fixture
+def world(transactional_db: None) -> dict[str, Any]:
+    seed_brainframe()
+    henry = Agent.objects.get(agent_id="henry")
+    reviewer = f.UserFactory(username="alice", email="alice@rabs.test")
+    reviewer.groups.add(Group.objects.get(name="reviewers"))
+    return {"henry": henry, "reviewer": reviewer, "token": agent_token_issue(agent=henry)}
+
+
+def _approve(reviewer: Any, tool_id: str, *, after: float) -> threading.Thread:
+    """A reviewer who approves the agent's pending call of ``tool_id`` ``after`` seconds once
+    it is there."""
+
+    def run() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            approval = ApprovalRequest.objects.filter(
+                status="pending", agent_id="henry", tool_id=tool_id
+            ).first()
+            if approval is not None:
+                time.sleep(after)
+                approval_decide(approval_id=approval.pk, reviewer=reviewer, action="approve")
+                return
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return json.dumps(content)
+
+
+def _henry_the_model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Reads the roster, asks to notify the carers, then waits for the reviewer with
+    ``rabs_approval_wait`` until the call ran."""
+    results = [_text(m.get("content")) for m in messages if m.get("role") == "tool"]
+    if not results:
+        args = {"date_from": "2026-03-02", "date_to": "2026-03-02"}
+        return {"tool_calls": [{"name": "roster_shift_read", "arguments": args}]}
+    if len(results) == 1:
+        args = {"staff_ids": ["ST-014"], "message": "Bus running late"}
+        return {"tool_calls": [{"name": "comms_notification_push", "arguments": args}]}
+    found = re.search(r"approval ([0-9a-f-]{36})", " ".join(results))
+    if found and "Waiting for a human reviewer" in results[-1] and len(results) < 10:
+        wait = {"approval_id": found.group(1)}
+        return {"tool_calls": [{"name": "rabs_approval_wait", "arguments": wait}]}
+    return {"content": "done: " + results[-1][:300]}
+
+
+@pytest.fixture
+def model_server() -> Iterator[OpenAICompatibleServer]:
+    server = OpenAICompatibleServer()
+    server.function_name_rule = True
+    server.chat_script = _henry_the_model
+    with server.running():
+        yield server
+
+
+@pytest.mark.timeout(240)
+def test_an_openai_agents_sdk_agent_with_default_timeouts(
+    clients: None, mcp_url: str, world: dict[str, Any], model_server: OpenAICompatibleServer
+) -> None:
+    llm_upstream_set(
+        name="local",
+        base_url=model_server.base_url,
+        served_models=["small-model"],
+        api_key="",
+        price_in=Decimal("1"),
+        price_out=Decimal("1"),
+        external=False,
+    )
+    LLMBudget.objects.create(agent=world["henry"], allowed_models=["small-model"])
+    env = {
+        **os.environ,
+        "RABS_URL": mcp_url,
+        "RABS_MCP_TOKEN": world["token"],
+        "RABS_LLM_KEY": llm_key_issue(agent=world["henry"]),
+    }
+    reviewer = _approve(world["reviewer"], "comms.notification.push", after=HOLD + 1.0)
+    run = subprocess.run(
+        [str(AGENTS_SDK), str(ROOT / "tests" / "clients" / "openai_agent.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    reviewer.join()
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.splitlines()[-1])["final_output"].startswith("done:")
+    chats = [body for path, body in model_server.requests if path.endswith("/chat/completions")]
+    offered = {t["function"]["name"] for t in chats[0]["tools"]}
+    assert {"roster_shift_read", "comms_notification_push", "rabs_approval_wait"} <= offered
+    assert all(NAME.fullmatch(name) for name in offered)
+    calls = {c.requested_tool_id: c for c in ToolCall.objects.filter(agent_id="henry")}
+    assert calls["roster.shift.read"].face == "mcp" and calls["roster.shift.read"].outcome == "succeeded"
+    pushed = calls["comms.notification.push"]
+    assert pushed.face == "mcp" and pushed.outcome == "succeeded"
+    # The pending answer came back as a result the model read, then the wait gave the outcome.
+    told = [_text(m.get("content")) for m in chats[-1]["messages"] if m.get("role") == "tool"]
+    assert any("Waiting for a human reviewer" in t for t in told)
+    assert LLMRequest.objects.filter(agent_id="henry").count() == len(chats)
+
+
+@pytest.mark.timeout(120)
+def test_the_typescript_sdk_initializes_lists_calls_and_waits_with_progress(
+    clients: None, mcp_url: str, world: dict[str, Any]
+) -> None:
+    env = {
+        **os.environ,
+        "RABS_URL": mcp_url,
+        "RABS_MCP_TOKEN": world["token"],
+        "RABS_BOOK": json.dumps(BOOK),
+    }
+    reviewer = _approve(world["reviewer"], "transport.vehicle.book", after=6.0)
+    # Beside its node_modules: an ES module finds its packages from where it lies.
+    script = TS_SDK / "ts_client.mjs"
+    shutil.copyfile(ROOT / "tests" / "clients" / "ts_client.mjs", script)
+    run = subprocess.run(
+        ["node", str(script)],
+        cwd=TS_SDK,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    reviewer.join()
+    assert run.returncode == 0, run.stderr[-3000:]
+    seen = json.loads(run.stdout.splitlines()[-1])
+    assert seen["server"]["name"] == "rabs-brainframe"
+    assert seen["capabilities"]["tools"]["listChanged"] is True
+    assert "logging" in seen["capabilities"]
+    tools = {t["name"]: t for t in seen["tools"]}
+    assert all(NAME.fullmatch(name) for name in tools)
+    assert tools["roster_shift_read"]["title"] == "roster.shift.read"
+    assert tools["roster_shift_read"]["meta"] == {"rabs/tool_id": "roster.shift.read"}
+    assert not seen["read"].get("isError")
+    # Held past the client's 5 s timeout by progress alone, then the real outcome.
+    assert seen["held"]["structuredContent"]["status"] == "booked", seen["held"]
+    assert len(seen["progress"]) >= 4
