@@ -25,7 +25,6 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-
 #: OpenAI's rule for a function name (``tools[].function.name``).
 FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 

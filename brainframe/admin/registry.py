@@ -23,7 +23,12 @@ from brainframe.schemas import handler_config_errors, json_schema_errors
 from brainframe.services.council.changes import DIRECTIVE_FIELDS, VPOL_FIELDS
 from brainframe.services.council.votes import needs_council
 from brainframe.services.registry.policies import validation_policy_save
-from brainframe.services.registry.tools import tool_set_enabled, tool_set_execution_mode
+from brainframe.services.registry.tools import (
+    mcp_name_clash,
+    mcp_names,
+    tool_set_enabled,
+    tool_set_execution_mode,
+)
 
 from .common import (
     JSONEditingMixin,
@@ -53,6 +58,15 @@ class ToolAdminForm(LevelChangeForm):
                     f"The tool is at level {level}: lower its level too (with a reason), or keep "
                     f"the ceiling at {level} or above.",
                 )
+        tool_id = cleaned.get("tool_id")
+        if tool_id and self.instance._state.adding:
+            clash = mcp_name_clash(tool_id)
+            if clash is not None:
+                self.add_error(
+                    "tool_id",
+                    f"On the MCP face this would be named as {clash} is: choose another id "
+                    "(dots and underscores read the same there).",
+                )
         for field, require_object in (("input_schema", True), ("output_schema", False)):
             if field in cleaned:
                 for problem in json_schema_errors(cleaned[field], require_object=require_object):
@@ -70,6 +84,7 @@ class ToolAdmin(JSONEditingMixin, LevelChangeAdmin, SimpleHistoryAdmin):
     form = ToolAdminForm
     list_display = (
         "tool_id",
+        "mcp_name",
         "category",
         "risk_level",
         "execution_mode",
@@ -90,11 +105,11 @@ class ToolAdmin(JSONEditingMixin, LevelChangeAdmin, SimpleHistoryAdmin):
         "context_bucket",
     )
     search_fields = ("tool_id", "description")
-    readonly_fields = ("alignment_score_90d", "created_at", "updated_at")
+    readonly_fields = ("mcp_name", "alignment_score_90d", "created_at", "updated_at")
     inlines = [LevelChangeInline]
     actions = ["disable_tools", "enable_tools", "set_mode_auto", "set_mode_review"]
     fieldsets = (
-        (None, {"fields": ("tool_id", "description", "category", "context_bucket")}),
+        (None, {"fields": ("tool_id", "mcp_name", "description", "category", "context_bucket")}),
         ("Access", {"fields": ("agent_access", "role_requirements")}),
         (
             "Risk and oversight",
@@ -122,6 +137,21 @@ class ToolAdmin(JSONEditingMixin, LevelChangeAdmin, SimpleHistoryAdmin):
     @admin.display(boolean=True, description="enabled", ordering="execution_mode")
     def is_enabled(self, obj: Tool) -> bool:
         return obj.enabled
+
+    @admin.display(description="MCP name")
+    def mcp_name(self, obj: Tool) -> str:
+        """The tool's name on the MCP face (docs/mcp.md, "Tool names"), as agents' frameworks
+        hand it to their models."""
+        if not obj.pk:
+            return "-"
+        names = getattr(self, "_mcp_names", None)
+        if names is None or obj.pk not in names:  # once per page, not per row
+            names = self._mcp_names = mcp_names(Tool.objects.values_list("tool_id", flat=True))
+        return names.get(obj.pk, "-")
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        self._mcp_names = None
+        return super().changelist_view(request, extra_context)
 
     def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
         initial: dict[str, Any] = dict(super().get_changeform_initial_data(request))

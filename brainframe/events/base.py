@@ -23,6 +23,7 @@ def agent_group(agent_id: str) -> str:
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in agent_id)
     return f"agent.{safe}"[:99]
 
+
 # --- Event names (the only place they are spelled) ---------------------------------------------
 # ``family:name``; the family (before the colon) is what the board's feed and the sinks filter on.
 TOOL_CALL = "tool_call"  # the board's row of a call (not kept: the executor/governance events are)

@@ -142,7 +142,7 @@ def mcp_tool(tool: Tool, name: str) -> types.Tool:
         input_schema=tool.input_schema or {"type": "object"},
         output_schema=tool.output_schema or None,
         annotations=_annotations(tool),
-        meta={names.META_TOOL_ID: tool.tool_id},
+        _meta={names.META_TOOL_ID: tool.tool_id},
     )
 
 

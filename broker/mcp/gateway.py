@@ -263,7 +263,9 @@ class MCPGateway:
             await _refuse(send, TokenRefused(AUTH_UNAVAILABLE, "could not check the token"))
         return None
 
-    async def _session_request(self, scope: dict[str, Any], receive: Any, send: Any, token: str) -> None:
+    async def _session_request(
+        self, scope: dict[str, Any], receive: Any, send: Any, token: str
+    ) -> None:
         """``GET /mcp``: the session's notification stream; ``DELETE /mcp``: the session ends."""
         session_id = _header(scope, b"mcp-session-id")
         if not session_id:

@@ -21,7 +21,7 @@ from mcp.server import ServerRequestContext
 from ..errors import BrokerRefusal
 from ..services.calls import CallAnswer
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 #: ``_meta`` key of a ``tools/call``: how long (seconds) to hold the call for a reviewer.
 META_HOLD = "rabs/hold_s"
@@ -35,15 +35,15 @@ LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "e
 
 def hold_seconds(meta: dict[str, Any], *, progress: bool) -> float:
     """How long to hold this call for a reviewer before answering it pending."""
-    default = settings.RABS_MCP_APPROVAL_WAIT_SECONDS if progress else settings.RABS_MCP_HOLD_SECONDS
+    default = (
+        settings.RABS_MCP_APPROVAL_WAIT_SECONDS if progress else settings.RABS_MCP_HOLD_SECONDS
+    )
     asked = meta.pop(META_HOLD, None)
     if asked is None:
         return float(default)
     cap = float(settings.RABS_MCP_MAX_HOLD_SECONDS)
     if isinstance(asked, bool) or not isinstance(asked, int | float) or not 0 <= asked <= cap:
-        raise BrokerRefusal(
-            400, "invalid_request", f"a hold is 0-{cap:g} seconds", field=META_HOLD
-        )
+        raise BrokerRefusal(400, "invalid_request", f"a hold is 0-{cap:g} seconds", field=META_HOLD)
     return float(asked)
 
 
@@ -65,7 +65,7 @@ async def log(ctx: ServerRequestContext[Any, Any], level: str, data: dict[str, A
             related_request_id=ctx.request_id,
         )
     except Exception:  # the client went away: the call's answer stands regardless
-        log.debug("could not send a log message", exc_info=True)
+        logger.debug("could not send a log message", exc_info=True)
 
 
 def held_message(answer: CallAnswer, name: str, hold: float) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Tool names on the MCP face: every name matches ``^[a-zA-Z0-9_-]{1,64}$`` (what model APIs
 accept as a function name, since agent frameworks hand MCP tool names to the model unchanged).
 
-A registry id's name is ``brainframe.services.tools.mcp_names``: its dots as ``_``
+A registry id's name is ``brainframe.services.registry.tools.mcp_names``: its dots as ``_``
 (``roster.shift.read`` → ``roster_shift_read``), the short form (55 characters, ``_``, eight
 hex digits of its sha256) when it is longer than 64 characters or shares its plain name with
 another id or with one of the broker's own tools. The registry id is the tool's ``title`` and
@@ -15,7 +15,7 @@ import binascii
 
 import mcp_types as types
 
-from brainframe.services.tools import mcp_name_plain
+from brainframe.services.registry.tools import mcp_name_plain
 
 from ..registry import registry_remembered, registry_snapshot
 
@@ -87,7 +87,9 @@ def cursor_encode(after: str) -> str:
     return base64.urlsafe_b64encode(after.encode()).decode().rstrip("=")
 
 
-def page(tools: list[types.Tool], cursor: str | None, size: int) -> tuple[list[types.Tool], str | None]:
+def page(
+    tools: list[types.Tool], cursor: str | None, size: int
+) -> tuple[list[types.Tool], str | None]:
     """One page of ``tools`` (sorted by name) after ``cursor`` (the last name of the page
     before, opaque to the client), and the cursor of the next page (None: the last page).
     Keyed by name, so a tool added or removed between pages moves no other tool across the

@@ -254,9 +254,7 @@ def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return found if isinstance(found, str) else None
 
 
-async def _session(
-    ctx: ServerRequestContext[Any, Any], agent: Agent
-) -> sessions.Session | None:
+async def _session(ctx: ServerRequestContext[Any, Any], agent: Agent) -> sessions.Session | None:
     session_id = _session_id(ctx)
     if session_id is None:
         return None

@@ -17,6 +17,7 @@ web process the client reached.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -27,7 +28,7 @@ from django.db import close_old_connections
 
 from brainframe.events.base import agent_group
 from brainframe.models import Agent
-from brainframe.services.credentials import TokenRefused, agent_token_bearer
+from brainframe.services.access.credentials import TokenRefused, agent_token_bearer
 
 from ..registry import registry_token
 from . import face
@@ -148,9 +149,7 @@ def approval_frames(session: Session, item: dict[str, Any]) -> list[bytes]:
     return frames
 
 
-async def serve(
-    send: Any, receive: Any, *, token: str, agent: Agent, session: Session
-) -> None:
+async def serve(send: Any, receive: Any, *, token: str, agent: Agent, session: Session) -> None:
     """The session's stream until the client goes away, its token is refused, or the process
     stops."""
     await send(
@@ -224,10 +223,8 @@ async def serve(
         watcher.leave()
         if channel is not None:
             await layer.group_discard(group, channel)
-        try:
+        with contextlib.suppress(Exception):  # the client is gone already
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except Exception:
-            pass
 
 
 def _bearer(token: str) -> Any:

@@ -292,6 +292,20 @@ def test_valid_tool_is_saved_with_history(admin_client: Client) -> None:
     assert record.history_user.username == "admin"
 
 
+def test_each_tool_shows_its_mcp_name_and_a_clashing_id_is_refused(
+    admin_client: Client,
+) -> None:
+    assert admin_client.post(_url(Tool, "add"), _tool_form()).status_code == 302
+    listed = admin_client.get(_url(Tool, "changelist")).content.decode()
+    assert "MCP name" in listed and "roster_leave_read" in listed
+    page = admin_client.get(_url(Tool, "change", "roster.leave.read")).content.decode()
+    assert "roster_leave_read" in page
+    clash = admin_client.post(_url(Tool, "add"), _tool_form(tool_id="roster.leave_read"))
+    assert clash.status_code == 200
+    assert "would be named as roster.leave.read is" in clash.content.decode()
+    assert not Tool.objects.filter(tool_id="roster.leave_read").exists()
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [

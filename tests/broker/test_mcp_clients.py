@@ -21,10 +21,11 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 
 from brainframe.models import Agent, ApprovalRequest, LLMBudget, LLMRequest, ToolCall
-from brainframe.services.credentials import agent_token_issue
-from brainframe.services.llm import llm_key_issue, llm_upstream_set
+from brainframe.services.access.credentials import agent_token_issue
+from brainframe.services.llm.admission import llm_key_issue, llm_upstream_set
 from brainframe.services.seed import seed_brainframe
 from broker.services.approvals import approval_decide
+from rabs.procs import die_with_parent
 from tests import factories as f
 from tests.broker.conftest import HOLD
 from tests.llm_server import OpenAICompatibleServer
@@ -48,7 +49,9 @@ NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 @pytest.fixture(scope="module")
 def clients() -> None:
     """The clients' environments, built from their pinned versions if they are not yet."""
-    subprocess.run(["make", "-s", "clients"], cwd=ROOT, check=True, timeout=600)
+    subprocess.run(
+        ["make", "-s", "clients"], cwd=ROOT, check=True, timeout=600, preexec_fn=die_with_parent
+    )
 
 
 @pytest.fixture
@@ -140,6 +143,7 @@ def test_an_openai_agents_sdk_agent_with_default_timeouts(
         capture_output=True,
         text=True,
         timeout=180,
+        preexec_fn=die_with_parent,
     )
     reviewer.join()
     assert run.returncode == 0, run.stderr[-3000:]
@@ -149,7 +153,10 @@ def test_an_openai_agents_sdk_agent_with_default_timeouts(
     assert {"roster_shift_read", "comms_notification_push", "rabs_approval_wait"} <= offered
     assert all(NAME.fullmatch(name) for name in offered)
     calls = {c.requested_tool_id: c for c in ToolCall.objects.filter(agent_id="henry")}
-    assert calls["roster.shift.read"].face == "mcp" and calls["roster.shift.read"].outcome == "succeeded"
+    assert (
+        calls["roster.shift.read"].face == "mcp"
+        and calls["roster.shift.read"].outcome == "succeeded"
+    )
     pushed = calls["comms.notification.push"]
     assert pushed.face == "mcp" and pushed.outcome == "succeeded"
     # The pending answer came back as a result the model read, then the wait gave the outcome.
@@ -179,6 +186,7 @@ def test_the_typescript_sdk_initializes_lists_calls_and_waits_with_progress(
         capture_output=True,
         text=True,
         timeout=90,
+        preexec_fn=die_with_parent,
     )
     reviewer.join()
     assert run.returncode == 0, run.stderr[-3000:]

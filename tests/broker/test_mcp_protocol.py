@@ -23,9 +23,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from brainframe.models import Agent, ApprovalRequest, Tool, ToolCall
-from brainframe.services.credentials import agent_token_issue
+from brainframe.services.access.credentials import agent_token_issue
+from brainframe.services.registry.tools import mcp_name_hashed, mcp_names, tool_set_enabled
 from brainframe.services.seed import seed_brainframe
-from brainframe.services.tools import mcp_name_hashed, mcp_names, tool_set_enabled
 from broker.mcp import names
 from broker.services.approvals import approval_decide
 from tests import factories as f
@@ -146,7 +146,9 @@ def test_wait_tool_returns_the_real_outcome_after_a_pending_answer(
 ) -> None:
     async def run() -> types.CallToolResult:
         async with connect(mcp_url, world["token"]) as client:
-            pending = await client.call_tool("transport_vehicle_book", BOOK, meta={"rabs/hold_s": 0})
+            pending = await client.call_tool(
+                "transport_vehicle_book", BOOK, meta={"rabs/hold_s": 0}
+            )
             approval_id = pending.structured_content["approval_id"]
             reviewer = threading.Thread(
                 target=_approve_when_pending, args=(world["reviewer"],), kwargs={"after": 0.5}
@@ -215,9 +217,7 @@ def test_a_sessions_stream_tells_of_approvals_and_tool_list_changes(
                 "transport_vehicle_book", BOOK, meta={"rabs/hold_s": 0}
             )
             assert pending.structured_content["status"] == "pending_approval"
-            await asyncio.to_thread(
-                _approve_when_pending, world["reviewer"], action="reject"
-            )
+            await asyncio.to_thread(_approve_when_pending, world["reviewer"], action="reject")
             await until(lambda: "notifications/resources/updated" in methods() and any(
                 getattr(m, "params", None) and getattr(m.params, "data", {}) and
                 m.params.data.get("event") == "denied" for m in heard
