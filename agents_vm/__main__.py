@@ -50,7 +50,13 @@ def worker(config_path: str) -> int:
         timeout=config.llm.timeout,
         max_retries=2,
     )
-    with BrokerClient(config.broker_url, agent_id=config.agent_id, secret=config.secret) as broker:
+    with BrokerClient(
+        config.broker_url,
+        agent_id=config.agent_id,
+        secret=config.secret,
+        transport=config.transport,
+        mcp_token=config.mcp_token,
+    ) as broker:
         CognitiveLoop(config, memory=memory, broker=broker, llm=llm, stop=stop).run_forever()
     memory.close()
     return 0

@@ -5,6 +5,8 @@ Example (``agents_vm/example-config.toml``)::
     agent_id = "henry"
     broker_url = "http://10.0.2.2:8000"
     secret_env = "RABS_AGENT_SECRET"          # or secret_file = "/run/secrets/rabs_agent"
+    transport = "mcp"                         # tool calls over /mcp (default "rest": signed)
+    mcp_token_env = "RABS_MCP_TOKEN"          # or mcp_token_file; with transport = "mcp"
     data_dir = "/var/lib/rabs-agent"          # agent_memory.db, outbox/, supervisor.log
 
     [control]
@@ -77,6 +79,9 @@ class Config:
     compact_keep_turns: int = 5
     #: Reggie's modes: model per mode ("normal", "super"); empty = one mode, the full loop.
     modes: dict[str, str] = field(default_factory=dict)
+    #: How tool calls reach the broker: "rest" (signed) or "mcp" (bearer token, /mcp).
+    transport: str = "rest"
+    mcp_token: str = ""
 
     @property
     def memory_path(self) -> Path:
@@ -161,6 +166,9 @@ def load_config(path: str | Path) -> Config:
             raise ConfigError(f"modes.{mode} must be a model name")
     if modes and set(modes) != {"normal", "super"}:
         raise ConfigError("modes: give both normal and super")
+    transport = _get(raw, "transport", str, "", "rest")
+    if transport not in ("rest", "mcp"):
+        raise ConfigError('transport is "rest" or "mcp"')
     data_dir = Path(_get(raw, "data_dir", str, ""))
     if not data_dir.is_absolute():
         data_dir = (source.parent / data_dir).resolve()
@@ -187,4 +195,6 @@ def load_config(path: str | Path) -> Config:
         compact_after_turns=_get(loop, "compact_after_turns", int, "loop.", 20),
         compact_keep_turns=_get(loop, "compact_keep_turns", int, "loop.", 5),
         modes=dict(modes),
+        transport=transport,
+        mcp_token=_secret(raw, "mcp_token", "", required=transport == "mcp"),
     )

@@ -143,16 +143,32 @@ class BrokerClient:
         timeout: float = 30.0,
         retries: int = 4,
         backoff: float = 0.25,
+        transport: str = "rest",
+        mcp_token: str = "",
     ) -> None:
+        """``transport``: ``rest`` (every request signed) or ``mcp``: tool calls, the tool
+        list and a call's status over the broker's MCP face with ``mcp_token`` (a bearer token,
+        ``manage.py agent_key <agent> --mcp``), the rest (tasks, turns, memory) signed REST."""
         self.base_url = base_url.rstrip("/")
         self.agent_id = agent_id
         self.secret = secret.encode()
         self.retries = retries
         self.backoff = backoff
         self.http = httpx.Client(base_url=self.base_url, timeout=timeout)
+        self.mcp: Any = None
+        if transport == "mcp":
+            if not mcp_token:
+                raise ValueError("transport mcp needs a bearer token (mcp_token)")
+            from .mcp_client import MCPTools  # the mcp client loads only when it is used
+
+            self.mcp = MCPTools(self.base_url, token=mcp_token, timeout=timeout)
+        elif transport != "rest":
+            raise ValueError(f"transport is rest or mcp, not {transport!r}")
 
     def close(self) -> None:
         self.http.close()
+        if self.mcp is not None:
+            self.mcp.close()
 
     def __enter__(self) -> BrokerClient:
         return self
@@ -222,6 +238,8 @@ class BrokerClient:
     # --- tool calls --------------------------------------------------------------------------
 
     def tools(self) -> list[dict[str, Any]]:
+        if self.mcp is not None:
+            return list(self.mcp.tools())
         return list(self._json(self.request("GET", "/api/v1/tools/")))
 
     def call_tool(
@@ -238,6 +256,18 @@ class BrokerClient:
     ) -> Outcome:
         """Ask for a tool call. A retry after a lost answer reuses the idempotency key, so the
         broker answers as it did the first time instead of executing again."""
+        if self.mcp is not None:
+            outcome: Outcome = self.mcp.call_tool(
+                tool_id,
+                arguments,
+                reason=reason,
+                confidence=confidence,
+                task_id=task_id,
+                parent_r_tag=parent_r_tag,
+                origin=origin,
+                idempotency_key=idempotency_key or str(uuid.uuid4()),
+            )
+            return outcome
         payload: dict[str, Any] = {"tool_id": tool_id, "arguments": arguments, "reason": reason}
         for key, value in (
             ("confidence", confidence),
@@ -265,6 +295,9 @@ class BrokerClient:
         return self.call_tool("agent.restart_self", arguments, reason=reason)
 
     def call_status(self, call_id: str) -> Outcome:
+        if self.mcp is not None:
+            status: Outcome = self.mcp.call_status(call_id)
+            return status
         return outcome_from(self._json(self.request("GET", f"/api/v1/tool-calls/{call_id}/")))
 
     def wait(

@@ -182,3 +182,39 @@ def matrix(homeserver: Homeserver, settings: Any, live_server_url: str) -> Homes
         setattr(settings, key, value)
     settings.RABS_PUBLIC_URL = live_server_url
     return homeserver
+
+
+#: The MCP face's holds in the daphne of ``mcp_url``: without a progressToken (the default), and
+#: with one.
+MCP_HOLD = 3.0
+MCP_PROGRESS_HOLD = 8.0
+
+
+@pytest.fixture(scope="session")
+def mcp_url(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
+    """A daphne shared by the tests that drive the MCP face (and the REST API beside it) with
+    outside clients: the official SDKs, agent frameworks, the agent service."""
+    db = settings.DATABASES["default"]
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
+        "DATABASE_URL": database_url(db),
+        "REDIS_URL": settings.REDIS.cache,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "RABS_MCP_HOLD_SECONDS": str(MCP_HOLD),
+        "RABS_MCP_APPROVAL_WAIT_SECONDS": str(MCP_PROGRESS_HOLD),
+        "RABS_MCP_PROGRESS_SECONDS": "1",
+    }
+    process = start_daphne(env, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # a notification stream a client left open
+            process.kill()
+            process.wait(timeout=10)

@@ -324,7 +324,15 @@ def settled(answer: CallAnswer) -> bool:
 
 
 def tool_result(answer: CallAnswer, *, tool: types.Tool | None = None) -> types.CallToolResult:
-    """A CallAnswer as MCP's CallToolResult (see docs/mcp.md for the table)."""
+    """A CallAnswer as MCP's CallToolResult (see docs/mcp.md for the table), the call's Tag
+    Trinity in its ``_meta`` (``rabs/call_id``, ``rabs/r_tag``, ``rabs/o_tag``, ``rabs/vpol``)
+    whatever the outcome."""
+    result = _tool_result(answer, tool=tool)
+    tags = {f"rabs/{k}": answer.body.get(k) for k in ("call_id", "r_tag", "o_tag", "vpol")}
+    return result.model_copy(update={"meta": {k: v for k, v in tags.items() if v is not None}})
+
+
+def _tool_result(answer: CallAnswer, *, tool: types.Tool | None = None) -> types.CallToolResult:
     body = answer.body
     status = body.get("status")
     tags = {k: body.get(k) for k in ("call_id", "r_tag", "o_tag", "vpol")}

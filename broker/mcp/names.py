@@ -24,8 +24,12 @@ from ..registry import registry_remembered, registry_snapshot
 META_TOOL_ID = "rabs/tool_id"
 
 
+#: ``_meta`` key of the broker's own tools (follow-ups, discovery, hooks, the ledger): true.
+META_BUILTIN = "rabs/builtin"
+
+
 def renamed(tool: types.Tool, tool_id: str, name: str) -> types.Tool:
-    """``tool`` under its MCP ``name``, its id as title and in ``_meta``."""
+    """The broker's own ``tool`` under its MCP ``name``, its id as title and in ``_meta``."""
     annotations = tool.annotations
     if annotations is not None:
         annotations = annotations.model_copy(update={"title": tool_id})
@@ -33,7 +37,7 @@ def renamed(tool: types.Tool, tool_id: str, name: str) -> types.Tool:
         update={
             "name": name,
             "title": tool_id,
-            "meta": {**(tool.meta or {}), META_TOOL_ID: tool_id},
+            "meta": {**(tool.meta or {}), META_TOOL_ID: tool_id, META_BUILTIN: True},
             "annotations": annotations,
         }
     )

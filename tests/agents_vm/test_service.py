@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 
 from brainframe.models import (
     Agent,
@@ -37,8 +37,9 @@ from brainframe.models import (
     ToolCall,
     ValidationPolicy,
 )
-from brainframe.services.access.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue, agent_token_issue
 from brainframe.services.seed import seed_brainframe
+from broker.services.approvals import approval_decide
 from tests import factories as f
 from tests.llm_server import OpenAICompatibleServer
 
@@ -243,16 +244,21 @@ def start_service(
     """Start ``python -m agents_vm serve`` for an agent; stopped (and its logs kept) after."""
     started: list[tuple[subprocess.Popen[bytes], Path, str]] = []
 
-    def start(agent_id: str, secret: str, extra: str = "") -> dict[str, Any]:
+    def start(
+        agent_id: str, secret: str, extra: str = "", *, url: str = "", mcp_token: str = ""
+    ) -> dict[str, Any]:
+        """``mcp_token``: the service's tool calls go over ``url``'s MCP face with it."""
         home = tmp_path / agent_id
         home.mkdir()
         config = home / "agent.toml"
+        transport = 'transport = "mcp"\nmcp_token_env = "RABS_MCP_TOKEN"' if mcp_token else ""
         config.write_text(
             f"""
 agent_id = "{agent_id}"
-broker_url = "{live_server_url}"
+broker_url = "{url or live_server_url}"
 secret_env = "RABS_AGENT_SECRET"
 data_dir = "{home / "data"}"
+{transport}
 [control]
 port = 0
 token_env = "RABS_CONTROL_TOKEN"
@@ -272,6 +278,7 @@ approval_wait_seconds = 120
             **os.environ,
             "PYTHONPATH": str(ROOT),
             "RABS_AGENT_SECRET": secret,
+            "RABS_MCP_TOKEN": mcp_token,
             "RABS_CONTROL_TOKEN": TOKEN,
             "RABS_JOURNAL_KEY": base64.b64encode(os.urandom(32)).decode(),
             "OPENAI_API_KEY": "sk-test",
@@ -404,6 +411,47 @@ def test_a_task_from_todo_to_done(
 
     assert _control(port, "POST", "/control/shutdown", {"reason": "test over"}).status_code == 202
     assert service["proc"].wait(timeout=60) == 0
+
+
+def test_the_agent_service_calls_its_tools_over_mcp(
+    world: dict[str, Any], start_service: Any, mcp_url: str, llm: OpenAICompatibleServer
+) -> None:
+    """The same task as above, the service's tool calls over MCP with a bearer token (its
+    tasks, turns and memory on signed REST): the same calls, outcomes and chain."""
+    task = world["task"]
+    token = agent_token_issue(agent=Agent.objects.get(agent_id="henry"))
+    start_service("henry", world["secret"], url=mcp_url, mcp_token=token)
+    approval = _wait(
+        lambda: ApprovalRequest.objects.filter(task_id=task.task_id).first(), 120, "the approval"
+    )
+    approval_decide(
+        approval_id=approval.pk,
+        reviewer=User.objects.get(username="rita"),
+        action="approve",
+        reason="ok for Monday",
+    )
+
+    def done() -> bool:
+        task.refresh_from_db()
+        return task.status == AgentTask.Status.DONE
+
+    _wait(done, 120, "the task to be done")
+    assert not llm.errors
+    calls = list(ToolCall.objects.filter(task_id=task.task_id).order_by("seq"))
+    assert {c.face for c in calls} == {"mcp"}
+    by_tool = {c.requested_tool_id: c for c in calls}
+    assert sorted(by_tool) == sorted(
+        [
+            "transport.vehicle.availability",
+            "transport.vehicle.book",
+            "comms.sms.send",
+            "comms.notification.push",
+        ]
+    )
+    assert by_tool["transport.vehicle.book"].outcome == "succeeded"
+    assert by_tool["comms.sms.send"].decision_code == "policy:external_comms"
+    assert {c.o_tag_id for c in calls} == {world["origin"].pk}
+    assert task.result["steps_done"] == ["s1", "s2", "s3b"]
 
 
 def reggie_script(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:

@@ -132,7 +132,7 @@ def test_tools_list_is_exactly_the_agents_own(server: str, world: dict[str, Any]
         "ledger.compact",
         "ledger.thread_context",
     }
-    assert all(t.meta == {"rabs/tool_id": t.title} for t in henrys.values())
+    assert all(t.meta and t.meta["rabs/tool_id"] == t.title for t in henrys.values())
     assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) for name in henrys)
     henrys = {t.title: t for t in henrys.values()}
     reggies = {t.title: t for t in reggies.values()}

@@ -27,7 +27,7 @@ from brainframe.services.seed import seed_brainframe
 from broker.services.approvals import approval_decide
 from rabs.procs import die_with_parent
 from tests import factories as f
-from tests.broker.conftest import HOLD
+from tests.conftest import MCP_HOLD as HOLD
 from tests.llm_server import OpenAICompatibleServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -29,7 +29,7 @@ from brainframe.services.seed import seed_brainframe
 from broker.mcp import names
 from broker.services.approvals import approval_decide
 from tests import factories as f
-from tests.broker.conftest import HOLD
+from tests.conftest import MCP_HOLD as HOLD
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
