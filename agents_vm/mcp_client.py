@@ -149,7 +149,7 @@ def outcome_of(result: types.CallToolResult) -> Outcome:
     """An MCP tool result as the Outcome the REST face's answer gives (docs/mcp.md, the
     outcomes table); the tags come from the result's ``_meta``."""
     meta = result.meta or {}
-    tags = {key: meta.get(f"rabs/{key}") for key in TAGS}
+    tags: dict[str, Any] = {key: meta.get(f"rabs/{key}") for key in TAGS}
     structured = result.structured_content or {}
     if not result.is_error:
         text = result.content[0].text if result.content else "null"  # type: ignore[union-attr]

@@ -283,7 +283,8 @@ def test_agent_containers_are_locked_down(agent: str, tmp_path: Path) -> None:
     assert "environment" not in service and "env_file" not in service, "secrets in the env"
     targets = {secret["target"]: secret["source"] for secret in service["secrets"]}
     assert targets == {
-        name: f"{agent}_{name}" for name in ("agent_key", "control_token", "journal_key", "llm_key")
+        name: f"{agent}_{name}"
+        for name in ("agent_key", "control_token", "journal_key", "llm_key", "mcp_token")
     }
     for source in targets.values():
         assert compose["secrets"][source] == {
@@ -319,6 +320,7 @@ def test_agent_containers_are_locked_down(agent: str, tmp_path: Path) -> None:
     assert config.broker_url == "http://127.0.0.1:18000"
     assert config.llm.base_url.startswith("http://127.0.0.1:18000/")
     assert (config.control_host, config.control_port) == ("127.0.0.1", 8765)
+    assert config.transport == "mcp" and config.mcp_token == "x" * 32  # tool calls over MCP
     assert "_env" not in text, "a secret read from the environment"
 
 
