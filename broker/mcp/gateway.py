@@ -33,7 +33,7 @@ from brainframe.services.access.credentials import (
     agent_token_remembered,
 )
 
-from . import sessions, streams
+from . import fast, sessions, streams
 from .face import AUTH_UNAVAILABLE, Caller
 from .holding import SESSION_SCOPE_KEY
 from .server import AGENT_SCOPE_KEY, build_server
@@ -107,6 +107,7 @@ class _Request:
 
     method: str | None = None
     progress: bool = False
+    message: Any = None
 
 
 def _read(body: bytes | None) -> _Request:
@@ -123,6 +124,7 @@ def _read(body: bytes | None) -> _Request:
     return _Request(
         method=message["method"],
         progress=isinstance(meta, dict) and meta.get("progressToken") is not None,
+        message=message,
     )
 
 
@@ -243,6 +245,10 @@ class MCPGateway:
             )
             session_id = session.session_id
             send = _with_session(send, session_id)
+        plain = fast.plain_call(request.message, dict(scope.get("headers", [])))
+        if plain is not None:
+            await fast.answer(_refusing(send, caller), caller, plain, session_id)
+            return
         running = await self._started()
         manager = running.streaming if request.progress else running.json
         await manager.handle_request(

@@ -68,16 +68,20 @@ def registry_names(
 
 
 def registry_id(name: str, reserved: frozenset[str]) -> str:
-    """The registry id a ``tools/call`` names: by its MCP name, else the name as given (a
-    registry id, or nothing the registry knows: the pipeline refuses it as any unknown tool).
-    A name the remembered snapshot does not know is looked up in the current one (a tool
+    """The registry id a ``tools/call`` names: by its MCP name or by the id itself, else the
+    name as given (nothing the registry knows: the pipeline refuses it as any unknown tool).
+    Read from the process's snapshot as it is (no query: the decision's statement checks the
+    snapshot's generation); a name it does not know is looked up in the current one (a tool
     added a moment ago)."""
     remembered = registry_remembered()
-    if remembered is not None:
-        found = remembered.mcp_names(reserved)[1].get(name)
+    for snapshot in (remembered, None) if remembered is not None else (None,):
+        by_id, by_name = (snapshot or registry_snapshot()).mcp_names(reserved)
+        found = by_name.get(name)
         if found is not None:
             return found
-    return registry_snapshot().mcp_names(reserved)[1].get(name, name)
+        if name in by_id:
+            return name
+    return name
 
 
 # --- pagination -------------------------------------------------------------------------------

@@ -117,11 +117,34 @@ async def call_tool(
         return await _run(loop_tools.call, await _agent(ctx), builtin, arguments)
     meta: dict[str, Any] = dict(params.meta) if params.meta else {}
     token = meta.pop("progress_token", None)
+    return await registry_call(
+        caller,
+        params.name,
+        arguments,
+        meta,
+        started=started,
+        ctx=ctx if token is not None else None,
+        session_id=_session_id(ctx),
+    )
+
+
+async def registry_call(
+    caller: face.Caller,
+    name: str,
+    arguments: dict[str, Any],
+    meta: dict[str, Any],
+    *,
+    started: float,
+    ctx: ServerRequestContext[Any, Any] | None = None,
+    session_id: str | None = None,
+) -> types.CallToolResult:
+    """A call of a registry tool: decided, held for a reviewer while the client's patience
+    allows, answered. ``ctx``: the request asked for progress (its stream carries it)."""
     try:
-        hold = holding.hold_seconds(meta, progress=token is not None)
-        submitted = await _run(face.tools_call, caller, params.name, arguments, meta)
+        hold = holding.hold_seconds(meta, progress=ctx is not None)
+        submitted = await _run(face.tools_call, caller, name, arguments, meta)
     except face.UnknownTool:
-        raise MCPError(face.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+        raise MCPError(face.INVALID_PARAMS, f"Unknown tool: {name}") from None
     except BrokerRefusal as refusal:
         return results.refusal_result(refusal)
     answer = submitted.answer
@@ -129,22 +152,23 @@ async def call_tool(
         agent = caller.bearer.agent  # as the decision's statement checked it, or read anew
         # Told on this request's own stream when it is one (it asked for progress) and the
         # client has no session: a session's stream tells of the agent's approvals itself.
-        told = token is not None and _session_id(ctx) is None
-        if told:
-            await holding.log(ctx, "notice", holding.held_message(answer, params.name, hold))
+        told = ctx is not None and session_id is None
+        if told and ctx is not None:
+            await holding.log(ctx, "notice", holding.held_message(answer, name, hold))
+        progress = None
+        if ctx is not None:
+            request_ctx, approval_id = ctx, submitted.approval_id
 
-        async def progress(waited: float) -> None:
-            await ctx.session.report_progress(
-                waited, hold, f"waiting for a reviewer (approval {submitted.approval_id})"
-            )
+            async def progress(waited: float) -> None:
+                await request_ctx.session.report_progress(
+                    waited, hold, f"waiting for a reviewer (approval {approval_id})"
+                )
 
         left = max(0.0, hold - (time.monotonic() - started))
-        waited = await _wait(
-            agent, submitted.approval_id, left, progress if token is not None else None
-        )
+        waited = await _wait(agent, submitted.approval_id, left, progress)
         answer = waited or answer
-        if told and face.settled(answer):
-            await holding.log(ctx, *holding.settled_message(answer, params.name))
+        if told and ctx is not None and face.settled(answer):
+            await holding.log(ctx, *holding.settled_message(answer, name))
     return face.tool_result(answer)
 
 
