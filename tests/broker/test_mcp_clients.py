@@ -5,17 +5,20 @@ TypeScript SDK (initialize, list, call, a call held for a reviewer with progress
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -202,3 +205,114 @@ def test_the_typescript_sdk_initializes_lists_calls_and_waits_with_progress(
     # Held past the client's 5 s timeout by progress alone, then the real outcome.
     assert seen["held"]["structuredContent"]["status"] == "booked", seen["held"]
     assert len(seen["progress"]) >= 4
+
+
+def _snippets() -> list[tuple[str, str]]:
+    """(language, code) of each fenced block of docs/mcp.md's "Connect your agent", in order."""
+    text = (ROOT / "docs" / "mcp.md").read_text()
+    section = text.split("## Connect your agent", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```(\w+)\n(.*?)```", section, flags=re.DOTALL)
+
+
+def _roster_then_done(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> dict[str, Any]:
+    if not any(m.get("role") == "tool" for m in messages):
+        args = {"date_from": "2026-03-02", "date_to": "2026-03-02"}
+        return {"tool_calls": [{"name": "roster_shift_read", "arguments": args}]}
+    return {"content": "done: " + _text(messages[-1].get("content"))[:200]}
+
+
+@pytest.mark.timeout(240)
+def test_the_connect_snippets_work_as_written(
+    clients: None,
+    mcp_url: str,
+    world: dict[str, Any],
+    model_server: OpenAICompatibleServer,
+    tmp_path: Any,
+) -> None:
+    model_server.chat_script = _roster_then_done
+    llm_upstream_set(
+        name="local",
+        base_url=model_server.base_url,
+        served_models=["small-model"],
+        api_key="",
+        price_in=Decimal("1"),
+        price_out=Decimal("1"),
+        external=False,
+    )
+    LLMBudget.objects.create(
+        agent=world["henry"], allowed_models=["small-model"], aliases={"actuator": "small-model"}
+    )
+    key = llm_key_issue(agent=world["henry"])
+
+    def written(code: str) -> str:
+        return (
+            code.replace("http://127.0.0.1:8000", mcp_url)
+            .replace("rabs_…", world["token"])
+            .replace("rabs-llm-…", key)
+        )
+
+    snippets = _snippets()
+    assert [lang for lang, _ in snippets] == ["sh", "json", "json", "python", "js", "python"]
+    (_, claude_code), (_, claude_desktop) = snippets[1], snippets[2]
+
+    # Claude Code: the server entry as written, initialize and list.
+    server = json.loads(written(claude_code))["mcpServers"]["rabs"]
+    headers = {**server["headers"], "Accept": "application/json, text/event-stream"}
+    opened = httpx.post(server["url"], headers=headers, timeout=30, json=_initialize())
+    assert opened.status_code == 200 and opened.json()["result"]["serverInfo"]
+    # Claude Desktop: its command as written (mcp-remote over stdio), driven by an MCP client.
+    desktop = json.loads(written(claude_desktop))["mcpServers"]["rabs"]
+    listed = asyncio.run(_stdio_tools(desktop))
+    assert "roster_shift_read" in listed
+
+    runs = {
+        "agents": ([str(AGENTS_SDK), "snippet.py"], snippets[3][1], tmp_path / "snippet.py"),
+        "ts": (["node", "snippet.mjs"], snippets[4][1], TS_SDK / "snippet.mjs"),
+        "mcp": ([sys.executable, "snippet.py"], snippets[5][1], tmp_path / "mcp" / "snippet.py"),
+    }
+    out = {}
+    for name, (command, code, path) in runs.items():
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(written(code))
+        run = subprocess.run(
+            command,
+            cwd=path.parent,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=die_with_parent,
+        )
+        assert run.returncode == 0, (name, run.stderr[-3000:])
+        out[name] = run.stdout
+    assert out["agents"].startswith("done:") and "ST-014" in out["agents"]
+    assert re.match(r"\d+ \{\"shifts\"", out["ts"])
+    assert re.match(r"\d+ False \{'shifts'", out["mcp"])
+    assert ToolCall.objects.filter(requested_tool_id="roster.shift.read", face="mcp").count() == 3
+
+
+def _initialize() -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "claude-code-config", "version": "1"},
+        },
+    }
+
+
+async def _stdio_tools(server: dict[str, Any]) -> list[str]:
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=server["command"],
+        args=server["args"],
+        env={**os.environ, **server["env"]},
+        cwd=str(TS_SDK),  # npx finds mcp-remote there, installed by make clients
+    )
+    async with Client(params, mode="legacy") as client:
+        return [tool.name for tool in (await client.list_tools()).tools]
