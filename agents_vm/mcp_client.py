@@ -1,10 +1,10 @@
 """Tool calls over the broker's MCP face (``transport = "mcp"``): the official ``mcp`` client with
-the agent's bearer token, one session kept open on a thread of its own, answering as the
-signed REST transport does (the same ``Outcome`` kinds), so the cognitive loop does not know
-which one it runs on.
+the agent's bearer token, one session kept open on a thread of its own, answering with the
+bodies the signed REST transport reads (``agents_vm.sdk.BrokerClient`` turns both into the same
+``Outcome`` kinds), so the cognitive loop does not know which one it runs on.
 
     tools = MCPTools("http://10.0.2.2:8000", token=TOKEN)
-    outcome = tools.call_tool("roster.shift.read", {...}, reason="check Monday's cover")
+    body = tools.call_tool("roster.shift.read", {...}, reason="check Monday's cover")
 
 Imports nothing from the control plane: it speaks only MCP over HTTP, as any agent framework.
 """
@@ -23,7 +23,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from .sdk import BrokerError, Executed, InvalidArguments, Outcome, outcome_from
+
+class MCPRefusal(Exception):
+    """The broker refused the request before it became a call (``status`` as REST's)."""
+
+    def __init__(self, status: int, code: str, detail: str, body: dict[str, Any]) -> None:
+        super().__init__(f"{status} {code}: {detail}")
+        self.status, self.code, self.detail, self.body = status, code, detail, body
+
 
 #: ``_meta`` keys the broker reads on a ``tools/call`` (docs/mcp.md).
 META = {
@@ -110,16 +117,16 @@ class MCPTools:
             if not (tool.meta or {}).get("rabs/builtin")
         ]
 
-    def call_tool(self, tool_id: str, arguments: dict[str, Any], **fields: Any) -> Outcome:
+    def call_tool(self, tool_id: str, arguments: dict[str, Any], **fields: Any) -> dict[str, Any]:
         meta = {META[k]: v for k, v in fields.items() if v is not None and k in META}
         try:
             result: types.CallToolResult = self._run(self._call(tool_id, arguments, meta))
         except MCPError as error:  # an unknown tool, or not this agent's
             code = "unknown_tool" if "Unknown tool" in str(error) else "mcp_error"
-            raise BrokerError(404, code, str(error), {}) from None
-        return outcome_of(result)
+            raise MCPRefusal(404, code, str(error), {}) from None
+        return body_of(result)
 
-    def call_status(self, call_id: str) -> Outcome:
+    def call_status(self, call_id: str) -> dict[str, Any]:
         async def read() -> types.ReadResourceResult:
             client = await self._connected()
             return await client.read_resource(f"rabs://calls/{call_id}")
@@ -127,9 +134,9 @@ class MCPTools:
         try:
             found = self._run(read())
         except MCPError as error:
-            raise BrokerError(404, "not_found", str(error), {}) from None
-        content = found.contents[0]
-        return outcome_from(json.loads(getattr(content, "text", "{}")))
+            raise MCPRefusal(404, "not_found", str(error), {}) from None
+        body: dict[str, Any] = json.loads(getattr(found.contents[0], "text", "{}"))
+        return body
 
     def close(self) -> None:
         if self._closing is not None:
@@ -145,9 +152,9 @@ async def _settled(task: asyncio.Future[None]) -> None:
     await asyncio.wait([task], timeout=5)
 
 
-def outcome_of(result: types.CallToolResult) -> Outcome:
-    """An MCP tool result as the Outcome the REST face's answer gives (docs/mcp.md, the
-    outcomes table); the tags come from the result's ``_meta``."""
+def body_of(result: types.CallToolResult) -> dict[str, Any]:
+    """An MCP tool result as the body REST answers (docs/mcp.md, the outcomes table); the tags
+    come from the result's ``_meta``."""
     meta = result.meta or {}
     tags: dict[str, Any] = {key: meta.get(f"rabs/{key}") for key in TAGS}
     structured = result.structured_content or {}
@@ -157,24 +164,28 @@ def outcome_of(result: types.CallToolResult) -> Outcome:
             value = json.loads(text)
         except ValueError:
             value = text
-        return Executed(**tags, result=value)
+        return {**tags, "status": "executed", "outcome": "succeeded", "result": value}
     status = structured.get("status")
     if status == "failed":
-        return Executed(
-            **tags, outcome=str(structured.get("outcome")), error=str(structured.get("error"))
-        )
+        return {
+            **tags,
+            "status": "executed",
+            "outcome": str(structured.get("outcome")),
+            "error": str(structured.get("error")),
+        }
     if status == "refused":
-        raise BrokerError(
+        raise MCPRefusal(
             400, str(structured.get("code")), str(structured.get("reason")), structured
         )
     if status == "invalid_arguments":
-        return InvalidArguments(
+        return {
             **tags,
-            code=str(structured.get("code") or "invalid_arguments"),
-            errors=list(structured.get("errors") or []),
-        )
+            "status": "invalid",
+            "code": str(structured.get("code") or "invalid_arguments"),
+            "errors": list(structured.get("errors") or []),
+        }
     body = {**structured, **{k: v for k, v in tags.items() if v is not None}}
     if status in ("rejected", "denied"):
         body.setdefault("rejection_reason", structured.get("reason"))
         body.setdefault("detail", structured.get("reason"))
-    return outcome_from(body)
+    return body

@@ -237,6 +237,16 @@ class BrokerClient:
 
     # --- tool calls --------------------------------------------------------------------------
 
+    def _over_mcp(self, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """A body from the MCP transport; its refusals raised as REST's are."""
+        from .mcp_client import MCPRefusal
+
+        try:
+            body: dict[str, Any] = fn(*args, **kwargs)
+        except MCPRefusal as refusal:
+            raise BrokerError(refusal.status, refusal.code, refusal.detail, refusal.body) from None
+        return body
+
     def tools(self) -> list[dict[str, Any]]:
         if self.mcp is not None:
             return list(self.mcp.tools())
@@ -257,17 +267,19 @@ class BrokerClient:
         """Ask for a tool call. A retry after a lost answer reuses the idempotency key, so the
         broker answers as it did the first time instead of executing again."""
         if self.mcp is not None:
-            outcome: Outcome = self.mcp.call_tool(
-                tool_id,
-                arguments,
-                reason=reason,
-                confidence=confidence,
-                task_id=task_id,
-                parent_r_tag=parent_r_tag,
-                origin=origin,
-                idempotency_key=idempotency_key or str(uuid.uuid4()),
+            return outcome_from(
+                self._over_mcp(
+                    self.mcp.call_tool,
+                    tool_id,
+                    arguments,
+                    reason=reason,
+                    confidence=confidence,
+                    task_id=task_id,
+                    parent_r_tag=parent_r_tag,
+                    origin=origin,
+                    idempotency_key=idempotency_key or str(uuid.uuid4()),
+                )
             )
-            return outcome
         payload: dict[str, Any] = {"tool_id": tool_id, "arguments": arguments, "reason": reason}
         for key, value in (
             ("confidence", confidence),
@@ -296,8 +308,7 @@ class BrokerClient:
 
     def call_status(self, call_id: str) -> Outcome:
         if self.mcp is not None:
-            status: Outcome = self.mcp.call_status(call_id)
-            return status
+            return outcome_from(self._over_mcp(self.mcp.call_status, call_id))
         return outcome_from(self._json(self.request("GET", f"/api/v1/tool-calls/{call_id}/")))
 
     def wait(

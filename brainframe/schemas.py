@@ -63,6 +63,24 @@ HANDLER_CONFIG_SCHEMAS: dict[str, dict[str, Any]] = {
             "timeout_s": _TIMEOUT,
         },
     },
+    Tool.HandlerType.A2A: {
+        "type": "object",
+        "required": ["card_url"],
+        "additionalProperties": False,
+        "properties": {
+            # Where the external agent's card is (its interfaces, skills, security schemes).
+            "card_url": {"type": "string", "pattern": r"^https?://", "maxLength": 2000},
+            # For each security scheme the card names: the environment variable holding this
+            # deployment's credential for it (never the credential itself).
+            "credential_env": {
+                "type": "object",
+                "additionalProperties": {"type": "string", "pattern": r"^[A-Z_][A-Z0-9_]*$"},
+            },
+            # The card's skills as last read (set by the registration; shown in the admin).
+            "skills": {"type": "array", "items": {"type": "object"}},
+            "timeout_s": _TIMEOUT,
+        },
+    },
     Tool.HandlerType.SCRIPT: {
         "type": "object",
         "required": ["argv"],

@@ -27,6 +27,7 @@ class BrokerConfig(AppConfig):
         from .channels import replies
         from .channels.delivery import deliveries_run
         from .handlers import (
+            a2a,
             api,
             demo,
             function,
@@ -52,6 +53,7 @@ class BrokerConfig(AppConfig):
         runner_register(Tool.HandlerType.API, api.run)
         runner_register(Tool.HandlerType.SCRIPT, script.run)
         runner_register(Tool.HandlerType.MCP, upstream.run)
+        runner_register(Tool.HandlerType.A2A, a2a.run)
         function.functions_register(demo.CALLABLES)
         function.functions_register(native.CALLABLES)
         function.functions_register(system.CALLABLES)

@@ -106,6 +106,7 @@ class ToolAdmin(JSONEditingMixin, LevelChangeAdmin, SimpleHistoryAdmin):
     )
     search_fields = ("tool_id", "description")
     readonly_fields = ("mcp_name", "alignment_score_90d", "created_at", "updated_at")
+    _mcp_names: dict[str, str] | None = None  # every tool's MCP name, read once per list page
     inlines = [LevelChangeInline]
     actions = ["disable_tools", "enable_tools", "set_mode_auto", "set_mode_review"]
     fieldsets = (

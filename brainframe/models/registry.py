@@ -46,6 +46,7 @@ class Tool(models.Model):
         API = "api", "API (HTTP call)"
         SCRIPT = "script", "Script (a program in the OS sandbox)"
         MCP = "mcp", "MCP (a tool of an upstream MCP server)"
+        A2A = "a2a", "A2A (a task handed to an external agent)"
 
     tool_id = models.CharField(
         primary_key=True,
