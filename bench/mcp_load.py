@@ -16,6 +16,11 @@ tool ``time-get-current-time`` called through a virtual server at ``/servers/<id
 JWT. Each gateway has its own upstream process: ``mcp-server-time`` over stdio, exposed as
 Streamable HTTP by ContextForge's ``mcpgateway.translate`` bridge.
 
+**Beside them, on the same stack**: the REST face deciding ``roster.shift.read`` for signed
+agents (``bench/broker_load.py``'s call), and the MCP face calling that same local read (what the
+face costs without the forward); the ratios MCP/REST are printed per round, and the CPU each
+part of our stack spent per call (``bench/_cpu.py``).
+
 The load is raw JSON-RPC over kept-alive HTTP/1.1 connections (``bench/_http.py``), requests
 built beforehand; an answer counts only if it is a successful tool result. (a) closed loop:
 ``--concurrency`` clients for ``--seconds``, calls/s and errors; (b) open loop: calls offered at
@@ -53,6 +58,8 @@ CF_PACKAGES = ["mcp-contextforge-gateway==1.1.0", "mcp-server-time==2026.10.19"]
 CF_PYTHON = "/root/.pyenv/versions/3.12.1/bin/python"
 WORK = ROOT / "var" / "bench" / "contextforge"
 ARGUMENTS = {"timezone": "UTC"}
+ROSTER = {"date_from": "2026-03-02", "date_to": "2026-03-02"}
+ROSTER_TOOL = "roster_shift_read"
 
 
 def _free_port() -> int:
@@ -205,12 +212,22 @@ def _call_body(n: int, tool: str, meta: dict[str, Any] | None = None) -> dict[st
     return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
 
 
-def ours_requests(url: str, tokens: list[str], count: int) -> list[bytes]:
+def ours_requests(
+    url: str, tokens: list[str], count: int, tool: str = "time.get_current_time"
+) -> list[bytes]:
+    arguments = ROSTER if tool == "roster_shift_read" else ARGUMENTS
     return [
         _rpc(
             url,
             {"Authorization": f"Bearer {tokens[n % len(tokens)]}"},
-            _call_body(n, "time.get_current_time", {"rabs/reason": "load test"}),
+            {
+                **_call_body(n, tool, {"rabs/reason": "load test"}),
+                "params": {
+                    "name": tool,
+                    "arguments": arguments,
+                    "_meta": {"rabs/reason": "load test"},
+                },
+            },
         )
         for n in range(count)
     ]
@@ -263,7 +280,7 @@ def _e_g(result: dict[str, Any]) -> str:
 
 
 def _succeeded(status: int, body: bytes) -> bool:
-    if status != 200:
+    if status not in (200, 201):
         return False
     text = body.decode(errors="replace")
     if text.startswith("event:") or text.startswith("data:"):
@@ -272,6 +289,8 @@ def _succeeded(status: int, body: bytes) -> bool:
         answer = json.loads(text)
     except ValueError:
         return False
+    if answer.get("status"):  # a signed REST call's answer
+        return bool(answer["status"] == "executed" and answer.get("outcome") == "succeeded")
     result = answer.get("result") or {}
     return "error" not in answer and not result.get("isError") and bool(result.get("content"))
 
@@ -368,7 +387,9 @@ def main() -> int:
     import django
 
     django.setup()
+    from bench._cpu import CpuMeter, describe, per_request_ms
     from bench._db import throwaway_database
+    from bench._http import signed_calls
     from bench._stack import running_stack
 
     parser = argparse.ArgumentParser()
@@ -397,6 +418,10 @@ def main() -> int:
         gateways = {
             "ours": (ours_url, lambda n: ours_requests(ours_url, tokens, n)),
             "contextforge": (cf_url, lambda n: cf_requests(cf_url, jwt, sessions, cf_tool, n)),
+            # The same stack's REST face deciding a local read (bench/broker_load.py's call),
+            # and the MCP face calling that read: what the face costs beside the forward.
+            "rest": (stack.url, lambda n: list(signed_calls(stack.url, stack.secrets, n))),
+            "ours, local": (ours_url, lambda n: ours_requests(ours_url, tokens, n, ROSTER_TOOL)),
         }
         # For scale: the upstream alone (no gateway), what neither gateway can exceed.
         alone = asyncio.run(
@@ -417,9 +442,12 @@ def main() -> int:
             print(f"{name}: warmed")
         for round_ in range(args.rounds):
             for name, (url, build) in gateways.items():
+                meter, before = CpuMeter(), None
+                before = meter.sample()
                 c = asyncio.run(
                     closed(url, build(budget), clients=args.concurrency, seconds=args.seconds)
                 )
+                c["cpu"] = per_request_ms(before, meter.sample(), c["ok"] + c["errors"])
                 o = asyncio.run(
                     opened(url, build(int(args.rate * args.open_seconds)), rate=args.rate)
                 )
@@ -429,14 +457,18 @@ def main() -> int:
                     f"calls/s ({c['ok']} ok, {c['errors']} errors{_e_g(c)}); open loop at "
                     f"{args.rate:g}/s: p50 {o['p50_ms']:.1f} ms, p99 {o['p99_ms']:.1f} ms "
                     f"({o['errors']} errors of {o['offered']})"
+                    + ("" if name == "contextforge" else f"; CPU per call {describe(c['cpu'])}")
                 )
+    per_round = len(runs) // args.rounds
     for round_ in range(args.rounds):
-        ours, cf = runs[2 * round_], runs[2 * round_ + 1]
+        ours, cf, rest, local = runs[per_round * round_ : per_round * (round_ + 1)]
         print(
             f"round {round_ + 1} ratio ours/ContextForge: calls/s "
             f"{ours[1]['per_second'] / cf[1]['per_second']:.2f}, "
             f"p50 {ours[2]['p50_ms'] / cf[2]['p50_ms']:.2f}, "
-            f"p99 {ours[2]['p99_ms'] / cf[2]['p99_ms']:.2f}"
+            f"p99 {ours[2]['p99_ms'] / cf[2]['p99_ms']:.2f}; MCP/REST calls/s: forwarded "
+            f"{ours[1]['per_second'] / rest[1]['per_second']:.2f}, local "
+            f"{local[1]['per_second'] / rest[1]['per_second']:.2f}"
         )
     return 0
 
