@@ -82,7 +82,9 @@ def test_named_commands_exist(page: Path) -> None:
     """Commands in prose count as well as in code, except `make`, which prose uses as a verb."""
     commands, targets, text = set(get_commands()), _make_targets(), page.read_text()
     missing = [
-        f"manage.py {c}" for c in re.findall(r"manage\.py ([a-z_]+)", text) if c not in commands
+        f"manage.py {c}"
+        for c in re.findall(r"manage\.py ([a-z_][a-z0-9_]*)", text)
+        if c not in commands
     ]
     missing += [
         f"bench/{b}"
