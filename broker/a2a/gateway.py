@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncGenerator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,6 +22,8 @@ from a2a.types import (
     GetTaskRequest,
     SendMessageRequest,
     Task,
+    TaskState,
+    TaskStatusUpdateEvent,
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from a2a.utils.errors import (
@@ -43,6 +46,20 @@ from brainframe.services.access.credentials import TokenRefused, agent_token_aut
 from . import face
 
 AGENT_SCOPE_KEY = "rabs.agent"
+#: How long a SendStreamingMessage stream follows its task, and how often it looks.
+STREAM_SECONDS = 120.0
+STREAM_POLL_SECONDS = 0.5
+#: States after which a stream ends: the task ended, or waits on someone.
+STREAM_ENDS = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+        TaskState.TASK_STATE_AUTH_REQUIRED,
+    }
+)
 _threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="a2a")
 
 
@@ -59,7 +76,7 @@ def _caller(context: ServerCallContext) -> Agent:
 
 class BrokerRequestHandler(RequestHandler):
     """A2A methods over the broker's task inbox; what A2A has and this product does not
-    (streams, push notifications, listing) is unsupported."""
+    (push notifications, listing, resubscribing) is unsupported."""
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         try:
@@ -91,8 +108,24 @@ class BrokerRequestHandler(RequestHandler):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any]:
-        raise UnsupportedOperationError
-        yield
+        """``SendStreamingMessage``: the task as made, then each change of its state until it
+        ends, stops for a reviewer or a decision, or ``STREAM_SECONDS`` pass (``GetTask`` then
+        follows it)."""
+        caller = _caller(context)
+        task = await self.on_message_send(params, context)
+        yield task
+        deadline = time.monotonic() + STREAM_SECONDS
+        state = task.status.state
+        while state not in STREAM_ENDS and time.monotonic() < deadline:
+            await asyncio.sleep(STREAM_POLL_SECONDS)
+            now: Task | None = await _run(face.get_task, caller, task.id)
+            if now is None:
+                return
+            if now.status.state != state:
+                state = now.status.state
+                yield TaskStatusUpdateEvent(
+                    task_id=now.id, context_id=now.context_id, status=now.status
+                )
 
     async def on_create_task_push_notification_config(
         self, params: Any, context: ServerCallContext

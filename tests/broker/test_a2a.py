@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -141,6 +143,51 @@ def test_send_message_hands_henry_a_task_he_runs(server: str, world: dict[str, A
 
     done = _client_run(server, world["token"], get)
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+def test_a_streamed_message_follows_its_task_until_it_ends(
+    server: str, world: dict[str, Any]
+) -> None:
+    """SendStreamingMessage: the task as made, then its state as Henry moves it, to the end."""
+
+    def henry_runs(task_id: str) -> None:
+        for step, body in (("claim", {}), ("complete", {"result": {"tyres": "ok"}})):
+            time.sleep(0.8)
+            signed_request(
+                server,
+                "henry",
+                world["henry_secret"],
+                "POST",
+                f"/api/v1/tasks/{task_id}/{step}/",
+                body,
+            )
+
+    async def stream() -> list[Any]:
+        http = httpx.AsyncClient(headers={"Authorization": f"Bearer {world['token']}"}, timeout=60)
+        client = await create_client(
+            server, client_config=ClientConfig(streaming=True, httpx_client=http)
+        )
+        seen: list[Any] = []
+        worker: threading.Thread | None = None
+        try:
+            request = _message("Check the tyres on Hiace 2", **{"rabs/assign_to": "henry"})
+            async for response in client.send_message(request):
+                seen.append(response)
+                if worker is None:
+                    worker = threading.Thread(target=henry_runs, args=(response.task.id,))
+                    worker.start()
+        finally:
+            await client.close()
+            if worker is not None:
+                worker.join()
+        return seen
+
+    seen = asyncio.run(stream())
+    assert seen[0].task.status.state == TaskState.TASK_STATE_SUBMITTED
+    states = [r.status_update.status.state for r in seen[1:]]
+    assert states == [TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED]
+    card = httpx.get(f"{server}/.well-known/agent-card.json", timeout=10).json()
+    assert card["capabilities"]["streaming"] is True
 
 
 def test_a_task_can_be_cancelled_until_it_is_done(server: str, world: dict[str, Any]) -> None:
