@@ -16,12 +16,14 @@ class BrokerConfig(AppConfig):
         # Handlers, services and the API import models, which cannot be imported before the app
         # registry is ready.
         from brainframe.jobs import job_register
-        from brainframe.models import Tool
+        from brainframe.models import Tool, WebhookSubscription
+        from brainframe.services.eventlog.webhooks import webhook_payload_register, webhooks_run
         from brainframe.services.hooks.runner import hook_invoker_register
 
         from . import checks  # noqa: F401  (registers the sandbox's start-up check)
 
         # drf-spectacular learns of an extension when its class is defined (RABS-HMAC's).
+        from .a2a.face import a2a_push_payload
         from .api import schema  # noqa: F401
         from .audit.checkpoints import checkpoint_write
         from .channels import replies
@@ -83,3 +85,5 @@ class BrokerConfig(AppConfig):
             "deliver_replies",
             lambda day: {**deliveries_run(), "submitted": replies.replies_sweep()},
         )
+        job_register("deliver_webhooks", lambda day: webhooks_run())
+        webhook_payload_register(WebhookSubscription.Kind.A2A_PUSH, a2a_push_payload)

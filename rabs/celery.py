@@ -67,6 +67,14 @@ app.conf.beat_schedule = {
         "args": ("close_council_votes",),
         "options": {"expires": 55},
     },
+    # Events pushed to subscribed external agents (and A2A push notifications): new ones, and
+    # retries that are due.
+    "deliver-webhooks": {
+        "task": "brainframe.tasks.run_scheduled_job",
+        "schedule": 5.0,
+        "args": ("deliver_webhooks",),
+        "options": {"expires": 4},
+    },
     # Reviewers' digest e-mails that are due.
     "send-digests": {
         "task": "brainframe.tasks.run_scheduled_job",

@@ -19,6 +19,7 @@ from . import (
     registry,
     trust,
     usage,
+    webhooks,
     work,
 )
 
@@ -35,5 +36,6 @@ __all__ = [
     "registry",
     "trust",
     "usage",
+    "webhooks",
     "work",
 ]

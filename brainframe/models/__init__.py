@@ -63,6 +63,7 @@ from .sharing import MacRule
 from .trust import AlignmentSnapshot, MonitoringLevelChange
 from .usage import LLMUsage, ModelPrice
 from .views import AgentCard, DiscoveryEntry, KanbanCard, PlanRecord
+from .webhooks import WebhookDelivery, WebhookSubscription
 from .work import (
     AgentTask,
     ApprovalRequest,
@@ -146,4 +147,6 @@ __all__ = [
     "Turn",
     "UpstreamToolChange",
     "ValidationPolicy",
+    "WebhookDelivery",
+    "WebhookSubscription",
 ]

@@ -36,7 +36,14 @@ from django.db import close_old_connections
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 
-from brainframe.models import Agent, AgentTask, ApprovalRequest, OriginRegistry, ToolCall
+from brainframe.models import (
+    Agent,
+    AgentTask,
+    ApprovalRequest,
+    OriginRegistry,
+    ToolCall,
+    WebhookSubscription,
+)
 from brainframe.services.ledger.inbound import InboundRefusal, inbound_event_record
 from brainframe.services.work.tasks import task_announce
 
@@ -94,7 +101,7 @@ def control_plane_card() -> AgentCard:
                 url=f"{_base_url()}{A2A_PATH}", protocol_binding="JSONRPC", protocol_version="1.0"
             )
         ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain", "application/json"],
         skills=[
@@ -247,6 +254,17 @@ def _task(task: AgentTask) -> Task:
     )
 
 
+def a2a_task(task: AgentTask) -> Task:
+    """A task of ours as A2A shows it (its state mapped, what our agent said)."""
+    return _task(task)
+
+
+def a2a_push_payload(subscription: WebhookSubscription) -> dict[str, Any]:
+    """An A2A push notification: the task as it stands now (a StreamResponse's ``task``)."""
+    task = AgentTask.objects.get(push_subscriptions=subscription)
+    return {"task": MessageToDict(_task(task))}
+
+
 def _own_task(caller: Agent, task_id: str) -> AgentTask | None:
     try:
         pk = uuid.UUID(task_id)
@@ -262,6 +280,22 @@ def get_task(caller: Agent, task_id: str) -> Task | None:
     """One of the tasks the caller handed over (None: not one of its)."""
     task = _own_task(caller, task_id)
     return _task(task) if task is not None else None
+
+
+@on_worker_thread
+def push_subscribe(caller: Agent, task_id: str, url: str, token: str) -> str | None:
+    """Push notifications of one of the caller's tasks to ``url`` (a signed webhook on each
+    change of its state); the subscription's id, or None: not one of its tasks."""
+    from brainframe.services.eventlog.webhooks import webhook_subscribe
+
+    task = _own_task(caller, task_id)
+    if task is None:
+        return None
+    try:
+        subscription, _ = webhook_subscribe(agent=caller, url=url, task=task, token=token)
+    except ValueError as exc:
+        raise A2ARefusal("invalid_params", str(exc)) from exc
+    return str(subscription.pk)
 
 
 @on_worker_thread

@@ -22,6 +22,7 @@ from a2a.types import (
     GetTaskRequest,
     SendMessageRequest,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
     TaskStatusUpdateEvent,
 )
@@ -76,7 +77,7 @@ def _caller(context: ServerCallContext) -> Agent:
 
 class BrokerRequestHandler(RequestHandler):
     """A2A methods over the broker's task inbox; what A2A has and this product does not
-    (push notifications, listing, resubscribing) is unsupported."""
+    (listing tasks or push configurations, resubscribing) is unsupported."""
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         try:
@@ -128,9 +129,22 @@ class BrokerRequestHandler(RequestHandler):
                 )
 
     async def on_create_task_push_notification_config(
-        self, params: Any, context: ServerCallContext
-    ) -> Any:
-        raise UnsupportedOperationError
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        """Push notifications of a task the caller handed us: a signed webhook to its URL on
+        each change of the task's state (``brainframe/services/eventlog/webhooks.py``)."""
+        try:
+            made = await _run(
+                face.push_subscribe, _caller(context), params.task_id, params.url, params.token
+            )
+        except face.A2ARefusal as refused:
+            raise InvalidParamsError(message=f"{refused.code}: {refused.detail}") from refused
+        if made is None:
+            raise TaskNotFoundError
+        answer = TaskPushNotificationConfig()
+        answer.CopyFrom(params)
+        answer.id = made
+        return answer
 
     async def on_get_task_push_notification_config(
         self, params: Any, context: ServerCallContext

@@ -289,6 +289,8 @@ if not 0 <= RABS_MCP_HOLD_SECONDS <= 4:
     raise ImproperlyConfigured("RABS_MCP_HOLD_SECONDS is 0-4 (clients time out after 5 s)")
 RABS_MCP_MAX_HOLD_SECONDS = env.float("RABS_MCP_MAX_HOLD_SECONDS", default=120.0)
 RABS_MCP_PROGRESS_SECONDS = env.float("RABS_MCP_PROGRESS_SECONDS", default=2.0)
+# How long a subscribed external agent's receiver has to answer a pushed event (then retried).
+RABS_WEBHOOK_TIMEOUT_SECONDS = env.float("RABS_WEBHOOK_TIMEOUT_SECONDS", default=5.0)
 RABS_MCP_TOOLS_PAGE_SIZE = env.int("RABS_MCP_TOOLS_PAGE_SIZE", default=500)
 # An MCP session's record (its log level and subscriptions) lasts this long after its last use.
 RABS_MCP_SESSION_SECONDS = env.int("RABS_MCP_SESSION_SECONDS", default=86400)

@@ -5,11 +5,13 @@ GetTask and CancelTask follow it; only external agents' tokens are admitted."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -23,6 +25,7 @@ from a2a.types import (
     Part,
     Role,
     SendMessageRequest,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from django.conf import settings
@@ -31,6 +34,7 @@ from google.protobuf.struct_pb2 import Struct
 
 from brainframe.models import Agent, AgentTask, LedgerEvent, OriginRegistry
 from brainframe.services.access.credentials import agent_credential_issue, agent_token_issue
+from brainframe.services.eventlog.webhooks import webhooks_run
 from brainframe.services.seed import seed_brainframe
 from rabs.devstack import free_port, start_daphne, wait_until_up
 from rabs.embedded import database_url
@@ -188,6 +192,55 @@ def test_a_streamed_message_follows_its_task_until_it_ends(
     assert states == [TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED]
     card = httpx.get(f"{server}/.well-known/agent-card.json", timeout=10).json()
     assert card["capabilities"]["streaming"] is True
+
+
+def test_push_notifications_of_a_task_handed_to_us(server: str, world: dict[str, Any]) -> None:
+    """A2A push: the caller's webhook hears each change of its task's state, with its token
+    and our signature."""
+    heard: list[tuple[str, dict[str, Any]]] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            heard.append((self.headers["X-A2A-Notification-Token"], body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/a2a-push"
+
+    async def send_and_subscribe(client: Any) -> tuple[Any, Any]:
+        request = _message("Check the tyres on Hiace 2", **{"rabs/assign_to": "henry"})
+        sent = (await anext(aiter(client.send_message(request)))).task
+        config = await client.create_task_push_notification_config(
+            TaskPushNotificationConfig(task_id=sent.id, url=url, token="caller-token")
+        )
+        return sent, config
+
+    try:
+        task, config = _client_run(server, world["token"], send_and_subscribe)
+        assert config.id and config.task_id == task.id
+        for step, body in (("claim", {}), ("complete", {"result": {"tyres": "ok"}})):
+            signed_request(
+                server,
+                "henry",
+                world["henry_secret"],
+                "POST",
+                f"/api/v1/tasks/{task.id}/{step}/",
+                body,
+            )
+            webhooks_run()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert [token for token, _ in heard] == ["caller-token", "caller-token"]
+    states = [body["task"]["status"]["state"] for _, body in heard]
+    assert states == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    assert all(body["task"]["id"] == task.id for _, body in heard)
 
 
 def test_a_task_can_be_cancelled_until_it_is_done(server: str, world: dict[str, Any]) -> None:
