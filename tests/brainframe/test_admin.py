@@ -11,6 +11,7 @@ from django.contrib.admin.models import LogEntry
 from django.db.models import Model
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from brainframe.models import (
     Agent,
@@ -67,6 +68,18 @@ def populated(seeded: None) -> None:
 
     DecayRun.objects.create(night=date(2026, 3, 2), rows_updated=6)
     sink_set(name="siem", url="https://siem.test/in", secret="sixteen-chars-or-more")
+    from brainframe.models import EventLogEntry, WebhookDelivery
+    from brainframe.services.eventlog.webhooks import webhook_subscribe
+
+    subscription, _ = webhook_subscribe(
+        agent=Agent.objects.get(agent_id="reggie-voice"), url="https://hooks.test/rabs"
+    )
+    task_announce(f.AgentTaskFactory(agent=agent))
+    WebhookDelivery.objects.create(
+        subscription=subscription,
+        event=EventLogEntry.objects.order_by("-id").first(),
+        next_attempt_at=timezone.now(),
+    )
     hook = hook_propose(
         agent=agent,
         definition={
