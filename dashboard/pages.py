@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -17,7 +18,14 @@ from django.views.decorators.http import require_POST
 
 from brainframe.events import EVENT_FAMILIES, EVENT_TYPES, event_from_wire
 from brainframe.events.base import SHADOW_DECISION
-from brainframe.models import Agent, EventLogEntry, Hook, ToolCall
+from brainframe.models import (
+    Agent,
+    EventLogEntry,
+    Hook,
+    ToolCall,
+    WebhookDelivery,
+    WebhookSubscription,
+)
 from brainframe.services.eventlog.reading import event_log_feed
 from brainframe.services.hooks.checks import HookError
 from brainframe.services.hooks.lifecycle import hook_resource, hook_review, hook_set_enabled
@@ -200,3 +208,30 @@ _WOULD = {
     "senior_review": "pending_approval",
     "deny": "deny",
 }
+
+
+@login_required
+def webhooks_page(request: HttpRequest) -> HttpResponse:
+    """What was pushed to subscribed external agents (docs/mcp.md, "Platforms without A2A"):
+    each subscription with its deliveries by state, and the latest deliveries."""
+    subscriptions = list(
+        WebhookSubscription.objects.select_related("agent", "task").order_by("-created_at")[:100]
+    )
+    states = {
+        (row["subscription_id"], row["state"]): row["n"]
+        for row in WebhookDelivery.objects.values("subscription_id", "state").annotate(
+            n=Count("id")
+        )
+    }
+    for subscription in subscriptions:
+        subscription.counts = {  # type: ignore[attr-defined]
+            state: states.get((subscription.pk, state), 0) for state in WebhookDelivery.State.values
+        }
+    deliveries = WebhookDelivery.objects.select_related("subscription__agent", "event").order_by(
+        "-id"
+    )[:100]
+    return render(
+        request,
+        "dashboard/webhooks.html",
+        {"subscriptions": subscriptions, "deliveries": deliveries},
+    )

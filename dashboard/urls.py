@@ -31,6 +31,7 @@ urlpatterns = [
     path("service-levels/", pages.service_levels_page, name="service-levels"),
     path("events/", pages.events_page, name="events"),
     path("shadow/", pages.shadow_page, name="shadow"),
+    path("webhooks/", pages.webhooks_page, name="webhooks"),
     path("proposals/", proposals.proposals_page, name="proposals"),
     path(
         "proposals/<uuid:proposal_id>/whatif/",

@@ -90,7 +90,7 @@ def receiver() -> Iterator[Receiver]:
 
 
 def test_a_subscribed_platform_gets_each_event_once_signed_and_retried(
-    seeded: None, receiver: Receiver, settings: Any
+    seeded: None, receiver: Receiver, settings: Any, admin_client: Any
 ) -> None:
     settings.RABS_WEBHOOK_TIMEOUT_SECONDS = 1.0
     voice = Agent.objects.get(agent_id="reggie-voice")
@@ -124,12 +124,18 @@ def test_a_subscribed_platform_gets_each_event_once_signed_and_retried(
     assert webhooks_enqueue() == 0  # read again: nothing new, nothing made twice
     late = next(d for d in deliveries if d.attempts == 1 and d.state == "pending")
     assert late.last_error and late.next_attempt_at > timezone.now()
+    # The board shows where each delivery stands.
+    page = admin_client.get("/board/webhooks/").content.decode()
+    assert f'data-delivery="{late.pk}" data-state="pending"' in page
+    assert "reggie-voice" in page and receiver.url.split("?")[0] in page
     # Not yet due: nothing is sent again.
     assert webhooks_deliver()["delivered"] == 0
     webhooks_deliver(now=timezone.now() + timedelta(seconds=3))
     states = {d.pk: (d.state, d.attempts) for d in WebhookDelivery.objects.all()}
     assert all(state == "delivered" for state, _ in states.values())
     assert states[late.pk] == ("delivered", 2)
+    page = admin_client.get("/board/webhooks/").content.decode()
+    assert f'data-delivery="{late.pk}" data-state="delivered"' in page
     webhooks_run()
     assert all(r["valid"] for r in receiver.received)
     # Each delivery reached the receiver until it answered in time, with one id: it can tell a
