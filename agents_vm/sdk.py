@@ -239,7 +239,7 @@ class BrokerClient:
 
     def _over_mcp(self, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """A body from the MCP transport; its refusals raised as REST's are."""
-        from .mcp_client import MCPRefusal
+        from .mcp_client import MCPRefusal  # loaded with the transport, only when it is used
 
         try:
             body: dict[str, Any] = fn(*args, **kwargs)

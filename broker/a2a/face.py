@@ -44,6 +44,7 @@ from brainframe.models import (
     ToolCall,
     WebhookSubscription,
 )
+from brainframe.services.eventlog.webhooks import webhook_subscribe
 from brainframe.services.ledger.inbound import InboundRefusal, inbound_event_record
 from brainframe.services.work.tasks import task_announce
 
@@ -286,8 +287,6 @@ def get_task(caller: Agent, task_id: str) -> Task | None:
 def push_subscribe(caller: Agent, task_id: str, url: str, token: str) -> str | None:
     """Push notifications of one of the caller's tasks to ``url`` (a signed webhook on each
     change of its state); the subscription's id, or None: not one of its tasks."""
-    from brainframe.services.eventlog.webhooks import webhook_subscribe
-
     task = _own_task(caller, task_id)
     if task is None:
         return None

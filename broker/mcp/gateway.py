@@ -7,8 +7,12 @@ no lifespan events, and Django's ASGI handler refuses them, so this app starts t
 itself: on the lifespan's ``startup`` when the server sends one, otherwise on the first request,
 which waits until it runs. It is started once per event loop (one per daphne process).
 
-Transport mode is stateless: every request stands on its own, so any web process behind the
-agents' entry can answer any request, and identity comes from each request's token.
+Requests are stateless: every request stands on its own, so any web process behind the
+agents' entry can answer any request, and identity comes from each request's token. A session
+(``Mcp-Session-Id``, given at ``initialize``, kept in Redis: ``sessions.py``) only says where the
+agent's notifications go: ``GET /mcp`` with it is that stream (``streams.py``), ``DELETE`` ends
+it. A plain ``tools/call`` is answered by ``fast.py``; one that asked for progress is answered as
+an event stream (the SDK's second manager), everything else as JSON.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from brainframe.services.access.credentials import TokenRefused
 
 from ..errors import BrokerRefusal
 from ..services.loop import loop_traffic, yield_finished, yield_started
-from . import face, holding, loop_tools, names, results, sessions
+from . import face, holding, loop_tools, names, resources, results, sessions
 
 #: The ASGI scope key under which the gateway leaves the request's ``face.Caller``.
 AGENT_SCOPE_KEY = "rabs.agent"
@@ -249,14 +249,14 @@ async def list_resources(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
     await _agent(ctx)
-    return types.ListResourcesResult(resources=face.resources_list())
+    return types.ListResourcesResult(resources=resources.resources_list())
 
 
 async def list_resource_templates(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourceTemplatesResult:
     await _agent(ctx)
-    return types.ListResourceTemplatesResult(resource_templates=face.resource_templates())
+    return types.ListResourceTemplatesResult(resource_templates=resources.resource_templates())
 
 
 async def read_resource(
@@ -264,8 +264,8 @@ async def read_resource(
 ) -> types.ReadResourceResult:
     agent, uri = await _agent(ctx), str(params.uri)
     try:
-        mime, text = await _run(face.resource_read, agent, uri)
-    except face.UnknownResource:
+        mime, text = await _run(resources.resource_read, agent, uri)
+    except resources.UnknownResource:
         raise MCPError(face.RESOURCE_NOT_FOUND, f"Resource not found: {uri}") from None
     return types.ReadResourceResult(
         contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)]
@@ -322,8 +322,8 @@ async def subscribe_resource(
     session = await _own_session(ctx)
     if uri != "rabs://approvals":
         try:
-            await _run(face.resource_read, await _agent(ctx), uri)
-        except face.UnknownResource:
+            await _run(resources.resource_read, await _agent(ctx), uri)
+        except resources.UnknownResource:
             raise MCPError(face.RESOURCE_NOT_FOUND, f"Resource not found: {uri}") from None
         if not uri.startswith("rabs://calls/"):
             raise MCPError(face.INVALID_PARAMS, f"Not a resource that changes: {uri}")

@@ -22,6 +22,7 @@ import httpx
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.db import connection
 
 from brainframe.models import Agent, ApprovalRequest, LLMBudget, LLMRequest, ToolCall
 from brainframe.services.access.credentials import agent_token_issue
@@ -72,15 +73,18 @@ def _approve(reviewer: Any, tool_id: str, *, after: float) -> threading.Thread:
 
     def run() -> None:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            approval = ApprovalRequest.objects.filter(
-                status="pending", agent_id="henry", tool_id=tool_id
-            ).first()
-            if approval is not None:
-                time.sleep(after)
-                approval_decide(approval_id=approval.pk, reviewer=reviewer, action="approve")
-                return
-            time.sleep(0.1)
+        try:
+            while time.monotonic() < deadline:
+                approval = ApprovalRequest.objects.filter(
+                    status="pending", agent_id="henry", tool_id=tool_id
+                ).first()
+                if approval is not None:
+                    time.sleep(after)
+                    approval_decide(approval_id=approval.pk, reviewer=reviewer, action="approve")
+                    return
+                time.sleep(0.1)
+        finally:
+            connection.close()  # back to the pool: a thread's connection is not closed for it
 
     thread = threading.Thread(target=run)
     thread.start()

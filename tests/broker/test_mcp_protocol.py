@@ -18,6 +18,7 @@ import httpx2
 import mcp_types as types
 import pytest
 from django.contrib.auth.models import Group
+from django.db import connection
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -76,16 +77,27 @@ async def connect(url: str, token: str, **options: Any) -> AsyncIterator[Client]
 
 
 def _approve_when_pending(reviewer: Any, *, after: float = 0.0, action: str = "approve") -> None:
+    """A reviewer on a thread of its own (its database connection goes back to the pool)."""
     deadline = time.monotonic() + 20
     time.sleep(after)
-    while time.monotonic() < deadline:
-        approval = ApprovalRequest.objects.filter(status="pending", agent_id="henry").first()
-        if approval is not None:
-            approval_decide(
-                approval_id=approval.pk, reviewer=reviewer, action=action, reason="not today"
-            )
-            return
-        time.sleep(0.1)
+    try:
+        while time.monotonic() < deadline:
+            approval = ApprovalRequest.objects.filter(status="pending", agent_id="henry").first()
+            if approval is not None:
+                approval_decide(
+                    approval_id=approval.pk, reviewer=reviewer, action=action, reason="not today"
+                )
+                return
+            time.sleep(0.1)
+    finally:
+        connection.close()
+
+
+def _disable(tool_id: str) -> None:
+    try:
+        tool_set_enabled(tools=Tool.objects.filter(pk=tool_id), enabled=False)
+    finally:
+        connection.close()
 
 
 def test_every_name_is_one_a_model_api_accepts_and_either_name_calls(
@@ -222,9 +234,7 @@ def test_a_sessions_stream_tells_of_approvals_and_tool_list_changes(
                 getattr(m, "params", None) and getattr(m.params, "data", {}) and
                 m.params.data.get("event") == "denied" for m in heard
             ))  # fmt: skip
-            await asyncio.to_thread(
-                tool_set_enabled, tools=Tool.objects.filter(pk="fleet.check_in"), enabled=False
-            )
+            await asyncio.to_thread(_disable, "fleet.check_in")
             await until(lambda: "notifications/tools/list_changed" in methods())
 
     asyncio.run(run())

@@ -89,7 +89,7 @@ def test_a_remembered_token_still_serves_everything_else_after_reading_it(
     _succeeds(_tool_call(server, token, "roster.shift.read", READ))
     listed = _rpc(server, token, "tools/list", {})
     assert listed.status_code == 200
-    assert "roster.shift.read" in {t["name"] for t in listed.json()["result"]["tools"]}
+    assert "roster_shift_read" in {t["name"] for t in listed.json()["result"]["tools"]}
     invalid = _tool_call(server, token, "roster.shift.read", {})  # refused before the decision
     assert invalid.json()["result"]["structuredContent"]["status"] == "invalid_arguments"
     bad_meta = _rpc(
