@@ -398,6 +398,8 @@ CHANNEL_TOOLS: list[dict[str, Any]] = [
         "external_channel": True,
         "handler_type": "function",
         "handler_config": {"callable": "rabs.channel_reply"},
+        "reviewer_summary": "Sends the agent's answer back to the person who wrote, on the "
+        "channel and to the address their message came from (SMS, e-mail or chat).",
         "input_schema": {
             "type": "object",
             "required": ["text"],
@@ -425,6 +427,8 @@ CHANNEL_TOOLS: list[dict[str, Any]] = [
         "external_channel": True,
         "handler_type": "function",
         "handler_config": {"callable": "rabs.chat_assistant_post"},
+        "reviewer_summary": "Posts a message as the agent in a chat room of the business's "
+        "chat server.",
         "input_schema": {
             "type": "object",
             "required": ["text"],
@@ -455,6 +459,7 @@ CHANNEL_TOOLS: list[dict[str, Any]] = [
         "external_channel": True,
         "handler_type": "function",
         "handler_config": {"callable": "rabs.chat_room_read"},
+        "reviewer_summary": "Reads the recent messages of a chat room the agent is in.",
         "input_schema": {
             "type": "object",
             "additionalProperties": False,
