@@ -212,6 +212,11 @@ class InboundEventSerializer(StrictSerializer):
     text = StrictCharField(max_length=16000, required=False, default="", allow_blank=True)
     metadata = serializers.DictField(default=dict)
     task = InboundTaskSerializer(required=False, allow_null=True)
+    in_reply_to = StrictUUIDField(
+        required=False,
+        allow_null=True,
+        help_text="A result for an event pushed to you: the O-Tag its delivery carried.",
+    )
 
     def validate_metadata(self, value: dict[str, Any]) -> dict[str, Any]:
         _no_nul(value)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,7 +25,7 @@ from brainframe.services.eventlog.webhooks import (
     webhooks_enqueue,
     webhooks_run,
 )
-from brainframe.services.ledger.inbound import inbound_event_record
+from brainframe.services.ledger.inbound import InboundRefusal, inbound_event_record
 
 pytestmark = pytest.mark.django_db
 
@@ -147,3 +148,22 @@ def test_a_subscribed_platform_gets_each_event_once_signed_and_retried(
     inbound = next(r for r in receiver.received if r["event"] == "inbound:received")
     o_tag = inbound["body"]["o_tag"]
     assert o_tag and inbound["body"]["event"]["payload"]["platform"] == "livekit"
+    # The platform's result comes back by the signed inbound endpoint and joins that chain.
+    result = inbound_event_record(
+        agent=voice,
+        event={
+            "event_id": "result-1", "event_type": "call.summary", "platform": "livekit",
+            "text": "The caller agreed to Thursday", "in_reply_to": o_tag,
+            "task": {"title": "Confirm Thursday", "assign_to": "henry"},
+        },
+    )  # fmt: skip
+    assert result.task is not None and str(result.task.o_tag_id) == o_tag
+    assert result.origin.metadata["in_reply_to"] == o_tag
+    # A chain nobody told it of cannot be joined.
+    with pytest.raises(InboundRefusal) as refused:
+        inbound_event_record(
+            agent=voice,
+            event={"event_id": "result-2", "event_type": "x", "platform": "livekit",
+                   "in_reply_to": str(uuid.uuid4())},
+        )  # fmt: skip
+    assert (refused.value.code, refused.value.field) == ("unknown_origin", "in_reply_to")

@@ -6,6 +6,11 @@ agent, the platform's event id kept for idempotency), its text is assessed by th
 unless blocked, an optional task is created for the Type 2 agent that should act on it, under
 that O-Tag. The external agent's own tool calls then go through the same broker pipeline under
 its identity, citing the O-Tag (``o_tag`` in the tool-call request) so the whole chain shares it.
+
+A result sent back for an event we pushed to the platform (``in_reply_to``: the O-Tag the
+delivery carried) joins that chain: its task is made under the chain's O-Tag (and so for the
+person behind it), provided a delivery to one of this agent's subscriptions carried that O-Tag —
+an agent cannot join a chain it was never told of (``unknown_origin``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from brainframe.events import (
     SecurityThreatDetected,
     emit,
 )
-from brainframe.models import Agent, AgentTask, LedgerEvent, OriginRegistry
+from brainframe.models import Agent, AgentTask, LedgerEvent, OriginRegistry, WebhookDelivery
 from brainframe.safety.guardian import Assessment, assess
 from brainframe.services.ledger.ledgers import ledger_event_append
 from brainframe.services.memory.indexing import classify_origin_after_commit
@@ -40,6 +45,24 @@ class InboundResult:
     task: AgentTask | None
     created: bool
     blocked: bool
+
+
+def _replied_chain(agent: Agent, o_tag: Any) -> OriginRegistry | None:
+    """The chain a result answers: an O-Tag a webhook delivery to this agent carried."""
+    if o_tag is None:
+        return None
+    told = WebhookDelivery.objects.filter(
+        subscription__agent=agent, event__payload__o_tag=str(o_tag)
+    ).exists()
+    chain = OriginRegistry.objects.filter(pk=o_tag).first() if told else None
+    if chain is None:
+        raise InboundRefusal(
+            404,
+            "unknown_origin",
+            "in_reply_to must be an O-Tag an event pushed to you carried",
+            field="in_reply_to",
+        )
+    return chain
 
 
 def inbound_event_record(
@@ -62,6 +85,7 @@ def inbound_event_record(
                 field="task.assign_to",
             )
 
+    chain = _replied_chain(agent, event.get("in_reply_to"))
     with transaction.atomic():
         # One event id, one origin: serialise concurrent deliveries of the same event.
         with connection.cursor() as cursor:
@@ -90,6 +114,8 @@ def inbound_event_record(
         }
         if assessment is not None:
             metadata["guardian"] = assessment.as_dict()
+        if chain is not None:
+            metadata["in_reply_to"] = str(chain.pk)
         origin = OriginRegistry.objects.create(
             origin_type=event.get("origin_type") or OriginRegistry.OriginType.WEBHOOK,
             source_ref=event.get("source_ref") or f"{event['platform']}:{event['event_id']}",
@@ -125,7 +151,7 @@ def inbound_event_record(
                 title=task_spec["title"],
                 priority=task_spec.get("priority", 50),
                 payload=payload,
-                o_tag=origin,
+                o_tag=chain or origin,  # a result joins the chain it answers
             )
     _announce(origin, task, assessment)
     return InboundResult(origin, task, created=True, blocked=blocked)
