@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from rabs.devstack import free_port, start_daphne, wait_until_up
-from rabs.embedded import WATCH_GRACE_SECONDS, _pid_alive, ensure_services
+from rabs.embedded import WATCH_GRACE_SECONDS, _pid_alive, ensure_services, stop_all
 from rabs.procs import die_with_parent
 from tests.reaper import TERM_GRACE_SECONDS, embedded_pids
 
@@ -112,7 +112,11 @@ def test_a_killed_make_test_leaves_no_process_behind(
                 break
             time.sleep(0.2)
         assert left == [], f"still running after make was killed ({sig.name}): {left}"
-    finally:
-        for line in _left(mark):  # leave nothing even when the test fails
+    finally:  # leave nothing even when the test fails: the servers stopped as make stop would
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+        if var.exists():
+            stop_all(var)
+        for line in _left(mark):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(line.split()[0]), signal.SIGKILL)
