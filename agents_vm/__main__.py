@@ -33,15 +33,18 @@ def worker(config_path: str) -> int:
     # The worker's parts load here: the shell commands (call, tools) start without them.
     from openai import OpenAI
 
+    from .handlers import handlers_load
     from .loop import CognitiveLoop
     from .memory import AgentMemory
     from .sdk import BrokerClient
 
     config = load_config(config_path)
     memory = AgentMemory(config.memory_path, journal_key=config.journal_key)
-    # Self-managed handlers: the "loop" configuration the agent keeps in its own store wins over
-    # the file's [loop] (read once, here: a change needs an approved agent.restart_self).
-    loop = memory.handlers().get("loop", {})
+    # Self-managed handlers (reload_handlers): read once, here, so a change stored through the
+    # governed agent.update_handler takes effect after an approved agent.restart_self. The
+    # "loop" configuration the agent keeps in its own store wins over the file's [loop].
+    handlers = handlers_load(memory.handlers())
+    loop = handlers.config("loop")
     if isinstance(loop.get("poll_seconds"), int | float) and 0.1 <= loop["poll_seconds"] <= 300:
         config = dataclasses.replace(config, poll_seconds=float(loop["poll_seconds"]))
     llm = OpenAI(
@@ -57,7 +60,9 @@ def worker(config_path: str) -> int:
         transport=config.transport,
         mcp_token=config.mcp_token,
     ) as broker:
-        CognitiveLoop(config, memory=memory, broker=broker, llm=llm, stop=stop).run_forever()
+        CognitiveLoop(
+            config, memory=memory, broker=broker, llm=llm, stop=stop, handlers=handlers
+        ).run_forever()
     memory.close()
     return 0
 

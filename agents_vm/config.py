@@ -26,6 +26,17 @@ Example (``agents_vm/example-config.toml``)::
     normal = "gpt-4o-mini"
     super = "gpt-4o"
 
+    [roles]                                   # Dreamer → Actuator (seed 002; optional)
+    dreamer = "dreamer"                       # writes plans and decisions in plain language
+    actuator = "actuator"                     # turns one decision into one tool call
+
+    [dashboard]                               # the agent's own read-only page
+    host = "127.0.0.1"                        # a LAN address in the compose deployment
+    port = 3000                               # 0: a free port (written to data_dir/dashboard.port)
+
+    [personas.reception]                      # personas and routing: agents_vm/personas.py
+    identity_file = "IDENTITY.md"
+
     [loop]
     poll_seconds = 2.0
     approval_wait_seconds = 600
@@ -45,6 +56,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .personas import Persona, PersonaError, Routing, personas_load, routing_load
 
 
 class ConfigError(ValueError):
@@ -82,6 +95,14 @@ class Config:
     #: How tool calls reach the broker: "rest" (signed) or "mcp" (bearer token, /mcp).
     transport: str = "rest"
     mcp_token: str = ""
+    #: Seed 002's roles (model aliases in the gateway): "dreamer" and "actuator"; empty = one
+    #: model does both (the loop of ``loop.py``).
+    roles: dict[str, str] = field(default_factory=dict)
+    personas: dict[str, Persona] = field(default_factory=dict)
+    routing: Routing = field(default_factory=Routing)
+    #: The agent's dashboard (None: not served).
+    dashboard_host: str = "127.0.0.1"
+    dashboard_port: int | None = None
 
     @property
     def memory_path(self) -> Path:
@@ -169,6 +190,29 @@ def load_config(path: str | Path) -> Config:
     transport = _get(raw, "transport", str, "", "rest")
     if transport not in ("rest", "mcp"):
         raise ConfigError('transport is "rest" or "mcp"')
+    roles = raw.get("roles", {})
+    if not isinstance(roles, dict) or set(roles) - {"dreamer", "actuator"}:
+        raise ConfigError("roles: a table with dreamer and actuator = <model or role alias>")
+    if roles and set(roles) != {"dreamer", "actuator"}:
+        raise ConfigError("roles: give both dreamer and actuator")
+    for role, model in roles.items():
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"roles.{role} must be a model name")
+    dashboard = raw.get("dashboard")
+    if dashboard is not None and not isinstance(dashboard, dict):
+        raise ConfigError("dashboard must be a table")
+    dashboard_port = None
+    dashboard_host = "127.0.0.1"
+    if dashboard is not None:
+        dashboard_host = _get(dashboard, "host", str, "dashboard.", "127.0.0.1")
+        dashboard_port = _get(dashboard, "port", int, "dashboard.", 3000)
+        if not 0 <= dashboard_port <= 65535:
+            raise ConfigError("dashboard.port must be 0–65535")
+    try:
+        personas = personas_load(raw.get("personas"), source.parent)
+        routing = routing_load(raw.get("routing"), personas)
+    except PersonaError as exc:
+        raise ConfigError(str(exc)) from exc
     data_dir = Path(_get(raw, "data_dir", str, ""))
     if not data_dir.is_absolute():
         data_dir = (source.parent / data_dir).resolve()
@@ -197,4 +241,9 @@ def load_config(path: str | Path) -> Config:
         modes=dict(modes),
         transport=transport,
         mcp_token=_secret(raw, "mcp_token", "", required=transport == "mcp"),
+        roles=dict(roles),
+        personas=personas,
+        routing=routing,
+        dashboard_host=dashboard_host,
+        dashboard_port=dashboard_port,
     )

@@ -30,17 +30,24 @@ import logging
 import time
 from typing import Any
 
+from .core import Core
 from .modes import ModeChoice, select_mode
 from .phases import Drain, Phases
 from .prompting import fn_name, function_specs, offered, step_prompt, system_prompt, task_prompt
+from .reflex import _thread_of
 from .turns import TurnInterrupted, Turns, transcript
 
 logger = logging.getLogger("agents_vm.loop")
 
 
-class CognitiveLoop(Phases, Turns):
+#: Broker tools the model reaches through one of the loop's own tools instead.
+INDIRECT_TOOLS = frozenset({"agent.update_handler"})
+
+
+class CognitiveLoop(Phases, Turns, Core):
     """Takes tasks one at a time and runs each in the mode its query calls for (seed 000 §8):
-    Normal (read-only tools, one turn) or Super (the full loop with a plan)."""
+    Normal (read-only tools, one turn) or Super (the full loop with a plan) — with ``[roles]``,
+    the full loop is the Dreamer → Actuator runtime (``core``, ``reflex``)."""
 
     # --- the outer loop ----------------------------------------------------------------------
 
@@ -85,7 +92,10 @@ class CognitiveLoop(Phases, Turns):
         task_id = task["task_id"]
         payload = task.get("payload") or {}
         query = payload.get("query") if isinstance(payload, dict) else None
-        if self.config.modes and isinstance(query, str):
+        thread = _thread_of(task)
+        if self.config.roles and thread and self.memory.clarification_peek(thread):
+            choice = ModeChoice("super", "the answer to a question this agent asked")
+        elif self.config.modes and isinstance(query, str):
             choice = select_mode(query, channel=str(payload.get("channel", "text")))
         else:
             choice = ModeChoice("super", "the full loop")
@@ -95,7 +105,11 @@ class CognitiveLoop(Phases, Turns):
         if choice.mode == "external":
             self.broker.fail(task_id, f"not for this agent: {choice.reason}")
             return {"status": "failed", "mode": "external"}
-        self._tools = {fn_name(t["tool_id"]): t for t in self.broker.tools()}
+        self._tools = {
+            fn_name(t["tool_id"]): t
+            for t in self.broker.tools()
+            if t["tool_id"] not in INDIRECT_TOOLS
+        }
         if not hasattr(self, "_steered"):
             self._steered = {}
         turn_id = self.ledger_turn(task, self.memory, str(query or task_prompt(task)))
@@ -104,6 +118,8 @@ class CognitiveLoop(Phases, Turns):
                 result = self._run_normal(task, str(query), choice.reason)
                 self._record_turn(task_id, turn_id, str(result.get("answer", "")))
                 return result
+            if self.config.roles:
+                return self._run_core(task, turn_id)
             return self._run_super(task, turn_id)
         except TurnInterrupted:
             # A newer message ended this turn; its task was cancelled and a new one opened.

@@ -11,9 +11,11 @@ Tables:
   broker call made for it with its idempotency key and outcome, so a restarted worker resumes
   without calling twice;
 - ``supervisor_events``: worker starts, exits and restarts, with why;
-- ``handlers``: the agent's own handler configurations (seed 004 "Self-Managed Handlers"), which
-  it may change itself; a worker reads them when it starts, so a change takes effect after a
-  restart — asked for with the governed ``agent.restart_self`` tool.
+- ``handlers``: the agent's own handlers (seed 004 "Self-Managed Handlers", ``handlers.py``),
+  stored once the governed ``agent.update_handler`` call executed; a worker reads them when it
+  starts, so a change takes effect after a restart — asked for with ``agent.restart_self``;
+- ``clarifications``: a question asked back to a person, by the thread their answer will come in
+  on, and the task whose plan the answer resumes.
 
 The schema version is SQLite's ``user_version``; ``MIGRATIONS[n]`` takes version n to n + 1.
 """
@@ -97,6 +99,15 @@ MIGRATIONS: list[str] = [
     # 4 → 5: the control plane's turn (agents ledger) each task is written to.
     """
     ALTER TABLE task_state ADD COLUMN turn_id TEXT;
+    """,
+    # 5 → 6: questions asked back to a person (clarify), by the thread the answer comes in on.
+    """
+    CREATE TABLE clarifications (
+        thread_id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        question TEXT NOT NULL,
+        asked_at REAL NOT NULL
+    );
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -336,6 +347,62 @@ class AgentMemory:
             {"key": r[0], "step_id": r[1], "tool_id": r[2], "call_id": r[3], "status": r[4]}
             for r in rows
         ]
+
+    def recent_calls(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest broker calls of any task (the dashboard's list)."""
+        rows = self.db.execute(
+            "SELECT task_id, step_id, tool_id, call_id, status, created_at FROM calls "
+            "WHERE call_id IS NOT NULL OR status = 'sent' ORDER BY created_at DESC LIMIT ?",
+            (limit,),
+        )
+        keys = ("task_id", "step_id", "tool_id", "call_id", "status", "at")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def current_task(self) -> dict[str, Any] | None:
+        """The task the worker is on (the latest one in progress), with its turn."""
+        row = self.db.execute(
+            "SELECT task_id, status, turn_id, done_steps, plan, updated_at FROM task_state "
+            "WHERE status = 'in_progress' ORDER BY updated_at DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        plan = json.loads(row[4]) if row[4] else None
+        return {
+            "task_id": row[0],
+            "status": row[1],
+            "turn_id": row[2],
+            "done_steps": json.loads(row[3]),
+            "goal": plan.get("goal") if isinstance(plan, dict) else None,
+            "updated_at": row[5],
+        }
+
+    # --- questions asked back (clarify) -------------------------------------------------------
+
+    def clarification_park(self, thread_id: str, task_id: str, question: str) -> None:
+        self.db.execute(
+            "INSERT INTO clarifications (thread_id, task_id, question, asked_at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET task_id = excluded.task_id,"
+            " question = excluded.question, asked_at = excluded.asked_at",
+            (thread_id, task_id, question, time.time()),
+        )
+
+    def clarification_take(self, thread_id: str) -> dict[str, Any] | None:
+        """The question waiting for an answer on ``thread_id`` (taken: asked once, resumed once)."""
+        with self.transaction() as db:
+            row = db.execute(
+                "SELECT task_id, question, asked_at FROM clarifications WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute("DELETE FROM clarifications WHERE thread_id = ?", (thread_id,))
+        return {"task_id": row[0], "question": row[1], "asked_at": row[2]}
+
+    def clarification_peek(self, thread_id: str) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "SELECT task_id, question FROM clarifications WHERE thread_id = ?", (thread_id,)
+        ).fetchone()
+        return {"task_id": row[0], "question": row[1]} if row else None
 
     # --- the supervisor's record --------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config
+from .handlers import HandlerError, Handlers, handler_check
 from .memory import AgentMemory
 from .plan import Plan, PlanError, Step, plan_id, plan_validate
 from .prompting import outcome_dict, step_prompt
@@ -48,8 +49,12 @@ class Phases:
         broker: BrokerClient,
         llm: Any,
         stop: threading.Event,
+        handlers: Handlers | None = None,
     ) -> None:
         self.config = config
+        #: The handlers this worker started with (a change takes effect in the next worker).
+        self.handlers = handlers or Handlers()
+        self._contexts: dict[str, dict[str, Any]] = {}
         self.memory = memory
         self.broker = broker
         self.llm = llm
@@ -218,14 +223,7 @@ class Phases:
         if name == "write_deliverable":
             return self._once(task_id, step_id, "deliverable.upload", args, self._deliver), plan
         if name == "update_handler":
-            config = args.get("config")
-            try:
-                if not isinstance(config, dict):
-                    raise ValueError("config must be a JSON object")
-                self.memory.handler_set(str(args.get("name", "")), config)
-            except ValueError as exc:
-                return {"status": "error", "detail": str(exc)}, plan
-            return {"status": "saved", "takes_effect": "after agent.restart_self"}, plan
+            return self._update_handler(task_id, step_id, args), plan
         if name == "remember_preference":
             self.memory.preference_set(str(args.get("key", "")), str(args.get("value", "")))
             return {"status": "remembered"}, plan
@@ -242,6 +240,33 @@ class Phases:
         if not isinstance(reason, str) or not reason.strip():
             return {"status": "error", "detail": "every call needs a reason"}, plan
         return self._broker_call(task_id, step_id, tool["tool_id"], args, reason), plan
+
+    def _update_handler(
+        self, task_id: str, step_id: str | None, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A change to one of the agent's own handlers: checked here, decided by the broker
+        (``agent.update_handler``, a reviewer's call), stored once it executed; it takes effect
+        in the next worker."""
+        handler = str(args.get("name", ""))
+        try:
+            record = handler_check(handler, args.get("config"), args.get("code"))
+        except HandlerError as exc:
+            return {"status": "error", "detail": str(exc)}
+        reason = str(args.get("reason") or f"change my {handler} handler")
+        arguments: dict[str, Any] = {"name": handler}
+        if args.get("config") is not None:
+            arguments["config"] = args["config"]
+        if args.get("code") is not None:
+            arguments["code"] = args["code"]
+        result = self._broker_call(task_id, step_id, "agent.update_handler", arguments, reason)
+        if result.get("status") != "executed" or result.get("ok") is False:
+            return result
+        self.memory.handler_set(handler, record)
+        return {
+            "status": "saved",
+            "handler": handler,
+            "takes_effect": "after agent.restart_self",
+        }
 
     def _broker_call(
         self, task_id: str, step_id: str | None, tool_id: str, args: dict[str, Any], reason: str

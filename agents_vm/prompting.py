@@ -45,14 +45,19 @@ LOCAL_TOOLS: dict[str, dict[str, Any]] = {
     },
     "update_handler": {
         "description": (
-            "Change one of your own handler configurations (e.g. 'loop': {\"poll_seconds\": 5}) "
-            "in your private store. It takes effect when your worker restarts: then ask for "
-            "that with the agent.restart_self tool, which a reviewer approves."
+            "Change one of your own handlers (agents_vm/handlers.py): 'loop' takes config "
+            "(e.g. {\"poll_seconds\": 5}); 'answer' and 'result' take Python code defining "
+            "handle(...). A reviewer approves the change (agent.update_handler); it takes effect "
+            "when your worker restarts: then ask for that with agent.restart_self."
         ),
         "parameters": {
             "type": "object",
-            "properties": {"name": {"type": "string"}, "config": {"type": "object"}},
-            "required": ["name", "config"],
+            "properties": {
+                "name": {"type": "string", "enum": ["loop", "answer", "result"]},
+                "config": {"type": "object"},
+                "code": {"type": "string"},
+            },
+            "required": ["name"],
         },
     },
     "remember_preference": {
@@ -89,13 +94,17 @@ def fn_name(tool_id: str) -> str:
     return _SAFE_NAME.sub("_", tool_id)[:64]
 
 
-def function_specs(tools: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Broker tools as function tools, each with a required ``reason``."""
+def function_specs(
+    tools: dict[str, dict[str, Any]], *, reason: bool = True
+) -> list[dict[str, Any]]:
+    """Broker tools as function tools, each with a required ``reason`` (unless ``reason`` is
+    False: the Actuator translates, the reason is the Dreamer's)."""
     specs = []
     for name, tool in tools.items():
         schema = dict(tool.get("input_schema") or {"type": "object"})
-        schema["properties"] = {**schema.get("properties", {}), "reason": REASON_PROPERTY}
-        schema["required"] = [*schema.get("required", []), "reason"]
+        if reason:
+            schema["properties"] = {**schema.get("properties", {}), "reason": REASON_PROPERTY}
+            schema["required"] = [*schema.get("required", []), "reason"]
         specs.append(
             {
                 "type": "function",

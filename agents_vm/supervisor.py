@@ -285,6 +285,17 @@ class Supervisor:
         if self.httpd is not None:
             self.httpd.shutdown()
 
+    def dashboard_status(self) -> dict[str, Any]:
+        """What the agent's dashboard shows (``agents_vm.dashboard``)."""
+        with self.lock:
+            return {
+                "agent_id": self.config.agent_id,
+                "at": time.time(),
+                "supervisor": self.health(),
+                "current_task": self.memory.current_task(),
+                "recent_calls": self.memory.recent_calls(20),
+            }
+
     def serve(self) -> int:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         self.httpd = ThreadingHTTPServer(
@@ -293,6 +304,16 @@ class Supervisor:
         port = self.httpd.server_address[1]
         (self.config.data_dir / "control.port").write_text(str(port))
         self._record("supervisor_started", control=f"{self.config.control_host}:{port}")
+        dashboard = None
+        if self.config.dashboard_port is not None:
+            from .dashboard import Dashboard
+
+            dashboard = Dashboard(
+                self.config.dashboard_host, self.config.dashboard_port, self.dashboard_status
+            )
+            dashboard.start()
+            (self.config.data_dir / "dashboard.port").write_text(str(dashboard.port))
+            self._record("dashboard_started", at=f"{self.config.dashboard_host}:{dashboard.port}")
         signal.signal(
             signal.SIGTERM,
             lambda *_: threading.Thread(target=self.shutdown, args=("SIGTERM",)).start(),
@@ -306,5 +327,7 @@ class Supervisor:
         watcher.start()
         self.httpd.serve_forever()
         self.httpd.server_close()
+        if dashboard is not None:
+            dashboard.stop()
         self.memory.close()
         return 0
