@@ -22,7 +22,13 @@ AGENTS: list[dict[str, Any]] = [
         "type": "type_2_sandboxed",
         "role": "operations",
         "status": "idle",
-        "config": {"vm_api": "127.0.0.1:18080", "dashboard": "192.168.77.6:13000"},
+        "config": {
+            "vm_api": "127.0.0.1:18080",
+            "dashboard": "192.168.77.6:13000",
+            # What the index (discovery) matches a message against, for smart routing.
+            "description": "Operations: rosters and shifts, transport and vehicle bookings, "
+            "outings, staff notifications, billing and reports.",
+        },
     },
     {
         "agent_id": REGGIE,
@@ -34,6 +40,8 @@ AGENTS: list[dict[str, Any]] = [
             "vm_api": "127.0.0.1:19090",
             "dashboard": "192.168.77.6:14000",
             "modes": {"normal": "gpt-4o-mini", "super": "gpt-4o", "external": "realtime"},
+            "description": "Reception: answers participants, families and carers, looks up "
+            "who works when, takes messages, and answers questions about how things stand.",
         },
     },
     {
@@ -678,6 +686,57 @@ TOOLS: list[dict[str, Any]] = [
         validation_mode=V.STRICT,
         execution_mode="disabled",
     ),
+    # --- Super Reggie's read replica (seed 000 §8; docs/agents.md)
+    _tool(
+        "db.replica.query",
+        "Read-only SQL on the read replica (a streaming standby): the views tasks, tool_calls, "
+        "approvals and agents; or a named query. Answers are row-capped and PII-filtered.",
+        "data",
+        R.READ,
+        B.DATA_REPORTING,
+        D.LOGISTICS,
+        "function",
+        {
+            **_fn("rabs.replica_query"),
+            "row_cap": 200,
+            "timeout_ms": 3000,
+            "queries": {
+                "tasks_by_status": {
+                    "description": "How many tasks each agent has in each column.",
+                    "sql": "SELECT agent_id, status, count(*) AS tasks FROM tasks "
+                    "GROUP BY agent_id, status ORDER BY agent_id, status",
+                },
+                "calls_since": {
+                    "description": "Tool calls since a time, by tool, decision and outcome.",
+                    "sql": "SELECT tool_id, decision, outcome, count(*) AS calls FROM tool_calls "
+                    "WHERE at >= %(since)s::timestamptz GROUP BY tool_id, decision, outcome "
+                    "ORDER BY calls DESC",
+                    "params": ["since"],
+                },
+                "pending_approvals": {
+                    "description": "Approvals still waiting, oldest first.",
+                    "sql": "SELECT tool_id, agent_id, risk_level, created_at FROM approvals "
+                    "WHERE status = 'pending' ORDER BY created_at",
+                },
+            },
+        },
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "oneOf": [{"required": ["sql"]}, {"required": ["query"]}],
+            "properties": {
+                "sql": {"type": "string", "minLength": 1, "maxLength": 4000},
+                "query": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,62}$"},
+                "params": {"type": "object"},
+                "max_rows": {"type": "integer", "minimum": 1, "maximum": 1000},
+            },
+        },
+        agents=(REGGIE,),
+        validation_mode=V.MONITOR,
+        execution_mode="auto",
+        permission_tier="READ_ONLY",
+    )
+    | {"modes": ["super"]},
 ]
 
 VALIDATION_POLICIES: list[dict[str, Any]] = [

@@ -34,6 +34,7 @@ class BrokerConfig(AppConfig):
             demo,
             function,
             native,
+            replica,
             runner_register,
             script,
             sql,
@@ -61,6 +62,7 @@ class BrokerConfig(AppConfig):
         function.functions_register(system.CALLABLES)
         function.functions_register(replies.CALLABLES)
         consent_decider_register(replies.REPLY_TOOL, replies.reply_consent)
+        function.functions_register(replica.CALLABLES)
 
         def checkpoint_job(day: date, reason: str = "beat") -> Any:
             written = checkpoint_write(reason=reason)

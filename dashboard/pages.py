@@ -1,5 +1,6 @@
 """The board's other pages: the event log (live, by family and agent), hooks (staff approve,
-reject, enable and disable what agents proposed), reviewers' service levels."""
+reject, enable and disable what agents proposed), reviewers' service levels, the read
+replica's panel."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from brainframe.models import (
 from brainframe.services.eventlog.reading import event_log_feed
 from brainframe.services.hooks.checks import HookError
 from brainframe.services.hooks.lifecycle import hook_resource, hook_review, hook_set_enabled
+from broker.handlers.replica import replica_status
 
 from .charts import bar_chart
 from .metrics import daily_levels, service_levels
@@ -235,3 +237,9 @@ def webhooks_page(request: HttpRequest) -> HttpResponse:
         "dashboard/webhooks.html",
         {"subscriptions": subscriptions, "deliveries": deliveries},
     )
+
+
+@login_required
+def replica_panel(request: HttpRequest) -> HttpResponse:
+    """The read replica's state and lag (the board polls it)."""
+    return render(request, "dashboard/partials/replica.html", {"replica": replica_status()})

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db import connection
 from django.db.models import Count, Q, Sum
@@ -79,6 +80,17 @@ class StatusCard:
     counts: dict[str, int]
     trend: str
     supervisor: AgentSupervisor | None = None
+
+    @property
+    def dashboard_url(self) -> str:
+        """The agent's own dashboard (seed 000 §3), as staff set it in the agent's
+        configuration (``dashboard``: host:port or an http(s) URL); "" when none or not http."""
+        value = str((self.agent.config or {}).get("dashboard") or "").strip()
+        if not value:
+            return ""
+        url = value if "://" in value else f"http://{value}/"
+        parts = urlsplit(url)
+        return url if parts.scheme in ("http", "https") and parts.hostname else ""
 
 
 def status_card(agent: Agent) -> StatusCard:

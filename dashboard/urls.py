@@ -30,6 +30,7 @@ urlpatterns = [
     path("liveness/", pages.liveness_banner, name="liveness"),
     path("service-levels/", pages.service_levels_page, name="service-levels"),
     path("events/", pages.events_page, name="events"),
+    path("replica/", pages.replica_panel, name="replica"),
     path("shadow/", pages.shadow_page, name="shadow"),
     path("webhooks/", pages.webhooks_page, name="webhooks"),
     path("proposals/", proposals.proposals_page, name="proposals"),

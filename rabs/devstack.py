@@ -34,6 +34,7 @@ import httpx
 from rabs import matrix
 from rabs.embedded import ensure_services, var_dir
 from rabs.procs import die_with_parent
+from rabs.replica import replica_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 BIN_DIR = Path(sys.executable).parent  # daphne and celery of this environment
@@ -158,9 +159,13 @@ def web_listener(host: str, port: int) -> socket.socket:
 
 def main() -> int:
     env = _environment()
+    # Super Reggie's read replica: a standby of the embedded server, a child of this process.
+    replica = replica_env(env, root=var_dir())
     _manage(env, "migrate", "--no-input")
     _manage(env, "seed_brainframe")
     _manage(env, "ensure_admin")
+    if env.get("RABS_REPLICA_URL"):
+        _manage(env, "replica_setup")
 
     host = env.get("RABS_HOST", "127.0.0.1")
     port = env.get("RABS_PORT", "8000")
@@ -223,7 +228,8 @@ def main() -> int:
         f"\nRABS Brainframe is up: http://{host}:{port}/board/ (the board), "
         f"http://{host}:{port}/admin/ (the admin), http://{host}:{port}/mcp (agents' MCP)  "
         f"({web_processes} web, "
-        f"{worker_processes} worker process(es), beat; Ctrl-C stops everything)\n",
+        f"{worker_processes} worker process(es), beat"
+        f"{', a read replica' if replica else ''}; Ctrl-C stops everything)\n",
         flush=True,
     )
 

@@ -308,7 +308,11 @@ def release(*, root: Path, owner: int) -> None:
 
 
 def stop_all(root: Path) -> None:
-    """Stop both servers regardless of leases (``python -m rabs.embedded stop``)."""
+    """Stop both servers regardless of leases (``python -m rabs.embedded stop``), and the read
+    replica that follows the PostgreSQL one (``rabs.replica``)."""
+    from rabs.replica import replica_stop
+
+    replica_stop(root / "pgreplica")
     _stop_redis(root)
     _stop_postgres(root)
 

@@ -111,7 +111,7 @@ class ToolAdmin(JSONEditingMixin, LevelChangeAdmin, SimpleHistoryAdmin):
     actions = ["disable_tools", "enable_tools", "set_mode_auto", "set_mode_review"]
     fieldsets = (
         (None, {"fields": ("tool_id", "mcp_name", "description", "category", "context_bucket")}),
-        ("Access", {"fields": ("agent_access", "role_requirements")}),
+        ("Access", {"fields": ("agent_access", "role_requirements", "modes")}),
         (
             "Risk and oversight",
             {

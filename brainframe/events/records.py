@@ -12,6 +12,8 @@ from .base import (
     ALIGNMENT_SNAPSHOTTED,
     CALL_BLOCKED,
     CHAIN_REFUSED,
+    CORE_RESPONSE,
+    CORE_ROUTE,
     ESCALATED,
     HOOK_DISABLED,
     HOOK_ENABLED,
@@ -249,6 +251,37 @@ class StepFinished(PlanEvent):
 @dataclass(frozen=True)
 class PlanFailed(PlanEvent):
     NAME: ClassVar[str] = PLAN_FAILED
+
+
+@dataclass(frozen=True)
+class CoreEvent(Event):
+    """Seed 001's Core, the orchestrator of an agent's runtime: where a request was routed
+    (``target``: ``planner``, ``direct`` or ``agent:<id>``, the persona that answers and why),
+    and what came back (``status``: done, asked, handed_over, failed), as the agent reported it
+    through the broker."""
+
+    agent_id: str
+    task_id: str
+    target: str
+    reason: str = ""
+    persona: str | None = None
+    turn_id: str | None = None
+    status: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CoreRoute(CoreEvent):
+    NAME: ClassVar[str] = CORE_ROUTE
+
+
+@dataclass(frozen=True)
+class CoreResponse(CoreEvent):
+    NAME: ClassVar[str] = CORE_RESPONSE
+
+
+#: Core's events by the short name an agent reports (``POST /api/v1/core/events/``).
+CORE_EVENTS: dict[str, type[CoreEvent]] = {"route": CoreRoute, "response": CoreResponse}
 
 
 #: The planner's events by the short name an agent reports (``POST /api/v1/plans/events/``).

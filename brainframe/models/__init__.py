@@ -59,6 +59,7 @@ from .registry import (
     UpstreamToolChange,
     ValidationPolicy,
 )
+from .replica import ReplicaView
 from .sharing import MacRule
 from .trust import AlignmentSnapshot, MonitoringLevelChange
 from .usage import LLMUsage, ModelPrice
@@ -134,6 +135,7 @@ __all__ = [
     "QueuedMessage",
     "ReasonEdge",
     "ReasonLog",
+    "ReplicaView",
     "ReviewerPreference",
     "RuleProposal",
     "Session",

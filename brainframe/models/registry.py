@@ -124,6 +124,14 @@ class Tool(models.Model):
         help_text="Calling it twice with the same arguments has the effect of calling it once "
         "(shown to MCP clients as idempotentHint).",
     )
+    modes = ArrayField(
+        models.CharField(max_length=12),
+        default=list,
+        blank=True,
+        help_text="Reggie's modes (seed 000 §8) that may call it, e.g. super; empty: any. The "
+        "broker works the mode out from the call's task (its query and channel), never from "
+        "what the agent says; a call on no task is refused.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -53,16 +53,20 @@ class PlanRecord(models.Model):
 
 
 class DiscoveryEntry(models.Model):
-    """A tool or a plan as discovery searches it (seed 002's discovery layer): its text, for
-    PostgreSQL full-text search, and its embedding (pgvector), computed off the request path."""
+    """A tool, a plan or an agent as discovery searches it (seed 002's discovery layer): its
+    text, for PostgreSQL full-text search, and its embedding (pgvector), computed off the
+    request path."""
 
     class Kind(models.TextChoices):
         TOOL = "tool", "Tool"
         PLAN = "plan", "Plan"
+        AGENT = "agent", "Agent"
 
     id = models.BigAutoField(primary_key=True)
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    key = models.CharField(max_length=200, help_text="The tool's id or the plan's id.")
+    key = models.CharField(
+        max_length=200, help_text="The tool's id, the plan's id or the agent's id."
+    )
     agent_id = models.CharField(max_length=64, blank=True, help_text="A plan's agent.")
     text = models.TextField()
     vector = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)

@@ -313,6 +313,47 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
         },
     },
     {
+        "tool_id": "agent.update_handler",
+        "description": (
+            "Change one of your own loop handlers (seed 004 self-managed handlers): 'loop' "
+            "takes configuration, 'answer' and 'result' Python code defining handle(...). A "
+            "reviewer approves it; your service stores it, and it takes effect when your worker "
+            "restarts (agent.restart_self)."
+        ),
+        "category": "system",
+        "agent_access": ["*"],
+        "risk_level": "write",
+        "execution_mode": "review",
+        "validation_mode": "intercept",
+        "context_bucket": "compliance_regulatory",
+        # Code the agent will run: always a human's decision.
+        "monitoring_level": 0,
+        "monitoring_ceiling": 0,
+        "data_class": "logistics",
+        "permission_tier": "READ_ONLY",
+        "handler_type": "function",
+        "handler_config": {"callable": "rabs.agent_update_handler"},
+        "input_schema": {
+            "type": "object",
+            "required": ["name"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "enum": ["loop", "answer", "result"]},
+                "config": {"type": "object"},
+                "code": {"type": "string", "minLength": 1, "maxLength": 20000},
+            },
+        },
+        "output_schema": {
+            "type": "object",
+            "required": ["name", "digest", "approved_by"],
+            "properties": {
+                "name": {"type": "string"},
+                "digest": {"type": "string"},
+                "approved_by": {"type": ["string", "null"]},
+            },
+        },
+    },
+    {
         "tool_id": "agents.delegate",
         "reviewer_summary": "Gives a task to another agent, which may do on it only what the "
         "asking agent may do.",

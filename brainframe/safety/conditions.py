@@ -251,6 +251,33 @@ def holds(condition: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
     raise ValueError(f"unknown operator {op!r}")
 
 
+def could_hold(
+    condition: Mapping[str, Any], facts: Mapping[str, Any], roots: Sequence[str]
+) -> bool:
+    """Whether ``condition`` may hold when only the ``roots`` of ``facts`` are known (three-valued:
+    a comparison of another root, or a sequence rule, is unknown and may go either way). False
+    only when the known facts rule it out — e.g. ``roots=("tool",)``: whether a rule can ever
+    apply to a tool, whatever the call's arguments."""
+    return _partial(condition, facts, tuple(roots)) is not False
+
+
+def _partial(
+    condition: Mapping[str, Any], facts: Mapping[str, Any], roots: tuple[str, ...]
+) -> bool | None:
+    if "all" in condition:
+        parts = [_partial(part, facts, roots) for part in condition["all"]]
+        return False if False in parts else (None if None in parts else True)
+    if "any" in condition:
+        parts = [_partial(part, facts, roots) for part in condition["any"]]
+        return True if True in parts else (None if None in parts else False)
+    if "not" in condition:
+        inner = _partial(condition["not"], facts, roots)
+        return None if inner is None else not inner
+    if "history" in condition or condition.get("field", "").split(".", 1)[0] not in roots:
+        return None
+    return holds(condition, facts)
+
+
 def first_match(
     rules: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]
 ) -> Mapping[str, Any] | None:

@@ -10,8 +10,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from brainframe.events import PLAN_EVENTS, emit
-from brainframe.models import Hook
+from brainframe.events import CORE_EVENTS, PLAN_EVENTS, emit
+from brainframe.models import Agent, Hook, Turn
 from brainframe.services.hooks.checks import HookError
 from brainframe.services.hooks.lifecycle import hook_propose, hook_resource, hook_set_enabled
 from brainframe.services.memory.discovery import discover
@@ -80,6 +80,41 @@ class PlanEventsView(AgentAPIView):
         )
         emit(event)
         return Response({"event": event.NAME, "plan_id": event.plan_id}, status=201)
+
+
+class CoreEventsView(AgentAPIView):
+    @extend_schema(
+        request=s.CoreEventSerializer,
+        responses={201: s.CoreEventAnswerSerializer},
+        summary="Report where the orchestrator routed a task (core:route) and what came back "
+        "(core:response)",
+    )
+    def post(self, request: Request) -> Response:
+        data = self.valid(s.CoreEventSerializer, request.data)
+        agent = self.agent(request)
+        task = self.own_task(request, data["task_id"])  # only a task of its own
+        target = data["target"]
+        if target.startswith("agent:") and not Agent.objects.filter(pk=target[6:]).exists():
+            raise BrokerRefusal(400, "unknown_agent", f"no agent {target[6:]}", field="target")
+        # The turn is the task's own, from the ledger; one the agent names must be one of them.
+        turns = {str(t) for t in Turn.objects.filter(task=task).values_list("pk", flat=True)}
+        claimed = str(data["turn_id"]) if data.get("turn_id") else None
+        if claimed is not None and claimed not in turns:
+            raise BrokerRefusal(
+                409, "turn_conflict", "that turn is not this task's", field="turn_id"
+            )
+        event = CORE_EVENTS[data["event"]](
+            agent_id=agent.agent_id,
+            task_id=str(task.task_id),
+            target=target,
+            reason=data.get("reason", ""),
+            persona=data.get("persona"),
+            turn_id=claimed or (min(turns) if len(turns) == 1 else None),
+            status=data.get("status", ""),
+            message=data.get("message", ""),
+        )
+        emit(event)
+        return Response({"event": event.NAME, "task_id": event.task_id}, status=201)
 
 
 def _hook_refusal(error: HookError) -> BrokerRefusal:

@@ -8,7 +8,7 @@ from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from brainframe.choices import ContextBucket
-from brainframe.events import EVENT_FAMILIES, EVENT_TYPES, PLAN_EVENTS
+from brainframe.events import CORE_EVENTS, EVENT_FAMILIES, EVENT_TYPES, PLAN_EVENTS
 from brainframe.models import AgentTask, Hook, OriginRegistry, Tool
 
 
@@ -301,6 +301,29 @@ class PlanEventSerializer(StrictSerializer):
     steps = serializers.ListField(child=serializers.DictField(), required=False, max_length=50)
 
 
+class CoreEventSerializer(StrictSerializer):
+    """What the agent's orchestrator reports (seed 001's ``core:route`` / ``core:response``)."""
+
+    event = serializers.ChoiceField(choices=sorted(CORE_EVENTS))
+    task_id = StrictUUIDField()
+    target = serializers.RegexField(
+        r"^(planner|direct|agent:[a-z0-9][a-z0-9_-]{0,63})$",
+        help_text="planner, direct, or agent:<agent_id>",
+    )
+    reason = StrictCharField(max_length=500, required=False, allow_blank=True)
+    persona = StrictCharField(max_length=80, required=False)
+    turn_id = StrictUUIDField(required=False)
+    status = serializers.ChoiceField(
+        choices=["done", "asked", "handed_over", "failed"], required=False
+    )
+    message = StrictCharField(max_length=500, required=False, allow_blank=True)
+
+
+class CoreEventAnswerSerializer(serializers.Serializer):
+    event = serializers.CharField()
+    task_id = serializers.CharField()
+
+
 class HookResourceSerializer(serializers.Serializer):
     """A hook as its agent reads it (``loop://hooks/{id}``)."""
 
@@ -355,11 +378,20 @@ class DiscoveredPlanSerializer(serializers.Serializer):
     saved_at = serializers.DateTimeField()
 
 
+class DiscoveredAgentSerializer(serializers.Serializer):
+    agent_id = serializers.CharField()
+    name = serializers.CharField()
+    role = serializers.CharField(allow_blank=True)
+    score = serializers.FloatField()
+    matched_by = serializers.ChoiceField(choices=["text", "vector"])
+
+
 class DiscoverAnswerSerializer(serializers.Serializer):
     query = serializers.CharField()
     mode = serializers.ChoiceField(choices=["hybrid", "text"])
     tools = DiscoveredToolSerializer(many=True)
     plans = DiscoveredPlanSerializer(many=True)
+    agents = DiscoveredAgentSerializer(many=True)
 
 
 # --- conversations (docs/ledgers.md) ------------------------------------------------------------

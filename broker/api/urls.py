@@ -27,6 +27,7 @@ urlpatterns = [
     path("inbound/events/", views.InboundEventsView.as_view(), name="inbound-events"),
     path("usage/", views.UsageView.as_view(), name="usage"),
     path("plans/events/", loop_views.PlanEventsView.as_view(), name="plan-events"),
+    path("core/events/", loop_views.CoreEventsView.as_view(), name="core-events"),
     path("turns/", ledger_views.TurnsView.as_view(), name="turns"),
     path("turns/record/", ledger_views.TurnRecordView.as_view(), name="turn-record"),
     path("turns/<uuid:turn_id>/", ledger_views.TurnDetailView.as_view(), name="turn"),

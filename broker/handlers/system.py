@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import json
 import uuid
 from typing import Any
 
@@ -47,6 +50,37 @@ def agent_restart_self(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str,
     }
 
 
+def agent_update_handler(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
+    """An approved ``agent.update_handler``: the change is recorded (its digest, who approved);
+    the agent's service stores it on this outcome and runs it from its next worker. Code is
+    parsed here, never run: it runs only in the agent's own sandbox."""
+    code = args.get("code")
+    if code is not None:
+        if args["name"] == "loop":
+            raise HandlerFailure("the loop handler takes configuration only")
+        try:
+            tree = ast.parse(code)
+        except SyntaxError as exc:
+            raise HandlerFailure(f"code does not parse: {exc.msg} (line {exc.lineno})") from exc
+        if not any(
+            isinstance(node, ast.FunctionDef) and node.name == "handle" for node in tree.body
+        ):
+            raise HandlerFailure("code must define handle(...)")
+    call = ToolCall.objects.get(pk=call_id)
+    approval = ApprovalRequest.objects.filter(tool_call=call).select_related("decided_by").first()
+    approver = approval.decided_by if approval is not None else None
+    digest = hashlib.sha256(
+        json.dumps(
+            {"name": args["name"], "config": args.get("config"), "code": code}, sort_keys=True
+        ).encode()
+    ).hexdigest()[:16]
+    return {
+        "name": args["name"],
+        "digest": digest,
+        "approved_by": approver.get_username() if approver is not None else None,
+    }
+
+
 def agents_delegate(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
     """An executed ``agents.delegate``: the worker's task and thread."""
     try:
@@ -60,4 +94,5 @@ CALLABLES: dict[str, ToolFunction] = {
     "rabs.capability_grant": capability_grant,
     "rabs.agent_restart_self": agent_restart_self,
     "rabs.agents_delegate": agents_delegate,
+    "rabs.agent_update_handler": agent_update_handler,
 }

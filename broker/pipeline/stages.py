@@ -13,6 +13,7 @@ from django.utils import timezone
 from jsonschema.exceptions import ValidationError
 from mcp.shared.exceptions import MCPError
 
+from agents_vm.modes import select_mode
 from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, PermissionTier
 from brainframe.models import PrimeDirective, Tool
 from brainframe.safety.acl import acl_decide_cached, scope_violation, tool_permitted
@@ -106,6 +107,43 @@ def check_allowlist(ctx: CallContext) -> Verdict | None:
             Outcome.DENY,
             "role_required",
             f"{tool.tool_id} needs one of the roles {sorted(required)}; {who}",
+        )
+    return None
+
+
+def task_mode(task: Any) -> tuple[str, str]:
+    """Reggie's mode for ``task`` (seed 000 §8), worked out as its agent's runtime does
+    (``agents_vm.modes``): from the task's own query and channel, which the agent cannot change;
+    a task with no query runs the full loop (super)."""
+    payload = task.payload if isinstance(task.payload, dict) else {}
+    query = payload.get("query")
+    if not isinstance(query, str):
+        return "super", "no query: the full loop"
+    choice = select_mode(query, channel=str(payload.get("channel") or "text"))
+    return choice.mode, choice.reason
+
+
+def check_mode(ctx: CallContext) -> Verdict | None:
+    """A tool kept for some of Reggie's modes (``Tool.modes``, e.g. the read replica for Super):
+    the mode is the call's task's, derived here; a call on no task is refused."""
+    tool = ctx.tool
+    assert tool is not None
+    if not tool.modes:
+        return None
+    modes = ", ".join(tool.modes)
+    if ctx.task is None:
+        return Verdict(
+            Outcome.DENY,
+            "mode_not_allowed",
+            f"{tool.tool_id} is for {modes} mode only, which is worked out from a task: "
+            "call it on one",
+        )
+    mode, why = task_mode(ctx.task)
+    if mode not in tool.modes:
+        return Verdict(
+            Outcome.DENY,
+            "mode_not_allowed",
+            f"{tool.tool_id} is for {modes} mode only; this task is {mode} ({why})",
         )
     return None
 
@@ -438,6 +476,7 @@ STAGES: tuple[Stage, ...] = (
     resolve_tool,
     check_loop_latch,
     check_allowlist,
+    check_mode,
     check_permission_tier,
     check_delegation,
     check_principal,

@@ -363,6 +363,13 @@ RABS_LLM_UPSTREAM_TIMEOUT_SECONDS = env.float("RABS_LLM_UPSTREAM_TIMEOUT_SECONDS
 # /metrics (Prometheus text): staff sessions, or this bearer token for a scraper ("" = staff only).
 RABS_METRICS_TOKEN = env.str("RABS_METRICS_TOKEN", default="")
 RABS_SQL_HANDLER_DATABASE_URL = env.str("RABS_SQL_HANDLER_DATABASE_URL", default="")
+# Super Reggie's read replica (docs/agents.md): a streaming standby, reached as the read-only
+# role that sees only the replica schema's exposed views. `make run` starts one of the embedded
+# server and sets this; unset: db.replica.query fails ("no read replica") and the board says so.
+RABS_REPLICA_URL = env.str("RABS_REPLICA_URL", default="")
+RABS_REPLICA_ROLE = env.str("RABS_REPLICA_ROLE", default="rabs_replica_reader")
+RABS_REPLICA_ROW_CAP = env.int("RABS_REPLICA_ROW_CAP", default=200)
+RABS_REPLICA_TIMEOUT_MS = env.int("RABS_REPLICA_TIMEOUT_MS", default=3000)
 # Graduation needs at least this many rated calls in the 30-day window (no promotion on a
 # handful of lucky calls).
 RABS_GRADUATION_MIN_VOLUME = env.int("RABS_GRADUATION_MIN_VOLUME", default=20)

@@ -1,4 +1,5 @@
-"""What an agent loads at the start of a task: notes, the directives preamble, observations."""
+"""What an agent loads at the start of a task: notes, the directives preamble, the constraints
+governing its tools (for per-step selection), observations."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from brainframe.services.access.held import reading_principals
 from brainframe.services.access.sharing import memory_readable
 from brainframe.services.memory.cards import card_as_dict, cards_due
 from brainframe.services.memory.search import semantic_search
+from brainframe.services.registry.constraints import agent_constraints
 
 
 def directives_preamble() -> str:
@@ -126,6 +128,9 @@ def agent_context(
             for n in note_rows
         ],
         "directives_preamble": directives_preamble(),
+        # The same rules and more, each with the tools it governs (seed 002: the runtime shows
+        # the model only those of the current plan step's tools).
+        "constraints": agent_constraints(agent=agent),
         "search_mode": mode,
         "observations": observations,
         # Learning cards due now (docs/ledgers.md): lessons from reviewers, until learned.

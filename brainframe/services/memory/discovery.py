@@ -11,7 +11,9 @@ and the plans that fit it, found three ways and answered together.
    depended on; for each tool, the plans that used it and how they ended.
 
 What an agent is shown: tools it may call; its own plans (an agent does not read another's),
-finished ones first (a failed plan is shown with its outcome, worth half).
+finished ones first (a failed plan is shown with its outcome, worth half); and the sandboxed
+agents (itself included) by what they are for — name, role and description — which is how an
+agent's smart routing (seed 003) picks the best agent for a message.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ WITH wanted AS (
                      CASE WHEN jsonb_typeof(p.steps) = 'array' THEN p.steps
                           ELSE '[]'::jsonb END) AS s), '')
       FROM view_plans p
+    UNION ALL
+    SELECT 'agent', a.agent_id, a.agent_id,
+           a.name || '. ' || a.role || '. ' || COALESCE(a.config ->> 'description', '')
+      FROM agents a
+     WHERE a.type = 'type_2_sandboxed' AND a.status <> 'paused'
 )
 INSERT INTO discovery_entries (kind, key, agent_id, text, vector, embedding_model, updated_at)
 SELECT kind, key, agent_id, text, NULL, '', now() FROM wanted
@@ -68,7 +75,9 @@ def discovery_sync() -> None:
         cursor.execute(
             "DELETE FROM discovery_entries d WHERE (d.kind = 'tool' AND NOT EXISTS ("
             "SELECT 1 FROM tools t WHERE t.tool_id = d.key)) OR (d.kind = 'plan' AND NOT EXISTS"
-            " (SELECT 1 FROM view_plans p WHERE p.plan_id = d.key))"
+            " (SELECT 1 FROM view_plans p WHERE p.plan_id = d.key)) OR (d.kind = 'agent' AND "
+            "NOT EXISTS (SELECT 1 FROM agents a WHERE a.agent_id = d.key "
+            "AND a.type = 'type_2_sandboxed' AND a.status <> 'paused'))"
         )
 
 
@@ -126,6 +135,7 @@ def _candidates(agent: Agent, query: str, vector: list[float] | None) -> list[Fo
               FROM discovery_entries d
              WHERE (d.kind = 'tool' AND d.key = ANY(%(tools)s))
                 OR (d.kind = 'plan' AND d.agent_id = %(agent)s)
+                OR d.kind = 'agent'
             """,
             params,
         )
@@ -160,10 +170,15 @@ def discover(*, agent: Agent, query: str, limit: int = 10) -> dict[str, Any]:
             return f.score * OUTCOME_WEIGHT.get(plans[f.key].status, 0.5)
         return f.score
 
-    found = [f for f in found if f.kind == "tool" or f.key in plans]
+    found = [f for f in found if f.kind in ("tool", "agent") or f.key in plans]
+    agent_rows = {
+        a.agent_id: a
+        for a in Agent.objects.filter(pk__in=[f.key for f in found if f.kind == "agent"])
+    }
     found.sort(key=weight, reverse=True)
     tools_out: list[dict[str, Any]] = []
     plans_out: list[dict[str, Any]] = []
+    agents_out: list[dict[str, Any]] = []
     for f in found:
         if f.kind == "tool" and len(tools_out) < limit and f.key in tool_rows:
             users = used_by.get(f.key, [])
@@ -207,4 +222,21 @@ def discover(*, agent: Agent, query: str, limit: int = 10) -> dict[str, Any]:
                     "saved_at": plan.saved_at.isoformat(),
                 }
             )
-    return {"query": query, "mode": mode, "tools": tools_out, "plans": plans_out}
+        elif f.kind == "agent" and len(agents_out) < limit and f.key in agent_rows:
+            row = agent_rows[f.key]
+            agents_out.append(
+                {
+                    "agent_id": row.agent_id,
+                    "name": row.name,
+                    "role": row.role,
+                    "score": round(f.score, 4),
+                    "matched_by": f.matched_by,
+                }
+            )
+    return {
+        "query": query,
+        "mode": mode,
+        "tools": tools_out,
+        "plans": plans_out,
+        "agents": agents_out,
+    }
