@@ -139,9 +139,6 @@ class Core(Reflex):
             return self._run_reflex(task, turn_id, note)
         answer = f"Handed over to {best.get('name') or worker}."
         result = {"status": "handed_over", "routed_to": worker, "delegation": outcome["result"]}
-        self.broker.complete(task_id, result)
-        self._record_turn(task_id, turn_id, answer)
-        self.memory.task_state_save(task_id, status="done")
         self._core_event(
             "response",
             task_id,
@@ -151,4 +148,7 @@ class Core(Reflex):
             persona=note.get("persona"),
             turn_id=turn_id,
         )
+        self.broker.complete(task_id, result)
+        self.memory.task_state_save(task_id, status="done")
+        self._record_turn(task_id, turn_id, answer)
         return result

@@ -185,6 +185,7 @@ class Phases:
         call: dict[str, Any],
         plan: Plan | None,
         done_steps: list[str],
+        why: str | None = None,
     ) -> tuple[dict[str, Any], Plan | None]:
         name = call["function"]["name"]
         try:
@@ -223,7 +224,7 @@ class Phases:
         if name == "write_deliverable":
             return self._once(task_id, step_id, "deliverable.upload", args, self._deliver), plan
         if name == "update_handler":
-            return self._update_handler(task_id, step_id, args), plan
+            return self._update_handler(task_id, step_id, args, why), plan
         if name == "remember_preference":
             self.memory.preference_set(str(args.get("key", "")), str(args.get("value", "")))
             return {"status": "remembered"}, plan
@@ -236,13 +237,19 @@ class Phases:
                 "detail": f"{tool['tool_id']} is not part of step {step.id}; "
                 "save a new plan to change the steps",
             }, plan
-        reason = args.pop("reason", None)
+        own = ((tool.get("input_schema") or {}).get("properties") or {}).keys()
+        if why is not None:  # the Dreamer's words are the R-Tag's why; the arguments are the tool's
+            reason: Any = why
+        elif "reason" in own:  # the tool takes a reason of its own: it is the call's why as well
+            reason = args.get("reason")
+        else:
+            reason = args.pop("reason", None)
         if not isinstance(reason, str) or not reason.strip():
             return {"status": "error", "detail": "every call needs a reason"}, plan
         return self._broker_call(task_id, step_id, tool["tool_id"], args, reason), plan
 
     def _update_handler(
-        self, task_id: str, step_id: str | None, args: dict[str, Any]
+        self, task_id: str, step_id: str | None, args: dict[str, Any], why: str | None = None
     ) -> dict[str, Any]:
         """A change to one of the agent's own handlers: checked here, decided by the broker
         (``agent.update_handler``, a reviewer's call), stored once it executed; it takes effect
@@ -252,7 +259,7 @@ class Phases:
             record = handler_check(handler, args.get("config"), args.get("code"))
         except HandlerError as exc:
             return {"status": "error", "detail": str(exc)}
-        reason = str(args.get("reason") or f"change my {handler} handler")
+        reason = str(why or args.get("reason") or f"change my {handler} handler")
         arguments: dict[str, Any] = {"name": handler}
         if args.get("config") is not None:
             arguments["config"] = args["config"]

@@ -104,7 +104,8 @@ def function_specs(
         schema = dict(tool.get("input_schema") or {"type": "object"})
         if reason:
             schema["properties"] = {**schema.get("properties", {}), "reason": REASON_PROPERTY}
-            schema["required"] = [*schema.get("required", []), "reason"]
+            required = list(schema.get("required", []))
+            schema["required"] = required if "reason" in required else [*required, "reason"]
         specs.append(
             {
                 "type": "function",

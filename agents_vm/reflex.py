@@ -330,10 +330,10 @@ class Reflex:
             if following is not None:
                 self._plan_report("step_started", task_id, plan, step=following)
             return {"plan": plan, "words": f"Step {step.id} reviewed: {review}."}
-        if name not in REFLEX_TOOLS and "reason" not in args:
-            args["reason"] = dream[:MAX_REASON]  # the R-Tag's why is the Dreamer's own words
         openai_call = {"id": "reflex", "function": {"name": name, "arguments": json.dumps(args)}}
-        result, plan = self._dispatch(task_id, step, openai_call, plan, done)
+        # The R-Tag's why is the Dreamer's own words.
+        why = dream[:MAX_REASON]
+        result, plan = self._dispatch(task_id, step, openai_call, plan, done, why=why)
         tool = self._tools.get(name)
         label = tool["tool_id"] if tool else name.replace("_", " ")
         told = self.handlers.result(label, result, outcome_words(label, result))
@@ -359,8 +359,7 @@ class Reflex:
     ) -> dict[str, Any]:
         task_id = task["task_id"]
         answer = self.handlers.answer(answer, self._answer_context())
-        result = self._finish(task_id, task, plan, done, answer)
-        self._record_turn(task_id, turn_id, answer)
+        # Core's response is on the record before the task is seen to end.
         self._core_event(
             "response",
             task_id,
@@ -370,6 +369,8 @@ class Reflex:
             persona=route_note.get("persona"),
             turn_id=turn_id,
         )
+        result = self._finish(task_id, task, plan, done, answer)
+        self._record_turn(task_id, turn_id, answer)
         return result
 
     def _clarify(
@@ -386,11 +387,6 @@ class Reflex:
         question = self.handlers.answer(question, self._answer_context())
         logger.info("phase=clarify task=%s thread=%s", task_id, thread)
         self.memory.clarification_park(thread, task_id, question)
-        self._record_turn(task_id, turn_id, question)
-        result = {"status": "asked", "question": question, "thread_id": thread}
-        self.broker.complete(task_id, result)
-        self.memory.task_state_save(task_id, status="asked")
-        self._report_usage(task_id)
         self._core_event(
             "response",
             task_id,
@@ -400,15 +396,21 @@ class Reflex:
             persona=route_note.get("persona"),
             turn_id=turn_id,
         )
+        result = {"status": "asked", "question": question, "thread_id": thread}
+        self.broker.complete(task_id, result)
+        self.memory.task_state_save(task_id, status="asked")
+        self._report_usage(task_id)
+        # The question is the turn's answer: it goes back on the person's channel.
+        self._record_turn(task_id, turn_id, question)
         return result
 
     def _reflex_fail(self, task_id: str, plan: Plan | None, reason: str) -> dict[str, Any]:
+        self._core_event("response", task_id, target="planner", status="failed", message=reason)
         if plan is not None:
             self._plan_report("plan_failed", task_id, plan, status="failed", detail=reason)
         self.broker.fail(task_id, reason)
         self.memory.task_state_save(task_id, status="failed")
         self._report_usage(task_id)
-        self._core_event("response", task_id, target="planner", status="failed", message=reason)
         return {"status": "failed", "reason": reason}
 
     # Provided by Phases, Turns and CognitiveLoop.

@@ -86,10 +86,10 @@ def discovery_index(*, limit: int = 500, sync: bool = True) -> int:
     Returns how many; raises IndexerUnavailable."""
     if sync:
         discovery_sync()
-    # Plans first (an agent's own experience), then tools.
+    # Plans first (an agent's own experience), then the few agents (smart routing), then tools.
     waiting = list(
         DiscoveryEntry.objects.filter(vector__isnull=True).order_by(
-            Case(When(kind="plan", then=0), default=1), "id"
+            Case(When(kind="plan", then=0), When(kind="agent", then=1), default=2), "id"
         )[:limit]
     )
     if not waiting:
