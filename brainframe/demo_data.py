@@ -697,7 +697,8 @@ TOOLS: list[dict[str, Any]] = [
         D.LOGISTICS,
         "function",
         {
-            **_fn("rabs.replica_query"),
+            # The first answer of a process loads the PII filter's model (seconds).
+            **_fn("rabs.replica_query", timeout_s=30),
             "row_cap": 200,
             "timeout_ms": 3000,
             "queries": {

@@ -62,7 +62,7 @@ class BrokerConfig(AppConfig):
         function.functions_register(system.CALLABLES)
         function.functions_register(replies.CALLABLES)
         consent_decider_register(replies.REPLY_TOOL, replies.reply_consent)
-        function.functions_register(replica.CALLABLES)
+        function.functions_register(replica.CALLABLES, configured=True)
 
         def checkpoint_job(day: date, reason: str = "beat") -> Any:
             written = checkpoint_write(reason=reason)

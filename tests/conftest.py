@@ -4,6 +4,7 @@ fails, is interrupted, killed by SIGTERM or SIGKILL) leaves no process behind.""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -131,10 +132,45 @@ def matrix_plan() -> MatrixPlan:
 
 
 @pytest.fixture(scope="session")
+def replica_standby(django_db_setup: Any) -> Iterator[dict[str, str] | None]:
+    """A streaming standby of the embedded PostgreSQL (the test database's cluster), one for
+    the whole session (``rabs.replica``): the URLs of its test database as the read-only role
+    (``reader``) and as the cluster's superuser (``admin``), and the primary's (``primary``).
+    None when the tests run on a server that is not the embedded one."""
+    from pgserver.utils import PostmasterInfo  # only the embedded server's tests need it
+
+    from rabs.replica import replica_start, replica_stop
+
+    db = settings.DATABASES["default"]
+    primary = var_dir() / "pgdata"
+    info = PostmasterInfo.read_from_pgdata(primary) if primary.exists() else None
+    if info is None or str(info.socket_dir) != str(db.get("HOST")):
+        yield None
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    pgdata = var_dir() / f"pgreplica-test-{worker}"
+    shutil.rmtree(pgdata, ignore_errors=True)  # a fresh copy: the test database is new
+    standby = replica_start(primary_pgdata=primary, pgdata=pgdata, port=5433)
+    try:
+        yield {
+            "reader": standby.url(database=db["NAME"], role=settings.RABS_REPLICA_ROLE),
+            "admin": standby.url(database=db["NAME"], role="postgres"),
+            "primary": database_url(db),
+        }
+    finally:
+        replica_stop(pgdata, process=standby.process)
+        shutil.rmtree(pgdata, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
 def live_server_url(
-    django_db_setup: Any, django_db_blocker: Any, matrix_plan: MatrixPlan
+    django_db_setup: Any,
+    django_db_blocker: Any,
+    matrix_plan: MatrixPlan,
+    replica_standby: dict[str, str] | None,
 ) -> Iterator[str]:
-    """daphne serving the app against the test database, for the whole session."""
+    """daphne serving the app against the test database, for the whole session (its read
+    replica: the session's standby)."""
     db = settings.DATABASES["default"]
     port = free_port()
     env = {
@@ -147,6 +183,7 @@ def live_server_url(
         # Where the app says it is (status callbacks are signed for this URL).
         "RABS_PUBLIC_URL": f"http://127.0.0.1:{port}",
         **matrix_plan.env(),
+        "RABS_REPLICA_URL": replica_standby["reader"] if replica_standby else "",
     }
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / "daphne.log"

@@ -43,13 +43,13 @@ VIEWS = {
 
 
 def create_views(apps, schema_editor):
+    """The views, each described in its own comment (``replica_views_register`` lists them for
+    staff to choose from)."""
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("CREATE SCHEMA IF NOT EXISTS replica")
-        for name, (_description, query) in VIEWS.items():
+        for name, (description, query) in VIEWS.items():
             cursor.execute(f"CREATE OR REPLACE VIEW replica.{name} AS {query}")
-    ReplicaView = apps.get_model("brainframe", "ReplicaView")
-    for name, (description, _query) in VIEWS.items():
-        ReplicaView.objects.get_or_create(name=name, defaults={"description": description})
+            cursor.execute(f"COMMENT ON VIEW replica.{name} IS %s", [description])
 
 
 def drop_views(apps, schema_editor):

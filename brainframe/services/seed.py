@@ -45,6 +45,7 @@ from brainframe.models import (
 from brainframe.safety import baseline
 from brainframe.services.access.acl import acl_load
 from brainframe.services.hooks.lifecycle import hook_propose
+from brainframe.services.registry.replica import replica_views_register
 
 # Stable ids for demo tasks, so a re-seed finds the rows it made.
 _TASK_NAMESPACE = uuid.UUID("9a4c4f0e-2f7b-4d3c-9a51-5b8e0d1c7f21")
@@ -90,6 +91,7 @@ def _seed_baseline(created: Counter[str]) -> None:
     created["mac_rules"] += _create_missing(MacRule, "code", baseline.MAC_RULES)
     created["model_prices"] += _create_missing(ModelPrice, "model", demo_data.MODEL_PRICES)
     created["system_tools"] += _create_missing(Tool, "tool_id", baseline.SYSTEM_TOOLS)
+    created["replica_views"] += replica_views_register()
 
 
 def _seed_demo(created: Counter[str]) -> None:

@@ -19,15 +19,20 @@ from brainframe.models import Tool
 
 from .base import HandlerFailure, HandlerTimeout
 
-#: A tool's callable: ``fn(arguments, *, call_id)`` → JSON-serialisable result.
+#: A tool's callable: ``fn(arguments, *, call_id)`` → JSON-serialisable result; one registered
+#: with ``configured=True`` also gets the calling tool's ``handler_config`` (``config=``).
 ToolFunction = Callable[..., Any]
 FUNCTIONS: dict[str, ToolFunction] = {}
+CONFIGURED: set[str] = set()
 _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="tool-fn")
 
 
-def functions_register(callables: dict[str, ToolFunction]) -> None:
-    """Make ``callables`` available by name to tools' ``handler_config["callable"]``."""
+def functions_register(callables: dict[str, ToolFunction], *, configured: bool = False) -> None:
+    """Make ``callables`` available by name to tools' ``handler_config["callable"]``
+    (``configured``: each is also given the calling tool's ``handler_config``)."""
     FUNCTIONS.update(callables)
+    if configured:
+        CONFIGURED.update(callables)
 
 
 def run(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID, timeout: float) -> Any:
@@ -35,15 +40,20 @@ def run(*, tool: Tool, arguments: dict[str, Any], call_id: uuid.UUID, timeout: f
     fn = FUNCTIONS.get(name)
     if fn is None:
         raise HandlerFailure(f"no function registered as {name!r}")
-    future = _pool.submit(_call_closing_db, fn, arguments, call_id)
+    config = dict(tool.handler_config) if name in CONFIGURED else None
+    future = _pool.submit(_call_closing_db, fn, arguments, call_id, config)
     try:
         return future.result(timeout=timeout)
     except FutureTimeout:
         raise HandlerTimeout(f"{name} did not return within {timeout:g}s") from None
 
 
-def _call_closing_db(fn: ToolFunction, arguments: dict[str, Any], call_id: uuid.UUID) -> Any:
+def _call_closing_db(
+    fn: ToolFunction, arguments: dict[str, Any], call_id: uuid.UUID, config: Any
+) -> Any:
     try:
+        if config is not None:
+            return fn(dict(arguments), call_id=call_id, config=config)
         return fn(dict(arguments), call_id=call_id)
     finally:
         close_old_connections()  # the worker thread's connection goes back to the pool

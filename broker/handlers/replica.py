@@ -1,6 +1,7 @@
 """``db.replica.query``: Super Reggie's read-only questions to the read replica (seed 000 §8).
 
-The callable behind the tool (``handler_config["callable"] = "rabs.replica_query"``) runs one
+The callable behind the tool (``handler_config["callable"] = "rabs.replica_query"``, with the
+tool's ``handler_config``) runs one
 read-only statement on the streaming standby named by ``RABS_REPLICA_URL``, as the replica's
 read-only role (which sees only the exposed views of the ``replica`` schema, the first on the
 search path):
@@ -12,7 +13,8 @@ search path):
   a write is refused by PostgreSQL itself, the role starts read-only, and the transaction is;
 - a statement timeout (``handler_config["timeout_ms"]``, else ``RABS_REPLICA_TIMEOUT_MS``) and
   a row cap (``row_cap``, else ``RABS_REPLICA_ROW_CAP``; ``truncated`` says when it cut);
-- every text in the answer passes the PII filter (``<PHONE_NUMBER>``…; ``redactions`` counts);
+- every text in the answer passes the PII filter (``<PHONE_NUMBER>``…; ``redactions`` counts),
+  but for the registry's own agent and tool ids;
 - the output — the audit's, hash-chained — holds the statement, its parameters and its plan
   (``EXPLAIN (FORMAT JSON)``) beside the rows.
 
@@ -31,7 +33,7 @@ import psycopg
 from django.conf import settings
 from django.db import connection
 
-from brainframe.models import Tool, ToolCall
+from brainframe.models import Agent, Tool
 from brainframe.safety.pii import pii_redact
 
 from .base import HandlerFailure, HandlerTimeout
@@ -73,9 +75,11 @@ def _plan(node: dict[str, Any], depth: int = 0) -> dict[str, Any]:
     return out
 
 
-def _statement(tool: Tool, args: dict[str, Any]) -> tuple[str, dict[str, Any] | None, str | None]:
+def _statement(
+    config: dict[str, Any], args: dict[str, Any]
+) -> tuple[str, dict[str, Any] | None, str | None]:
     if "query" in args:
-        queries = tool.handler_config.get("queries") or {}
+        queries = config.get("queries") or {}
         named = queries.get(args["query"])
         if not isinstance(named, dict) or not isinstance(named.get("sql"), str):
             known = ", ".join(sorted(queries)) or "none"
@@ -90,6 +94,16 @@ def _statement(tool: Tool, args: dict[str, Any]) -> tuple[str, dict[str, Any] | 
 
 
 def _redacted(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Every text through the PII filter (each distinct text once: answers repeat values),
+    but for values that are exactly one of our own agents' or tools' ids (an agent named
+    "henry" is not a person; the ids come from the registry, not from the query)."""
+    seen: dict[str, tuple[str, int]] = {
+        key: (key, 0)
+        for key in [
+            *Agent.objects.values_list("agent_id", flat=True),
+            *Tool.objects.values_list("tool_id", flat=True),
+        ]
+    }
     count = 0
     out = []
     for row in rows:
@@ -97,22 +111,25 @@ def _redacted(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         for key, value in row.items():
             value = _plain(value)
             if isinstance(value, str):
-                value, findings = pii_redact(value)
-                count += len(findings)
+                if value not in seen:
+                    redacted, findings = pii_redact(value)
+                    seen[value] = (redacted, len(findings))
+                value, found = seen[value]
+                count += found
             clean[key] = value
         out.append(clean)
     return out, count
 
 
-def replica_query(args: dict[str, Any], *, call_id: uuid.UUID) -> dict[str, Any]:
+def replica_query(
+    args: dict[str, Any], *, call_id: uuid.UUID, config: dict[str, Any]
+) -> dict[str, Any]:
+    """The tool's callable (registered with its tool's ``handler_config``: named queries, row
+    cap, timeout). A read runs before its audit row is written, so it reads nothing of it."""
     url = settings.RABS_REPLICA_URL
     if not url:
         raise HandlerFailure("no_replica: no read replica is configured (RABS_REPLICA_URL)")
-    call = ToolCall.objects.select_related("tool").get(pk=call_id)
-    tool = call.tool
-    assert tool is not None
-    statement, params, named = _statement(tool, args)
-    config = tool.handler_config
+    statement, params, named = _statement(config, args)
     cap = int(config.get("row_cap") or settings.RABS_REPLICA_ROW_CAP)
     if isinstance(args.get("max_rows"), int):
         cap = max(1, min(cap, args["max_rows"]))

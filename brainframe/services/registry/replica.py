@@ -35,15 +35,27 @@ def _execute(cursor: Any, statement: sql.Composable) -> None:
     cursor.execute(statement.as_string(cursor.connection))
 
 
-def replica_views() -> list[str]:
-    """The views the replica schema has (from the catalogue)."""
+def replica_views() -> dict[str, str]:
+    """The views the replica schema has, with their descriptions (from the catalogue)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT table_name FROM information_schema.views WHERE table_schema = %s "
-            "ORDER BY table_name",
+            "SELECT c.relname, COALESCE(obj_description(c.oid, 'pg_class'), '') "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind = 'v' ORDER BY c.relname",
             [SCHEMA],
         )
-        return [row[0] for row in cursor.fetchall()]
+        return dict(cursor.fetchall())
+
+
+def replica_views_register() -> int:
+    """A row for each view of the replica schema that has none yet (exposed: the views are
+    curated in the migrations); returns how many were added. Staff's choices are kept."""
+    added = 0
+    for name, description in replica_views().items():
+        added += ReplicaView.objects.get_or_create(
+            name=name, defaults={"description": description}
+        )[1]
+    return added
 
 
 @transaction.atomic
@@ -52,6 +64,7 @@ def replica_grants_sync(*, password: str | None = None) -> dict[str, Any]:
     Returns the role and the views it may read; ReplicaSetupError when the database user may
     not create or grant roles."""
     role = sql.Identifier(settings.RABS_REPLICA_ROLE)
+    replica_views_register()
     existing = set(replica_views())
     exposed = [
         v
