@@ -18,7 +18,6 @@ Like ``rabs.embedded``, this imports nothing from Django.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -29,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from rabs.procs import parent_death_signal
+
 STANDBY_PORT = 5433
 START_SECONDS = 60.0
-_PR_SET_PDEATHSIG = 1
 
 
 class ReplicaError(RuntimeError):
@@ -69,14 +69,15 @@ def _system_user() -> tuple[int, int] | None:
 
 
 def _as(account: tuple[int, int] | None, *, die_with_parent: bool) -> None:
-    """In the child: drop to ``account``, then ask for SIGINT (a fast shutdown) when the parent
-    dies — after the change of user, which would clear it."""
+    """In the child: drop to ``account``, then ask for SIGINT (PostgreSQL's fast shutdown) when
+    the parent dies — after the change of user, which would clear it (``rabs.procs``)."""
     if account is not None:
         os.setgid(account[1])
         os.setuid(account[0])
     if die_with_parent:
-        with contextlib.suppress(OSError):  # not Linux: replica_stop still stops it
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
+        parent_death_signal(signal.SIGINT)
+        if os.getppid() == 1:  # orphaned before the request took effect
+            os._exit(1)
 
 
 def _primary(primary_pgdata: Path) -> tuple[Path, int]:
