@@ -123,7 +123,7 @@ def test_schema_upgrades_itself(tmp_path: Path) -> None:
     old.commit()
     old.close()
     memory = AgentMemory(path, journal_key=KEY)
-    assert memory.version == SCHEMA_VERSION == 5
+    assert memory.version == SCHEMA_VERSION == 6
     assert memory.preferences() == {"tea": "white"}  # kept across the upgrade
     memory.task_state_save("t1", status="in_progress")  # the v2 table exists
     assert memory.task_state("t1") == {"plan": None, "done_steps": [], "status": "in_progress"}
@@ -131,6 +131,7 @@ def test_schema_upgrades_itself(tmp_path: Path) -> None:
     memory.turn_set("t1", "turn-1")
     assert memory.turn_get("t1") == "turn-1"
     assert memory.task_state("t1")["status"] == "in_progress"  # type: ignore[index]
+    memory.clarification_park("thread-1", "t1", "Which day?")  # the v6 table exists
     memory.db.execute("PRAGMA user_version = 99")
     with pytest.raises(RuntimeError, match="newer than this agent's"):
         memory.upgrade()
@@ -230,23 +231,30 @@ def test_mode_selection_flow(query: str, channel: str, mode: str) -> None:
     assert choice.reason
 
 
-def test_the_agent_changes_its_own_handlers_for_its_next_worker(tmp_path: Path, env: None) -> None:
-    """The loop's update_handler tool writes the agent's own store (seed 004 Self-Managed
-    Handlers); a configuration that is not an object is refused, nothing written."""
+def test_a_handler_change_is_checked_before_it_is_asked_for(tmp_path: Path, env: None) -> None:
+    """The loop's update_handler tool (seed 004 Self-Managed Handlers) asks the broker's governed
+    agent.update_handler for a change, and stores it only once that executed (end to end:
+    tests/agents_vm/test_runtime.py). A change that cannot be stored is refused here, before
+    anyone is asked, and nothing is written."""
     config = load_config(_config(tmp_path))
     memory = AgentMemory(config.memory_path, journal_key=KEY)
     phases = Phases(config, memory=memory, broker=None, llm=None, stop=threading.Event())  # type: ignore[arg-type]
-    before = memory.handlers_digest()
 
     def call(arguments: dict[str, object]) -> dict[str, object]:
         function = {"name": "update_handler", "arguments": json.dumps(arguments)}
         answer, _ = phases._dispatch("t1", None, {"id": "c1", "function": function}, None, [])
         return answer
 
-    assert call({"name": "loop", "config": {"poll_seconds": 5}})["status"] == "saved"
-    assert memory.handlers() == {"loop": {"poll_seconds": 5}}
-    assert memory.handlers_digest() != before
-    refused = call({"name": "loop", "config": "fast please"})
-    assert refused == {"status": "error", "detail": "config must be a JSON object"}
-    assert memory.handlers() == {"loop": {"poll_seconds": 5}}
+    refusals = {
+        "config must be a JSON object": {"name": "loop", "config": "fast please"},
+        "name: one of loop, answer, result": {"name": "everything", "config": {}},
+        "the loop handler takes configuration only": {"name": "loop", "code": "x = 1"},
+        "code must define handle(...)": {"name": "answer", "code": "x = 1"},
+    }
+    for detail, arguments in refusals.items():
+        assert call(arguments) == {"status": "error", "detail": detail}
+    assert call({"name": "answer", "code": "def handle(:"})["detail"].startswith(
+        "code does not load: SyntaxError"
+    )
+    assert memory.handlers() == {}
     memory.close()

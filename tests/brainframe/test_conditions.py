@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from brainframe.safety.conditions import first_match, holds
+from brainframe.safety.conditions import could_hold, first_match, holds
 
 FACTS: dict[str, Any] = {
     "arguments": {
@@ -105,3 +105,28 @@ def test_first_matching_rule_wins() -> None:
     rule = first_match(rules, FACTS)
     assert rule is not None and rule["id"] == "review-mid"
     assert first_match(rules[:1], FACTS) is None
+
+
+SMS_TOOL = {"tool": {"tool_id": "comms.sms.send", "external_channel": True, "risk_level": "write"}}
+EXTERNAL = {"field": "tool.external_channel", "op": "eq", "value": True}
+CONSENT = {"field": "arguments.consent_pii", "op": "eq", "value": True}
+
+
+@pytest.mark.parametrize(
+    ("condition", "may"),
+    [
+        (EXTERNAL, True),
+        ({"not": EXTERNAL}, False),
+        ({"all": [EXTERNAL, {"not": CONSENT}]}, True),  # unknown arguments: may still hold
+        ({"all": [{"not": EXTERNAL}, CONSENT]}, False),  # ruled out by the tool alone
+        ({"any": [{"not": EXTERNAL}, CONSENT]}, True),
+        ({"any": [{"not": EXTERNAL}, {"field": "tool.risk_level", "op": "eq", "value": "read"}]},
+         False),
+        ({"history": {"scope": "chain", "tool_id": "x"}}, True),
+        ({"not": {"field": "context.text", "op": "matches", "value": "x"}}, True),
+    ],
+)  # fmt: skip
+def test_whether_a_rule_can_apply_to_a_tool_at_all(condition: dict[str, Any], may: bool) -> None:
+    """Three-valued: what the tool's facts decide is decided; the call's other facts are
+    unknown and may go either way (per-step constraint selection, docs/agents.md)."""
+    assert could_hold(condition, SMS_TOOL, ("tool",)) is may

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from brainframe.models import Agent
+from brainframe.models import Agent, Tool
 from brainframe.services.memory.discovery import discover, discovery_index
 from tests.signing import SignedClient
 
@@ -102,3 +102,28 @@ def test_a_bad_discovery_query_is_refused(henry: SignedClient, query: dict[str, 
     response = henry.get("/api/v1/discover/?" + urlencode(query))
     assert response.status_code == 400
     assert response.json()["field"] in ("q", "limit", "nope")
+
+
+def test_discovery_ranks_the_agents_for_a_message(
+    henry: SignedClient, reggie: SignedClient
+) -> None:
+    """What smart routing asks (seed 003): which agent fits a message best, by what each is for
+    (its name, role and description; paused agents and other kinds left out)."""
+    descriptions = {
+        "henry": "Operations: rosters and shifts, transport and vehicle bookings, billing.",
+        "reggie": "Front desk reception: takes messages from families and carers and answers "
+        "their questions about appointments.",
+    }
+    for agent in Agent.objects.filter(agent_id__in=descriptions):
+        agent.config = {**agent.config, "description": descriptions[agent.agent_id]}
+        agent.save()
+    Agent.objects.filter(type=Agent.Type.NATIVE).update(status=Agent.Status.PAUSED)
+    Tool.objects.exclude(tool_id__in=["roster.shift.read"]).delete()  # a small index to embed
+
+    def best(text: str) -> list[str]:
+        found = henry.get("/api/v1/discover/?" + urlencode({"q": text})).json()
+        return [a["agent_id"] for a in found["agents"]]
+
+    front_desk = best("Please take a message for the front desk about my son's appointment")
+    assert front_desk[0] == "reggie" and set(front_desk) == {"henry", "reggie"}
+    assert best("Book a wheelchair accessible van and driver for Friday")[0] == "henry"

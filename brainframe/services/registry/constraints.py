@@ -44,15 +44,17 @@ def _tool_facts(tool: Tool) -> dict[str, Any]:
 
 
 def _governs(predicates: Any, tools: list[Tool]) -> list[str] | None:
-    """The tools a rule's predicates could apply to; None: a principle (no predicates)."""
+    """The tools a rule's predicates could apply to; None: every tool (a principle with no
+    predicates, or predicates on the call alone)."""
     conditions = [p["when"] for p in predicates or [] if isinstance(p, dict) and "when" in p]
     if not conditions:
         return None
-    return [
+    governed = [
         t.tool_id
         for t in tools
         if any(could_hold(c, _tool_facts(t), ("tool",)) for c in conditions)
     ]
+    return None if tools and len(governed) == len(tools) else governed  # every tool: "*"
 
 
 def _entry(*, kind: str, key: str, text: str, governs: list[str] | None) -> dict[str, Any] | None:
