@@ -60,7 +60,6 @@ def dashboard_page(status: dict[str, Any]) -> str:
         "<p class='muted'>No task in hand.</p>"
         if not task
         else f"<dl><dt>Task</dt><dd id='task'>{e(str(task['task_id']))}</dd>"
-        f"<dt>Goal</dt><dd>{e(str(task.get('goal') or '—'))}</dd>"
         f"<dt>Steps done</dt><dd>{e(', '.join(task.get('done_steps') or []) or '—')}</dd>"
         f"<dt>Turn</dt><dd id='turn'>{e(str(task.get('turn_id') or '—'))}</dd></dl>"
     )

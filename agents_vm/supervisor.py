@@ -292,7 +292,13 @@ class Supervisor:
                 "agent_id": self.config.agent_id,
                 "at": time.time(),
                 "supervisor": self.health(),
-                "current_task": self.memory.current_task(),
+                # No goal or words of the task: the page is LAN-facing in the compose deployment.
+                "current_task": {
+                    k: v
+                    for k, v in (self.memory.current_task() or {}).items()
+                    if k in ("task_id", "status", "turn_id", "done_steps", "updated_at")
+                }
+                or None,
                 "recent_calls": self.memory.recent_calls(20),
             }
 
@@ -306,7 +312,7 @@ class Supervisor:
         self._record("supervisor_started", control=f"{self.config.control_host}:{port}")
         dashboard = None
         if self.config.dashboard_port is not None:
-            from .dashboard import Dashboard
+            from .dashboard import Dashboard  # only a service with a [dashboard] needs it
 
             dashboard = Dashboard(
                 self.config.dashboard_host, self.config.dashboard_port, self.dashboard_status

@@ -27,6 +27,24 @@ HANDLER_CONFIG_SCHEMAS: dict[str, dict[str, Any]] = {
         "properties": {
             "callable": {"type": "string", "pattern": r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$"},
             "timeout_s": _TIMEOUT,
+            # For the read replica's callable (rabs.replica_query, docs/agents.md): its named
+            # queries (values bound by name), row cap and statement timeout.
+            "queries": {
+                "type": "object",
+                "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,62}$"},
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["sql"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "sql": {"type": "string", "minLength": 1},
+                        "params": {"type": "array", "items": {"type": "string"}},
+                        "description": {"type": "string"},
+                    },
+                },
+            },
+            "row_cap": {"type": "integer", "minimum": 1, "maximum": 10000},
+            "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 60000},
         },
     },
     Tool.HandlerType.SQL: {
@@ -154,9 +172,18 @@ def handler_config_errors(handler_type: str, config: Any) -> list[str]:
         return [f"unknown handler type {handler_type!r}"]
     problems = document_errors(schema, config)
     if not problems and handler_type == Tool.HandlerType.SQL:
-        query = config["query"].strip().rstrip(";")
-        if ";" in query:
-            problems.append("query: one statement only")
-        if "{" in query or "%s" in query.replace("%%", ""):
-            problems.append("query: use named %(name)s placeholders, never formatting")
+        problems += _statement_problems("query", config["query"])
+    if not problems and handler_type == Tool.HandlerType.FUNCTION:
+        for name, named in (config.get("queries") or {}).items():
+            problems += _statement_problems(f"queries.{name}.sql", named["sql"])
+    return problems
+
+
+def _statement_problems(where: str, text: str) -> list[str]:
+    query = text.strip().rstrip(";")
+    problems = []
+    if ";" in query:
+        problems.append(f"{where}: one statement only")
+    if "{" in query or "%s" in query.replace("%%", ""):
+        problems.append(f"{where}: use named %(name)s placeholders, never formatting")
     return problems

@@ -12,7 +12,9 @@ stops one that is still running, so it never outlives the primary it follows.
 role, ``manage.py replica_setup``) for its processes; the tests start one of their own per
 session. A deployment names its standby in ``RABS_REPLICA_URL`` instead.
 
-Like ``rabs.embedded``, this imports nothing from Django.
+Like ``rabs.embedded``, this imports nothing from Django; pgserver, psycopg and pwd are
+imported inside the functions that use them (a deployment with its own replica never loads
+them).
 """
 
 from __future__ import annotations

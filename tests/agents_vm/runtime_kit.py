@@ -22,6 +22,7 @@ from typing import Any
 
 from brainframe.models import Agent, LLMBudget
 from brainframe.services.llm.admission import llm_key_issue, llm_upstream_set
+from rabs.procs import die_with_parent
 from tests.llm_server import OpenAICompatibleServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,6 +161,7 @@ approval_wait_seconds = 120
             stderr=subprocess.STDOUT,
             cwd=home,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
     try:
         port_file = home / "data" / "control.port"

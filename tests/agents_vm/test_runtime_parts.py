@@ -290,7 +290,7 @@ def test_the_dashboard_page_shows_state_and_escapes_everything() -> None:
             "restarts": 2,
             "last_exit": {"signal": "SIGKILL"},
         },
-        "current_task": {"task_id": "t-1", "goal": "<script>x</script>", "done_steps": ["s1"]},
+        "current_task": {"task_id": "<script>x</script>", "done_steps": ["s1"]},
         "recent_calls": [{"tool_id": "<img src=x>", "status": "executed", "call_id": "c"}],
     }
     page = dashboard_page(status)

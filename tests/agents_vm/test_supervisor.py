@@ -107,7 +107,7 @@ def test_control_api_is_loopback_and_token_only(supervisor: dict[str, Any]) -> N
     assert _post(supervisor, "/control/restart", {}, token="guess").status_code == 401
     health = _get(supervisor, "/healthz").json()
     assert health["status"] == "ok" and health["agent_id"] == "henry"
-    assert health["memory_schema"] == 5
+    assert health["memory_schema"] == 6
     bad = _post(supervisor, "/control/restart", b"{not json")
     assert bad.status_code == 400 and bad.json()["code"] == "invalid_json"
     wrong = _post(supervisor, "/control/restart", {"force": "yes"})

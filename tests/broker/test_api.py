@@ -47,6 +47,7 @@ def test_tools_lists_only_what_this_agent_may_call(henry: SignedClient) -> None:
     assert dict(others.values_list("tool_id", "agent_access")) == {
         "rabs.capability.request": ["*"],
         "agent.restart_self": ["*"],
+        "agent.update_handler": ["*"],
         "agents.delegate": ["*"],
         "channel.reply": ["*"],
         "chat.assistant.post": ["*"],

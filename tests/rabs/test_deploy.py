@@ -35,6 +35,7 @@ AGENT_PORT, STAFF_PORT = 8080, 8443  # as the two nginx files listen
 CONTROL_PORT = 8090  # the gate's control lane (nginx-control.conf)
 AGENTS = ("henry", "reggie")  # the compose profile "agents"
 SITES = {AGENT_PORT: "nginx-agents.conf", STAFF_PORT: "nginx-staff.conf"}
+DASHBOARDS = {"henry": 13000, "reggie": 14000}  # the gate's dashboard lane, per agent
 
 
 def _compose() -> dict[str, Any]:
@@ -46,13 +47,19 @@ def test_only_the_two_entries_publish_ports_and_the_agents_one_on_loopback() -> 
     services = _compose()["services"]
     published = {name: s["ports"] for name, s in services.items() if s.get("ports")}
     assert published == {
-        "gate": [f"127.0.0.1:18000:{AGENT_PORT}", f"127.0.0.1:18765:{CONTROL_PORT}"],
+        "gate": [
+            f"127.0.0.1:18000:{AGENT_PORT}",
+            f"127.0.0.1:18765:{CONTROL_PORT}",
+            # The agents' read-only dashboards, on the LAN as seed 000 §3 has them.
+            *(f"{port}:{port}" for port in DASHBOARDS.values()),
+        ],
         "proxy": [f"{STAFF_PORT}:8443"],
     }
     for name, site in (("gate", SITES[AGENT_PORT]), ("proxy", SITES[STAFF_PORT])):
         assert services[name]["volumes"][0] == f"./{site}:/etc/nginx/conf.d/default.conf:ro"
     assert services["gate"]["volumes"][1:] == [
-        "./nginx-control.conf:/etc/nginx/conf.d/control.conf:ro"
+        "./nginx-control.conf:/etc/nginx/conf.d/control.conf:ro",
+        "./nginx-dashboards.conf:/etc/nginx/conf.d/dashboards.conf:ro",
     ]
 
 
@@ -66,10 +73,11 @@ def test_agents_network_reaches_only_the_gate() -> None:
     assert re.findall(r"proxy_pass (\S+);", sidecar) == [
         "http://gate:8080",
         "http://127.0.0.1:8765",
+        "http://127.0.0.1:3000",
     ]
     for agent in AGENTS:
         assert compose["services"][f"{agent}-net"]["networks"] == ["agents"]
-    for name in ("db", "redis"):
+    for name in ("db", "db-replica", "redis"):
         assert compose["services"][name]["networks"] == ["backend"]
 
 
@@ -78,6 +86,7 @@ def test_nothing_starts_before_the_schema_and_the_governance_baseline() -> None:
     migrate = services["migrate"]
     assert migrate["command"][-1] == (
         "python manage.py migrate --no-input && python manage.py seed_brainframe --baseline"
+        " && python manage.py replica_setup --password-env REPLICA_READER_PASSWORD"
     )
     assert migrate["depends_on"] == {
         "db": {"condition": "service_healthy"},
@@ -244,11 +253,27 @@ def test_compose_and_nginx_agree_on_the_ports() -> None:
     networks = _compose()["networks"]
     gate_ip = _compose()["services"]["gate"]["networks"]["agents"]["ipv4_address"]
     sidecar = (DOCKER / "nginx-agent-sidecar.conf").read_text()
-    assert re.findall(r"allow (\S+);", sidecar) == [gate_ip], "the control port admits more"
+    assert set(re.findall(r"allow (\S+);", sidecar)) == {gate_ip}, "an agent port admits more"
     assert re.findall(r"allow (\S+);", control) == [
         networks["frontend"]["ipam"]["config"][0]["subnet"]
     ], "the control lane admits more than the frontend network (web, worker, host loopback)"
     assert gate_ip.startswith(networks["agents"]["ipam"]["config"][0]["subnet"].rsplit(".", 1)[0])
+
+
+def test_each_agents_dashboard_is_on_the_lan_through_the_gate_and_read_only() -> None:
+    """Seed 000 §3: an agent's dashboard is LAN-facing; here the gate publishes one port per
+    agent, passed to the agent's sidecar (which admits only the gate) and on to the page on the
+    agent's own loopback; GET only at both hops. The replica the board shows is db-replica."""
+    lane = (DOCKER / "nginx-dashboards.conf").read_text()
+    assert re.findall(r"listen (\d+);", lane) == [str(p) for p in DASHBOARDS.values()]
+    assert re.findall(r"set \$agent (\S+);", lane) == [f"{a}-net" for a in DASHBOARDS]
+    assert lane.count("limit_except GET { deny all; }") == len(DASHBOARDS)
+    sidecar = (DOCKER / "nginx-agent-sidecar.conf").read_text()
+    assert "listen 13000;" in sidecar and "limit_except GET { deny all; }" in sidecar
+    services = _compose()["services"]
+    replica = services["db-replica"]
+    assert replica["depends_on"] == {"db": {"condition": "service_healthy"}}
+    assert "db-replica:5432" in services["web"]["environment"]["RABS_REPLICA_URL"]
 
 
 def test_compose_file_validates_with_docker_compose(tmp_path: Path) -> None:
@@ -321,6 +346,8 @@ def test_agent_containers_are_locked_down(agent: str, tmp_path: Path) -> None:
     assert config.llm.base_url.startswith("http://127.0.0.1:18000/")
     assert (config.control_host, config.control_port) == ("127.0.0.1", 8765)
     assert config.transport == "mcp" and config.mcp_token == "x" * 32  # tool calls over MCP
+    assert (config.dashboard_host, config.dashboard_port) == ("127.0.0.1", 3000)
+    assert config.roles == {"dreamer": "dreamer", "actuator": "actuator"}
     assert "_env" not in text, "a secret read from the environment"
 
 
