@@ -37,7 +37,6 @@ from brainframe.models import (
 from brainframe.selectors import flatten, origin_chain
 from brainframe.services.council.votes import CouncilError, is_member, proposal_vote, tally
 from brainframe.services.work.supervisors import SupervisorError, supervisor_command
-from broker.handlers.replica import replica_status
 
 from . import selectors
 
@@ -71,7 +70,6 @@ def board(request: HttpRequest) -> HttpResponse:
             evidence=selectors.evidence(
                 max_age=timedelta(minutes=settings.RABS_CHECKPOINT_MAX_AGE_MINUTES)
             ),
-            replica=replica_status(),
         )
     return render(request, "dashboard/board.html", context)
 
