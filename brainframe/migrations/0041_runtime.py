@@ -59,7 +59,7 @@ def drop_views(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("brainframe", "0039_authority"),
+        ("brainframe", "0040_evidence"),
     ]
 
     operations = [
