@@ -157,6 +157,15 @@ def replica_start(*, primary_pgdata: Path, pgdata: Path, port: int = STANDBY_POR
     return replica
 
 
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a child stopped but not yet reaped by its parent)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def replica_stop(pgdata: Path, *, process: subprocess.Popen[bytes] | None = None) -> None:
     """Stop the standby in ``pgdata`` (fast shutdown; at once after a few seconds)."""
     pid = process.pid if process is not None else None
@@ -176,9 +185,7 @@ def replica_stop(pgdata: Path, *, process: subprocess.Popen[bytes] | None = None
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
             return
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _running(pid):
             return
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
