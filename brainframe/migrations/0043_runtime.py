@@ -59,7 +59,7 @@ def drop_views(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("brainframe", "0040_evidence"),
+        ("brainframe", "0042_outbound_channels"),
     ]
 
     operations = [
