@@ -38,7 +38,7 @@ from brainframe.models import (
     Turn,
     ValidationPolicy,
 )
-from brainframe.services.access.credentials import agent_credential_issue
+from brainframe.services.access.credentials import agent_credential_issue, secret_seal
 from brainframe.services.ledger.channels import token_hash
 from brainframe.services.registry.replica import replica_grants_sync
 from brainframe.services.seed import seed_brainframe
@@ -47,6 +47,7 @@ from broker.services.approvals import approval_decide
 from rabs.replica import replica_lsn_caught_up
 from tests import factories as f
 from tests.agents_vm.runtime_kit import TOKEN, agent_service, gateway_for, role_servers, wait_for
+from tests.sms_server import SMSProvider
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 # Playwright's sync API runs an event loop in this thread; the ORM calls around it block.
@@ -198,10 +199,11 @@ KEPT_TOOLS = [
     "agents.delegate",
     "agent.update_handler",
     "agent.restart_self",
+    "channel.reply",
 ]
 
 
-def _world(sms_url: str) -> dict[str, Any]:
+def _world(sms_url: str, phone: SMSProvider) -> dict[str, Any]:
     seed_brainframe()
     AgentTask.objects.all().delete()
     Tool.objects.exclude(tool_id__in=KEPT_TOOLS).delete()
@@ -235,9 +237,20 @@ def _world(sms_url: str) -> dict[str, Any]:
     for name, number in (("Olive Owner", OWNER), ("Sam Owner", OTHER_OWNER)):
         person = Person.objects.create(name=name, relationship="staff", groups=["owners"])
         ChannelIdentity.objects.create(person=person, channel="sms", address=number)
+    # Answers go back by SMS through the local provider, as governed channel.reply calls.
     ChannelAdapter.objects.create(
-        name="sms", channel="sms", agent=henry, token_hash=token_hash(SMS_TOKEN)
+        name="sms",
+        channel="sms",
+        agent=henry,
+        token_hash=token_hash(SMS_TOKEN),
+        send_via="twilio",
+        send_url=phone.url,
+        send_account=phone.account,
+        send_from="+61755550100",
+        send_secret_encrypted=secret_seal(phone.token),
     )
+    henry.monitoring_level = 4  # trusted: its replies go at once
+    henry.save()
     reviewer = f.UserFactory(username="rita")
     reviewer.is_staff = True
     reviewer.save()
@@ -303,9 +316,20 @@ def _dreams_for(requests: list[dict[str, Any]], marker: str) -> list[str]:
     return [r["messages"][0]["content"] for r in requests if marker in r["messages"][1]["content"]]
 
 
+@pytest.fixture
+def phone() -> Iterator[SMSProvider]:
+    """The SMS provider people's phones are behind (Twilio's Messages API, locally)."""
+    server = SMSProvider()
+    yield server
+    server.close()
+
+
 @pytest.mark.timeout(240)
-def test_the_runtime_end_to_end(live_server_url: str, sms_provider: str, tmp_path: Path) -> None:
-    world = _world(sms_provider)
+def test_the_runtime_end_to_end(
+    live_server_url: str, sms_provider: str, phone: SMSProvider, tmp_path: Path
+) -> None:
+    world = _world(sms_provider, phone)
+    world["phone"] = phone
     with role_servers(dreamer, actuator) as roles:
         key = gateway_for("henry", roles)
         with agent_service(
@@ -376,9 +400,21 @@ def _run_everything(url: str, world: dict[str, Any], roles: Any, service: Any) -
     )
     question = "Which day is the outing, and how many people are going?"
     assert first_turn.answer == question
+    # Back on the person's channel: a governed channel.reply, at the person's phone.
+    reply = wait_for(
+        lambda: ToolCall.objects.filter(
+            requested_tool_id="channel.reply", input__turn_id=str(first_turn.pk)
+        ).first(),
+        30,
+        "the question's channel.reply",
+    )
+    assert reply.input["text"] == question
+    sent = wait_for(lambda: world["phone"].messages, 30, "the question at the phone")
+    assert (sent[0].to, sent[0].body) == (OWNER, question)
     asking = AgentTask.objects.get(pk=first_turn.task_id)
     assert asking.status == "done" and asking.result["status"] == "asked"
-    assert not ToolCall.objects.filter(task=asking).exists(), "it guessed instead of asking"
+    acted = ToolCall.objects.filter(task=asking).exclude(requested_tool_id="channel.reply")
+    assert not acted.exists(), "it guessed instead of asking"
     replied = _sms(url, "SM-2", "0412 345 678", "Friday, 3 people")
     second_turn = wait_for(
         lambda: Turn.objects.filter(pk=replied["turn_id"], status="completed").first(),
@@ -387,8 +423,10 @@ def _run_everything(url: str, world: dict[str, Any], roles: Any, service: Any) -
     )
     assert second_turn.thread_id == first_turn.thread_id
     assert second_turn.answer == "The van is booked for Friday for 3 people."
-    (booking,) = ToolCall.objects.filter(task_id=second_turn.task_id)
-    assert booking.requested_tool_id == "transport.vehicle.book" and booking.outcome == "succeeded"
+    (booking,) = ToolCall.objects.filter(
+        task_id=second_turn.task_id, requested_tool_id="transport.vehicle.book"
+    )
+    assert booking.outcome == "succeeded"
     assert booking.input["start"].startswith(DAYS["Friday"])
     resumed = _dreams_for(roles.dreamer_requests(), "Could you book the van")
     assert all("OWNERS-SOUL" in p and "OPS-SOUL" not in p for p in resumed)
@@ -408,8 +446,8 @@ def _run_everything(url: str, world: dict[str, Any], roles: Any, service: Any) -
     )
     handing = AgentTask.objects.get(pk=handed_turn.task_id)
     assert handing.result["status"] == "handed_over" and handing.result["routed_to"] == "reggie"
-    (delegation,) = ToolCall.objects.filter(task=handing)
-    assert delegation.requested_tool_id == "agents.delegate" and delegation.outcome == "succeeded"
+    (delegation,) = ToolCall.objects.filter(task=handing, requested_tool_id="agents.delegate")
+    assert delegation.outcome == "succeeded"
     reggie_task = AgentTask.objects.get(agent_id="reggie")
     assert "front desk" in reggie_task.payload["description"]
     events = _core(handing.task_id)
