@@ -128,7 +128,7 @@ class Tool(models.Model):
         models.CharField(max_length=12),
         default=list,
         blank=True,
-        help_text="Reggie's modes (seed 000 §8) that may call it, e.g. super; empty: any. The "
+        help_text="Reggie's modes that may call it, e.g. super; empty: any. The "
         "broker works the mode out from the call's task (its query and channel), never from "
         "what the agent says; a call on no task is refused.",
     )

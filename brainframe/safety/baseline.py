@@ -315,7 +315,8 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
     {
         "tool_id": "agent.update_handler",
         "description": (
-            "Change one of your own loop handlers (seed 004 self-managed handlers): 'loop' "
+            "Change one of your own loop handlers (the answer you give, the words you are told, "
+            "your loop's configuration): 'loop' "
             "takes configuration, 'answer' and 'result' Python code defining handle(...). A "
             "reviewer approves it; your service stores it, and it takes effect when your worker "
             "restarts (agent.restart_self)."

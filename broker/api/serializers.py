@@ -302,7 +302,7 @@ class PlanEventSerializer(StrictSerializer):
 
 
 class CoreEventSerializer(StrictSerializer):
-    """What the agent's orchestrator reports (seed 001's ``core:route`` / ``core:response``)."""
+    """What the agent's orchestrator reports (``core:route`` / ``core:response``)."""
 
     event = serializers.ChoiceField(choices=sorted(CORE_EVENTS))
     task_id = StrictUUIDField()

@@ -13,7 +13,6 @@ from django.utils import timezone
 from jsonschema.exceptions import ValidationError
 from mcp.shared.exceptions import MCPError
 
-from agents_vm.modes import select_mode
 from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, PermissionTier
 from brainframe.models import PrimeDirective, Tool
 from brainframe.safety.acl import acl_decide_cached, scope_violation, tool_permitted
@@ -31,6 +30,7 @@ from . import threat
 from .context import CallContext, Finding, Outcome, Verdict
 from .gate import gate_decide
 from .latch import latch_check
+from .modes import check_mode
 from .validation import Validators, schema_validators_by_key
 
 Stage = Callable[[CallContext], Verdict | None]
@@ -111,47 +111,9 @@ def check_allowlist(ctx: CallContext) -> Verdict | None:
     return None
 
 
-def task_mode(task: Any) -> tuple[str, str]:
-    """Reggie's mode for ``task`` (seed 000 §8), worked out as its agent's runtime does
-    (``agents_vm.modes``): from the task's own query and channel, which the agent cannot change;
-    a task with no query runs the full loop (super)."""
-    payload = task.payload if isinstance(task.payload, dict) else {}
-    query = payload.get("query")
-    if not isinstance(query, str):
-        return "super", "no query: the full loop"
-    choice = select_mode(query, channel=str(payload.get("channel") or "text"))
-    return choice.mode, choice.reason
-
-
-def check_mode(ctx: CallContext) -> Verdict | None:
-    """A tool kept for some of Reggie's modes (``Tool.modes``, e.g. the read replica for Super):
-    the mode is the call's task's, derived here; a call on no task is refused."""
-    tool = ctx.tool
-    assert tool is not None
-    if not tool.modes:
-        return None
-    modes = ", ".join(tool.modes)
-    if ctx.task is None:
-        return Verdict(
-            Outcome.DENY,
-            "mode_not_allowed",
-            f"{tool.tool_id} is for {modes} mode only, which is worked out from a task: "
-            "call it on one",
-        )
-    mode, why = task_mode(ctx.task)
-    if mode not in tool.modes:
-        return Verdict(
-            Outcome.DENY,
-            "mode_not_allowed",
-            f"{tool.tool_id} is for {modes} mode only; this task is {mode} ({why})",
-        )
-    return None
-
-
 def check_permission_tier(ctx: CallContext) -> Verdict | None:
     """Executor layers 2 and 3 (seed 001): the agent's trust against the tool's tier. One step
-    short asks a senior reviewer to confirm; further short, or ADMIN without system trust, is
-    refused."""
+    short asks a senior reviewer to confirm; further short (or ADMIN without system trust): no."""
     tool = ctx.tool
     assert tool is not None
     needed = TIER_REQUIRES[PermissionTier(tool.permission_tier)]
