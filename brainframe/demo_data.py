@@ -84,6 +84,8 @@ def _obj(required: list[str], **properties: Any) -> dict[str, Any]:
 #: What each demo tool does, in a reviewer's words (the approval card's "What it does"); the
 #: description beside each tool below is written for the agents.
 REVIEWER_SUMMARIES: dict[str, str] = {
+    "db.replica.query": "Reads the read replica (tasks, tool calls, approvals, agents) with the "
+    "query shown; changes nothing, and personal details in the answer are hidden.",
     "roster.shift.read": "Reads the roster for the dates given; changes nothing.",
     "roster.shift.create": "Adds a shift to the roster: a support worker booked with a "
     "participant at the time given.",

@@ -314,6 +314,9 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
     },
     {
         "tool_id": "agent.update_handler",
+        "reviewer_summary": "Replaces a piece of the agent's own loop (how it words its answers, "
+        "what it is told about its calls, how often it looks for work) with the code or settings "
+        "shown; it runs in the agent's own sandbox after its next approved restart.",
         "description": (
             "Change one of your own loop handlers (the answer you give, the words you are told, "
             "your loop's configuration): 'loop' "
