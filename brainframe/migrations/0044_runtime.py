@@ -59,7 +59,7 @@ def drop_views(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("brainframe", "0042_outbound_channels"),
+        ("brainframe", "0043_a2a_and_webhooks"),
     ]
 
     operations = [
