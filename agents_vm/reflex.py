@@ -190,9 +190,16 @@ class Reflex:
         return own + function_specs(broker, reason=False)
 
     def _core_event(self, event: str, task_id: str, **fields: Any) -> None:
+        """Core's report to the event log (``POST /api/v1/core/events/``): ``route`` (``target``:
+        planner, direct or agent:<id>; ``persona``, ``reason``) or ``response`` (``status``,
+        ``message``). Best effort: the task does not fail for a report the broker cannot take."""
+        body = {"event": event, "task_id": task_id}
+        body.update({k: v[:500] if isinstance(v, str) else v for k, v in fields.items() if v})
         try:
-            self.broker.core_event(event, task_id=task_id, **fields)
-        except Exception as exc:  # the event log's record is best effort for the agent
+            answer = self.broker.request("POST", "/api/v1/core/events/", body)
+            if answer.status_code != 201:
+                logger.warning("core:%s refused: %s", event, answer.text[:300])
+        except Exception as exc:
             logger.warning("core:%s not reported: %s", event, exc)
 
     # --- the loop ------------------------------------------------------------------------------

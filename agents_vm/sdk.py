@@ -397,33 +397,6 @@ class BrokerClient:
                 body[key] = value
         return dict(self._json(self.request("POST", "/api/v1/plans/events/", body), ok=(201,)))
 
-    def core_event(
-        self,
-        event: str,
-        *,
-        task_id: str,
-        target: str,
-        reason: str = "",
-        persona: str | None = None,
-        turn_id: str | None = None,
-        status: str = "",
-        message: str = "",
-    ) -> dict[str, Any]:
-        """Report the orchestrator's routing to the event log (seed 001): ``route`` (the request
-        goes to ``target``: ``planner``, ``direct`` or ``agent:<id>``) and ``response`` (what
-        came back: ``status`` done / asked / handed_over / failed, and the ``message``)."""
-        body: dict[str, Any] = {"event": event, "task_id": task_id, "target": target[:80]}
-        for key, value in (
-            ("reason", reason[:500]),
-            ("persona", persona),
-            ("turn_id", turn_id),
-            ("status", status),
-            ("message", message[:500]),
-        ):
-            if value:
-                body[key] = value
-        return dict(self._json(self.request("POST", "/api/v1/core/events/", body), ok=(201,)))
-
     def heartbeat(self, status: str, uptime_seconds: int) -> dict[str, Any]:
         return dict(
             self._json(

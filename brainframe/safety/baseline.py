@@ -314,16 +314,11 @@ SYSTEM_TOOLS: list[dict[str, Any]] = [
     },
     {
         "tool_id": "agent.update_handler",
-        "reviewer_summary": "Replaces a piece of the agent's own loop (how it words its answers, "
-        "what it is told about its calls, how often it looks for work) with the code or settings "
-        "shown; it runs in the agent's own sandbox after its next approved restart.",
-        "description": (
-            "Change one of your own loop handlers (the answer you give, the words you are told, "
-            "your loop's configuration): 'loop' "
-            "takes configuration, 'answer' and 'result' Python code defining handle(...). A "
-            "reviewer approves it; your service stores it, and it takes effect when your worker "
-            "restarts (agent.restart_self)."
-        ),
+        "reviewer_summary": "Replaces part of the agent's own loop with the code or settings "
+        "shown; it runs in the agent's own sandbox from its next approved restart.",
+        "description": "Change one of your own loop handlers ('loop': configuration; 'answer', "
+        "'result': Python code defining handle(...)); a reviewer approves it, and it takes "
+        "effect when your worker restarts (agent.restart_self).",
         "category": "system",
         "agent_access": ["*"],
         "risk_level": "write",
