@@ -149,7 +149,7 @@ class Detector:
     (the same n-grams, counts, sublinear term frequencies, idf weights and L2 norms, per
     vectorizer), in plain Python: for one short text scikit-learn's sparse-matrix machinery
     cost 1–2 ms, the arithmetic itself a few microseconds. A test holds the two to the same
-    scores on every corpus text (``tests/brainframe/test_guardian.py``)."""
+    scores on every corpus text (``tests/brainframe/safety/test_guardian.py``)."""
 
     def __init__(self, data: dict[str, Any]) -> None:
         coef = [float(c) for c in data["coef"]]

@@ -8,7 +8,7 @@ decision's own work in the process. A request that is exactly one JSON-RPC ``too
 a registry tool, as agent frameworks send it (JSON accepted, no progress asked for, a protocol
 version of the initialize handshake, nothing but ``name``, ``arguments`` and ``_meta``), is
 answered here with the same decision and the same result (``server.registry_call``, serialized
-as the SDK serializes it); anything else goes to the SDK. ``tests/broker/test_mcp_fast.py``
+as the SDK serializes it); anything else goes to the SDK. ``tests/broker/mcp/test_mcp_protocol.py``
 checks that both paths answer alike.
 """
 

@@ -14,7 +14,7 @@ from brainframe.services.access.credentials import agent_credential_issue
 from broker.channels.matrix import bot_user_id
 from rabs.matrix import Homeserver
 from tests import factories as f
-from tests.broker.test_matrix_chat import chat_world, eventually
+from tests.broker.channels.test_matrix_chat import chat_world, eventually
 from tests.signing import SignedClient
 
 from .conftest import screenshot

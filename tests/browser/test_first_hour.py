@@ -29,7 +29,7 @@ from broker.pipeline.context import CallRequest
 from broker.services.approvals import approval_decide
 from broker.services.calls import tool_call_submit
 from tests import factories as f
-from tests.broker.test_celery_worker import _start_worker, _stop
+from tests.broker.approvals.test_celery_worker import _start_worker, _stop
 
 from .conftest import docs_screenshot, screenshot
 

@@ -1,6 +1,6 @@
 """``/healthz``: every part (web, database, Redis, worker, beat), 503 when one approvals need is
 down; ``/healthz/web``: only what a web process needs to serve, for load balancers (the
-database's case is in tests/broker/test_database_down.py, on a real server; a real worker's
+database's case is in tests/broker/audit/test_database_down.py, on a real server; a real worker's
 heartbeat in tests/browser/test_first_hour.py)."""
 
 from __future__ import annotations

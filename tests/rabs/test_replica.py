@@ -1,6 +1,7 @@
 """The embedded read replica's start-up module (``rabs.replica``): the standby stops with the
 embedded servers, and a pid file that is not its own is never acted on. (The standby itself —
-streaming, read-only, shared by the session — is exercised in tests/broker/test_replica.py.)"""
+streaming, read-only, shared by the session — is exercised in
+tests/broker/handlers/test_replica.py.)"""
 
 from __future__ import annotations
 

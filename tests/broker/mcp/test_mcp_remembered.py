@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from brainframe.models import ToolCall
-from tests.broker.test_mcp import READ, server, world  # noqa: F401  (the fixtures)
-from tests.broker.test_remembered_agents import _generation, _sql
+from tests.broker.api.test_remembered_agents import _generation, _sql
+from tests.broker.mcp.test_mcp import READ, server, world  # noqa: F401  (the fixtures)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

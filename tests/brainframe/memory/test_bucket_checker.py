@@ -17,7 +17,7 @@ from brainframe.services.memory.bucket_checker import (
 )
 from tests.signing import SignedClient
 
-LABELLED = Path(__file__).resolve().parents[1] / "fixtures" / "bucket_checker_labelled.jsonl"
+LABELLED = Path(__file__).resolve().parents[2] / "fixtures" / "bucket_checker_labelled.jsonl"
 
 
 def _labelled() -> list[dict[str, str]]:

@@ -26,7 +26,7 @@ from tests.signing import SignedClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

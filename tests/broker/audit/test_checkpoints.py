@@ -37,7 +37,7 @@ from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db
 CALLS = "/api/v1/tool-calls/"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 READ = {
     "tool_id": "roster.shift.read",
     "reason": "check",

@@ -18,7 +18,7 @@ from brainframe.safety.patterns import PATTERNS
 from tests.signing import SignedClient
 
 # The public corpora, vendored with their sources and licences (eval/corpora/README.md).
-EVAL = Path(__file__).resolve().parents[2] / "eval" / "corpora"
+EVAL = Path(__file__).resolve().parents[3] / "eval" / "corpora"
 
 
 @pytest.mark.parametrize(
@@ -271,7 +271,7 @@ def test_hand_written_hard_negatives() -> None:
     the evaluation corpora): at most the one known false alarm (a changelog's "drop table")."""
     rows = [
         json.loads(line)
-        for line in (Path(__file__).parent.parent / "fixtures/guardian_benign.jsonl").open()
+        for line in (Path(__file__).parents[2] / "fixtures/guardian_benign.jsonl").open()
     ]
     trust = {"untrusted": "untrusted", "standard": "standard", "authenticated_user": "standard"}
     flagged = {r["id"] for r in rows if assess(r["text"], trust[r["trust"]]).action != "allow"}

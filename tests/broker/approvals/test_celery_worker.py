@@ -21,7 +21,7 @@ from rabs.embedded import database_url
 from tests import factories as f
 from tests.mail_servers import SMTPServer, WebhookReceiver
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 

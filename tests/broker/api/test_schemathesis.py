@@ -103,7 +103,7 @@ def api_schema(live_server_url: str) -> Any:
     get_indexer().embed(["warm"])
     loaded = schemathesis.openapi.from_url(f"{live_server_url}/api/schema/", config=config)
     # Valid and invalid data both. No NUL characters: the API refuses them anywhere (PostgreSQL
-    # text cannot hold them; tests/broker/test_hostile_input.py), which a JSON Schema cannot say
+    # text cannot hold them; tests/broker/api/test_hostile_input.py), which a JSON Schema cannot say
     # of free-form objects such as tool arguments.
     loaded.config.generation.update(modes=list(GenerationMode), allow_x00=False)
     return loaded
@@ -122,8 +122,8 @@ def henry() -> RabsHmac:
 
 # The reviewer API is for signed-in people (session + CSRF), not agents: tested in test_approvals.
 # Deliverables are multipart file uploads, which the generator sends as plain form fields:
-# covered by tests/broker/test_inbox.py. Yielding the turn sleeps until traffic (up to 30 s a
-# request, by design): covered by tests/broker/test_loop.py.
+# covered by tests/broker/api/test_inbox.py. Yielding the turn sleeps until traffic (up to 30 s a
+# request, by design): covered by tests/broker/channels/test_loop.py.
 SKIPPED = "review|deliverables|loop/yield"
 schema = schemathesis.pytest.from_fixture("api_schema").exclude(path_regex=SKIPPED)
 
@@ -137,7 +137,7 @@ schema = schemathesis.pytest.from_fixture("api_schema").exclude(path_regex=SKIPP
 def test_api_conforms(case: Any, henry: RabsHmac, live_server_url: str) -> None:
     # ignored_auth replays the case with broken credentials through the same signer, which
     # would sign them again; forged, tampered and replayed signatures are covered by
-    # bench/forgery.py and tests/broker/test_auth.py.
+    # bench/forgery.py and tests/broker/api/test_auth.py.
     case.call_and_validate(
         base_url=live_server_url,
         auth=None if _unsigned(case) else henry,

@@ -15,7 +15,7 @@ from rabs.devstack import free_port, start_daphne, wait_until_up
 from tests.signing import signed_request
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_database_unreachable_is_503(tmp_path: Path) -> None:

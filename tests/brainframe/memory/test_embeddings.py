@@ -21,7 +21,7 @@ from brainframe.embeddings.indexer import (
 )
 from tests.llm_server import OpenAICompatibleServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _cos(a: list[float], b: list[float]) -> float:

@@ -129,7 +129,7 @@ def _verify_file(path: Any) -> tuple[int, str]:
         [sys.executable, "-m", "broker.verify_export", str(path)],
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
         env=env,
         timeout=60,
     )
