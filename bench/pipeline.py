@@ -43,6 +43,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
+# The stages without I/O: the loop latch (a Redis round trip per call, which would also stop a
+# loop of 20,000 calls with no new input) is measured with the served stack (broker_load.py).
+os.environ["RABS_LOOP_LATCH_CALLS"] = "0"
 
 AGT_VENV = ROOT / "var" / "bench" / "agt-venv"
 AGT_PACKAGE = "agent-governance-toolkit-core==5.0.0"

@@ -281,7 +281,13 @@ ACT_TOOLS = {
 def rights_from_tools(patterns: Collection[str]) -> frozenset[str]:
     """The acts a sender may request, from the tool patterns their ACL decision carries (an
     ``AclDecision.tools``): an act whose tools one of the patterns reaches. Nobody's
-    permissions reach skipping review or hiding something."""
+    permissions reach skipping review or hiding something. Worked out once per set of patterns
+    (a policy's, on every call of its people's chains)."""
+    return _rights(tuple(patterns))
+
+
+@lru_cache(maxsize=1024)
+def _rights(patterns: tuple[str, ...]) -> frozenset[str]:
     import fnmatch  # only when rights are read from a sender's ACL permissions
 
     return frozenset(

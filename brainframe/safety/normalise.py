@@ -60,6 +60,9 @@ _TAGS = re.compile(r"[\U000e0000-\U000e007f]+")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
 _LATIN = re.compile(r"[a-zA-Z]")
 _WORDS = re.compile(r"[^\W\d_]+")
+_ROT13 = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm"
+)  # lower case: the words are read lower-cased
 
 #: Common English words: a reading (reversed, ROT13) that has many more of them than the text
 #: itself is what the text was hiding.
@@ -161,10 +164,6 @@ def fold(text: str) -> str:
     text = text.translate(_BASE_LETTERS)
     text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return INVISIBLE.sub("", text).lower()
-
-
-def _english(text: str) -> int:
-    return sum(1 for w in _WORDS.findall(text.lower()) if w in _COMMON)
 
 
 def _mixed_words(text: str) -> tuple[str, int]:
@@ -307,14 +306,15 @@ def normalise(text: str) -> Normalised:
     steps: list[str] = []
     hidden: list[str] = []
     readings: list[tuple[str, str]] = []
-    tags = _TAGS.findall(text)
+    plain = text.isascii()  # no tag characters, look-alikes or invisible joiners to find
+    tags = () if plain else _TAGS.findall(text)
     if tags:
         carried = "".join(chr(ord(c) - 0xE0000) for run in tags for c in run).strip()
         if carried:
             steps.append("unicode_tags")
             hidden.append(carried)
         text = _TAGS.sub("", text)
-    if _INSIDE_WORD.search(text):
+    if not plain and _INSIDE_WORD.search(text):
         steps.append("invisible")
     base = INVISIBLE.sub("", text) if not text.isascii() or INVISIBLE.search(text) else text
     base = base.replace("\u2028", "\n")
@@ -337,16 +337,22 @@ def normalise(text: str) -> Normalised:
             steps.append("hidden_html")
             hidden.append(concealed)
     readings += [("hidden", h) for h in hidden]
-    # Whether the text reads better backwards or in ROT13: judged on its first 2 KB.
-    sample = base[:2048]
-    english = _english(sample)
-    if _english(sample[::-1]) >= max(3, 2 * english + 1):
-        steps.append("reversed")
-        readings.append(("reversed", base[::-1]))
-    rot = codecs.decode(sample, "rot13") if base.isascii() and len(base) >= 12 else ""
-    if rot and _english(rot) >= max(3, 2 * english + 1):
-        steps.append("rot13")
-        readings.append(("rot13", codecs.decode(base, "rot13")))
+    # Whether the text reads better backwards or in ROT13: judged on its first 2 KB, its words
+    # found once (reversing or rotating a text reverses or rotates each of its words).
+    words = _WORDS.findall(base[:2048].lower())
+    english = sum(1 for w in words if w in _COMMON)
+    needed = max(3, 2 * english + 1)
+    if len(words) >= needed:
+        if sum(1 for w in words if w[::-1] in _COMMON) >= needed:
+            steps.append("reversed")
+            readings.append(("reversed", base[::-1]))
+        if (
+            base.isascii()
+            and len(base) >= 12
+            and sum(1 for w in words if w.translate(_ROT13) in _COMMON) >= needed
+        ):
+            steps.append("rot13")
+            readings.append(("rot13", codecs.decode(base, "rot13")))
     for how, decoded in decodings(base):
         steps.append(how)
         readings.append((how, decoded))
