@@ -30,6 +30,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "brainframe.MCPUpstream",
             "brainframe.UpstreamToolChange",
             "brainframe.DiscoveryEntry",
+            "brainframe.ReplicaView",
         ),
     ),
     (
@@ -71,6 +72,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "brainframe.MonitoringLevelChange",
             "brainframe.AlignmentSnapshot",
             "brainframe.RuleProposal",
+            "brainframe.AuditCheckpoint",
         ),
     ),
     (
@@ -90,6 +92,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "brainframe.Session",
             "brainframe.Turn",
             "brainframe.Message",
+            "brainframe.OutboundMessage",
+            "brainframe.MatrixRoom",
             "brainframe.QueuedMessage",
             "brainframe.LedgerEvent",
             "brainframe.Delegation",
@@ -118,6 +122,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "brainframe.Hook",
             "brainframe.HookMessage",
             "brainframe.HookCursor",
+            "brainframe.WebhookSubscription",
+            "brainframe.WebhookDelivery",
         ),
     ),
     (

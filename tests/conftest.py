@@ -42,6 +42,42 @@ _REAPER = subprocess.Popen(
 )
 
 
+def _threads_give_their_connections_back() -> None:
+    """A thread that used the ORM keeps its pooled connection until it calls close(); the pool
+    is small (rabs/settings/test.py), so a test's helper thread (a reviewer deciding while a
+    call waits, an HTTP server's request thread) that forgets would starve every later test.
+    Each thread started by the suite gives its connections back when it ends."""
+    import threading
+
+    from django.db import connections
+
+    run = threading.Thread.run
+
+    def run_then_close(self: threading.Thread) -> None:
+        try:
+            run(self)
+        finally:
+            connections.close_all()
+
+    threading.Thread.run = run_then_close  # type: ignore[method-assign]
+
+
+_threads_give_their_connections_back()
+
+
+@pytest.fixture(autouse=True)
+def async_tests_give_their_connection_back() -> Iterator[None]:
+    """An async test's `sync_to_async` code runs in asgiref's one long-lived thread, whose
+    connection would otherwise stay checked out of the pool after the test."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    executor = SyncToAsync.single_thread_executor
+    if executor is not None and not getattr(executor, "_shutdown", False):
+        executor.submit(connections.close_all).result(timeout=10)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """No tests collected (a selection that matches nothing) is not a failure of the suite."""
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:

@@ -383,7 +383,7 @@ class DiscoveredAgentSerializer(serializers.Serializer):
     name = serializers.CharField()
     role = serializers.CharField(allow_blank=True)
     score = serializers.FloatField()
-    matched_by = serializers.ChoiceField(choices=["text", "vector"])
+    matched_by = serializers.ChoiceField(choices=["vector", "text"])
 
 
 class DiscoverAnswerSerializer(serializers.Serializer):
