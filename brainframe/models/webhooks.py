@@ -79,6 +79,7 @@ class WebhookDelivery(models.Model):
 
     class Meta:
         db_table = "webhook_deliveries"
+        verbose_name_plural = "webhook deliveries"
         constraints = [
             models.UniqueConstraint(
                 fields=["subscription", "event"], name="brainframe_webhookdelivery_once"

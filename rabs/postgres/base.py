@@ -9,10 +9,15 @@ stream. Such a connection, or one in any state but idle, gets the full check (th
 which raises if it is dead, and the pool replaces it. A connection the network lost silently
 passes, as it would pass the empty query a moment before the network fails: its first statement
 fails, and the request is refused ``503 database_unavailable`` with nothing done.
+
+A process forked from one that had connections (a Celery worker's pool processes) starts with
+pools of its own: the connections it inherited share their sockets with the parent and its
+siblings, and two processes talking over one socket read each other's answers.
 """
 
 from __future__ import annotations
 
+import os
 import select
 from typing import Any
 
@@ -39,3 +44,23 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if not made and pool is not None and self.settings_dict["CONN_HEALTH_CHECKS"]:
             pool._check = socket_check  # in place of Django's, once (psycopg-pool is pinned)
         return pool
+
+
+#: What a forked child inherited: kept, never used, never closed. Closing would end the parent's
+#: session (libpq says goodbye on the shared socket); letting it be collected would do the same.
+_INHERITED: list[Any] = []
+
+
+def _forget_inherited_connections() -> None:
+    from django.db import connections
+
+    pools = base.DatabaseWrapper._connection_pools  # type: ignore[attr-defined]
+    _INHERITED.extend(pools.values())
+    pools.clear()  # the next connection comes from a new pool of the child's own
+    for wrapper in connections.all(initialized_only=True):
+        if wrapper.connection is not None:
+            _INHERITED.append(wrapper.connection)
+            wrapper.connection = None
+
+
+os.register_at_fork(after_in_child=_forget_inherited_connections)

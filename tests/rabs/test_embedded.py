@@ -24,8 +24,11 @@ from rabs.redis_urls import redis_urls
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
+# The holder ends on SIGINT with KeyboardInterrupt, as at a terminal, even when the suite was
+# started by a shell that ignores SIGINT in background jobs (its children inherit that).
 HOLDER = """
-import json, sys, time
+import json, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import psycopg, redis
 from rabs.embedded import ensure_services, status, var_dir
 urls = ensure_services()

@@ -1,8 +1,13 @@
 """The pool's check (rabs/postgres/base.py): a pooled connection the server ended is replaced
-before a request gets it; a live one is handed out without a round trip."""
+before a request gets it; a live one is handed out without a round trip; a forked process (a
+Celery worker's pool process) never talks over its parent's connections."""
 
 from __future__ import annotations
 
+import json
+import os
+import select
+import signal
 import time
 from typing import Any
 
@@ -65,3 +70,44 @@ def test_a_live_idle_connection_is_handed_out_without_a_query() -> None:
             socket_check(conn)
     finally:
         pool.putconn(conn)
+
+
+def test_a_forked_process_never_uses_its_parents_connections() -> None:
+    """A Celery worker forks its pool processes. Had they used the connections they inherited,
+    two processes would read each other's answers over one socket (seen as approved calls whose
+    outcome was lost, and jobs failing with "list index out of range")."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (held,) = cursor.fetchone()
+    pool = connection.pool  # type: ignore[attr-defined]
+    idle = pool.getconn()  # one more, left idle in the pool for a child to be handed
+    idle_pid = idle.info.backend_pid
+    pool.putconn(idle)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's answer is checked below
+        try:
+            pids = []
+            for _ in range(2):
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_backend_pid()")
+                    pids.append(cursor.fetchone()[0])
+                connection.close()
+            os.write(write, json.dumps(pids).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], 30)
+        answer = os.read(read, 1000) if ready else b""
+    finally:
+        os.close(read)
+        if not os.waitpid(child, os.WNOHANG)[0]:
+            os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+    assert answer, "the forked process did not answer"
+    assert not set(json.loads(answer)) & {held, idle_pid}
+    # And the parent's own connections still answer, theirs alone.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        assert cursor.fetchone()[0] == held

@@ -15,11 +15,15 @@ from rabs.procs import die_with_parent
 from rabs.replica import Replica
 
 
+_SLEEPER = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); time.sleep(60)"
+
+
 def _standing_in(pgdata: Path) -> subprocess.Popen[bytes]:
     """A process whose command line names ``pgdata``, as the standby's postmaster's does."""
     pgdata.mkdir(parents=True)
     process = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)", str(pgdata)],
+        # Like a postmaster, it ends on SIGINT (a shell may start it with SIGINT ignored).
+        [sys.executable, "-c", _SLEEPER, str(pgdata)],
         start_new_session=True,
         preexec_fn=die_with_parent,
     )
