@@ -14,7 +14,6 @@ from rabs.embedded import stop_all
 from rabs.procs import die_with_parent
 from rabs.replica import Replica
 
-
 _SLEEPER = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); time.sleep(60)"
 
 
