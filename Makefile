@@ -83,10 +83,13 @@ run-multi: install $(BWRAP)
 	RABS_WEB_PROCESSES=2 RABS_WORKER_PROCESSES=2 $(PY) -m rabs.devstack
 
 # The 20 slowest steps are listed at the end (the suite should stay within about 12 minutes).
+# Two test processes (pytest-xdist), each with its own test database, Redis namespace, queue and
+# servers; a file's tests stay together in one process. PYTEST_WORKERS=0 runs in one process.
 # pytest replaces the shell (exec) so that it dies with make, and whatever it started with it
 # (tests/reaper.py); every test has a time limit (pyproject.toml).
+PYTEST_WORKERS ?= 2
 test: install clients $(CHROMIUM) $(NGINX) $(BWRAP)
-	exec $(PY) -m pytest --durations=20 $(PYTEST_ARGS)
+	exec $(PY) -m pytest --durations=20 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # Style, and the architecture contract (layers point one way, no import cycles).
 lint: install

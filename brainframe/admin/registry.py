@@ -88,10 +88,10 @@ class ToolAdmin(JSONEditingMixin, LevelChangeAdmin, SimpleHistoryAdmin):
         "category",
         "risk_level",
         "execution_mode",
-        "validation_mode",
+        # validation_mode and data_class are filters, not columns: with the MCP name the list
+        # fits 1366 px.
         "monitoring_level",
         "alignment_score_90d",
-        "data_class",
         "is_enabled",
     )
     list_filter = (

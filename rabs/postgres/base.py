@@ -21,6 +21,7 @@ import os
 import select
 from typing import Any
 
+from django.db import connections
 from django.db.backends.postgresql import base
 from psycopg import OperationalError
 from psycopg.pq import TransactionStatus
@@ -52,8 +53,6 @@ _INHERITED: list[Any] = []
 
 
 def _forget_inherited_connections() -> None:
-    from django.db import connections
-
     pools = base.DatabaseWrapper._connection_pools  # type: ignore[attr-defined]
     _INHERITED.extend(pools.values())
     pools.clear()  # the next connection comes from a new pool of the child's own

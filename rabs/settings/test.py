@@ -33,8 +33,9 @@ _KEYS = Path(tempfile.gettempdir()) / f"rabs-test-{_RUN}"
 RABS_CHECKPOINT_KEY_FILE = _KEYS / "checkpoint-key.pem"
 RABS_CHECKPOINT_KEYS_DIR = _KEYS / "checkpoint-keys"
 
-# A worker started by a test consumes this run's queue only.
-CELERY_TASK_DEFAULT_QUEUE = f"rabs-test-{_RUN}"
+# A worker started by a test consumes this test process's queue only (parallel test processes
+# each have a database of their own: a task from another's would find nothing).
+CELERY_TASK_DEFAULT_QUEUE = f"rabs-test-{_RUN_WORKER}"
 # Celery tasks run in-process in tests (the Celery worker itself is exercised by its own tests).
 # (The multi-process test starts real workers: RABS_CELERY_EAGER=false in its stack.)
 CELERY_TASK_ALWAYS_EAGER = os.environ.get("RABS_CELERY_EAGER", "true") != "false"

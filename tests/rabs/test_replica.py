@@ -14,18 +14,23 @@ from rabs.embedded import stop_all
 from rabs.procs import die_with_parent
 from rabs.replica import Replica
 
-_SLEEPER = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); time.sleep(60)"
+_SLEEPER = (
+    "import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); print('up', flush=True); "
+    "time.sleep(60)"
+)
 
 
 def _standing_in(pgdata: Path) -> subprocess.Popen[bytes]:
     """A process whose command line names ``pgdata``, as the standby's postmaster's does."""
     pgdata.mkdir(parents=True)
     process = subprocess.Popen(
-        # Like a postmaster, it ends on SIGINT (a shell may start it with SIGINT ignored).
+        # Like a postmaster, it ends on SIGINT (a shell may start it with SIGINT ignored), once up.
         [sys.executable, "-c", _SLEEPER, str(pgdata)],
         start_new_session=True,
         preexec_fn=die_with_parent,
+        stdout=subprocess.PIPE,
     )
+    assert process.stdout is not None and process.stdout.readline() == b"up\n"  # handler set
     (pgdata / "postmaster.pid").write_text(f"{process.pid}\n{pgdata}\n")
     return process
 
