@@ -1,6 +1,6 @@
 """Conversations on the record: inbound messages in the events ledger, turns in the agents ledger
-(Merkle-chained, tamper-evident), queue modes, compaction, delegation, memory provenance and
-learning cards."""
+(Merkle-chained, tamper-evident), queue modes, compaction, memory provenance and learning cards.
+(Delegation: test_delegation.py.)"""
 
 from __future__ import annotations
 
@@ -21,53 +21,23 @@ from brainframe.models import (
     AgentNote,
     AgentTask,
     ApprovalRequest,
-    ChannelAdapter,
-    ChannelIdentity,
     ContextBucketEntry,
-    Delegation,
     EventLogEntry,
     LearningCard,
     LedgerEvent,
     Message,
-    Person,
     QueuedMessage,
     Session,
     ToolCall,
     Turn,
 )
-from brainframe.services.ledger.channels import token_hash
 from brainframe.services.ledger.ledgers import ledgers_verify, thread_verify
 from brainframe.services.memory.cards import Schedule, card_review, cards_review_due, sm2
 from tests import factories as f
+from tests.brainframe.ledger.conftest import CHAT_TOKEN, SMS_TOKEN
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db
-
-SMS_TOKEN = "sms-provider-token-0123456789"
-CHAT_TOKEN = "chat-provider-token-0123456789"
-
-
-@pytest.fixture
-def people(seeded: None) -> dict[str, Any]:
-    """A participant, her mother (family member, acts for her) with a mobile number, and the
-    SMS and chat adapters that hand messages to Reggie."""
-    ruby = Person.objects.create(name="Ruby Tran", relationship="participant")
-    mum = Person.objects.create(name="Linh Tran", relationship="family", acts_for=ruby)
-    ChannelIdentity.objects.create(person=mum, channel="sms", address="+61412345678")
-    reggie = Agent.objects.get(agent_id="reggie")
-    sms = ChannelAdapter.objects.create(
-        name="sms-main",
-        channel="sms",
-        agent=reggie,
-        token_hash=token_hash(SMS_TOKEN),
-        max_length=480,
-    )
-    chat = ChannelAdapter.objects.create(
-        name="chat-main", channel="chat", agent=reggie, token_hash=token_hash(CHAT_TOKEN),
-        markdown=True, max_length=4000,
-    )  # fmt: skip
-    f.ToolFactory(tool_id="test.notes.read", agent_access=["reggie", "henry"])
-    return {"ruby": ruby, "mum": mum, "reggie": reggie, "sms": sms, "chat": chat}
 
 
 def _sms(client: Client, message_id: str, text: str, sender: str = "0412 345 678") -> Any:
@@ -374,81 +344,6 @@ def test_type3_webhooks_are_kept_in_the_events_ledger(seeded: None) -> None:
     assert (kept.kind, kept.channel, kept.origin_id) == ("webhook", "webhook", result.origin.pk)
     inbound_event_record(agent=voice, event=event)  # a redelivery: kept once
     assert LedgerEvent.objects.count() == 1
-
-
-# The handler runs in its worker thread, which sees committed rows only.
-@pytest.mark.django_db(transaction=True)
-def test_delegation_within_and_beyond_the_depth_limit(
-    people: dict[str, Any], reggie: SignedClient, henry: SignedClient, settings: Any
-) -> None:
-    settings.RABS_DELEGATION_MAX_DEPTH = 2
-    f.AgentFactory(agent_id="wendy")
-    first = _call(
-        reggie,
-        "agents.delegate",
-        arguments={"agent_id": "henry", "title": "Check the bus", "instructions": "Is it free?"},
-    )
-    assert first["status"] == "executed" and first["outcome"] == "succeeded", first
-    result = first["result"]
-    assert result["depth"] == 1
-    delegation = Delegation.objects.get(pk=result["delegation_id"])
-    assert (delegation.manager_id, delegation.worker_id) == ("reggie", "henry")
-    task = AgentTask.objects.get(pk=result["task_id"])
-    assert task.agent_id == "henry" and task.o_tag_id is not None
-    worker_turn = Turn.objects.get(pk=result["turn_id"])
-    assert worker_turn.messages.get().author == "agent:reggie"
-
-    # Henry, on that task, delegates on: depth 2 is allowed...
-    second = _call(
-        henry,
-        "agents.delegate",
-        arguments={"agent_id": "wendy", "title": "Ask the driver", "instructions": "Call Bob"},
-        task_id=result["task_id"],
-    )
-    assert second["status"] == "executed", second
-    assert second["result"]["depth"] == 2
-    # ...and Wendy, on hers, may not go to depth 3.
-    wendy = Agent.objects.get(agent_id="wendy")
-    from brainframe.services.access.credentials import agent_credential_issue
-
-    wendy_client = SignedClient(Client(), "wendy", agent_credential_issue(agent=wendy))
-    third = _call(
-        wendy_client,
-        "agents.delegate",
-        arguments={"agent_id": "henry", "title": "x", "instructions": "y"},
-        task_id=second["result"]["task_id"],
-    )
-    assert third["status"] == "denied" and third["code"] == "delegation_too_deep"
-    assert Delegation.objects.count() == 2
-
-
-# The handler runs in its worker thread, which sees committed rows only.
-@pytest.mark.django_db(transaction=True)
-def test_a_worker_is_refused_what_its_manager_may_not_do(
-    people: dict[str, Any], reggie: SignedClient, henry: SignedClient
-) -> None:
-    f.ToolFactory(tool_id="test.henry.only", agent_access=["henry"])
-    handed = _call(
-        reggie,
-        "agents.delegate",
-        arguments={"agent_id": "henry", "title": "Look it up", "instructions": "use your tools"},
-    )["result"]
-    refused = _call(henry, "test.henry.only", task_id=handed["task_id"])
-    assert refused["status"] == "denied" and refused["code"] == "exceeds_manager"
-    assert "reggie" in refused["detail"] and "test.henry.only" in refused["detail"]
-    # A knock-on call of the same chain is held to it too.
-    allowed = _call(henry, "test.notes.read", task_id=handed["task_id"])
-    assert allowed["status"] == "executed"
-    knock_on = _call(henry, "test.henry.only", parent_r_tag=allowed["r_tag"])
-    assert knock_on["code"] == "exceeds_manager"
-    # On his own work, Henry keeps his own permissions.
-    assert _call(henry, "test.henry.only")["status"] == "executed"
-    page = Client()
-    from django.contrib.auth import get_user_model
-
-    page.force_login(get_user_model().objects.create_superuser("boss", "b@x.test", "pw"))
-    tree = page.get("/board/conversations/").content.decode()
-    assert f'data-delegation="{handed["delegation_id"]}"' in tree and "Look it up" in tree
 
 
 def test_provenance_is_kept_and_updated_on_read(

@@ -1,11 +1,9 @@
-"""The approval queue: exactly-once execution under races and crashes, bound arguments,
-reviewer rules, expiry and notifications."""
+"""The approval queue: exactly-once execution after crashes, bound arguments, reviewer rules,
+expiry and notifications. (Races between reviewers: test_races.py.)"""
 
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -13,56 +11,16 @@ import pytest
 from django.contrib.auth.models import Group
 from django.core import mail
 from django.core.management import call_command
-from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from brainframe.models import Agent, AgentTask, ApprovalRequest, Tool, ToolCall
-from brainframe.services.seed import seed_brainframe
+from brainframe.models import AgentTask, ApprovalRequest, Tool, ToolCall
 from broker.pipeline.context import CallRequest
 from broker.services.approvals import ApprovalError, approval_decide, approvals_recover
 from broker.services.calls import tool_call_submit
 from broker.services.execution import approved_call_execute
 from tests import factories as f
 from tests.mail_servers import WebhookReceiver
-
-
-@pytest.fixture
-def world(db: None) -> dict[str, Any]:
-    seed_brainframe()
-    reviewers = Group.objects.get(name="reviewers")
-    senior = Group.objects.get(name="senior_reviewers")
-    alice = f.UserFactory(username="alice", email="alice@rabs.test")
-    bob = f.UserFactory(username="bob", email="bob@rabs.test")
-    dana = f.UserFactory(username="dana", email="dana@rabs.test")
-    alice.groups.add(reviewers)
-    bob.groups.add(reviewers)
-    dana.groups.add(senior)
-    carol = f.UserFactory(username="carol")  # the person the task runs for
-    tool = f.ToolFactory(
-        tool_id="test.roster.write",
-        risk_level="write",
-        execution_mode="review",
-        validation_mode="intercept",
-        agent_access=["henry"],
-        handler_config={"callable": "tests.echo"},
-        input_schema={
-            "type": "object",
-            "required": ["q"],
-            "additionalProperties": False,
-            "properties": {"q": {"type": "string", "maxLength": 20}},
-        },
-    )
-    task = f.AgentTaskFactory(agent_id="henry", on_behalf_of=carol, status="in_progress")
-    return {
-        "alice": alice,
-        "bob": bob,
-        "dana": dana,
-        "carol": carol,
-        "tool": tool,
-        "task": task,
-        "henry": Agent.objects.get(agent_id="henry"),
-    }
 
 
 def _pending(world: dict[str, Any], q: str = "shift") -> ApprovalRequest:
@@ -78,91 +36,6 @@ def _pending(world: dict[str, Any], q: str = "shift") -> ApprovalRequest:
     )
     assert answer.status == 202, answer.body
     return ApprovalRequest.objects.get(pk=answer.body["approval_id"])
-
-
-def _pending_fast(world: dict[str, Any], q: str) -> ApprovalRequest:
-    """A pending pre-execution approval and its call, written directly (the race is in the
-    decision and execution, not in how the item was created)."""
-    from broker.audit.hashing import arguments_hash
-
-    arguments = {"q": q}
-    call = f.ToolCallFactory(
-        agent=world["henry"],
-        tool=world["tool"],
-        input=arguments,
-        decision="pending_approval",
-        outcome="not_run",
-        task=world["task"],
-    )
-    return f.ApprovalRequestFactory(
-        agent=world["henry"],
-        tool=world["tool"],
-        tool_call=call,
-        task=world["task"],
-        arguments=arguments,
-        arguments_hash=arguments_hash(arguments),
-    )
-
-
-def _race(
-    world: dict[str, Any], iterations: int, actions: tuple[str, str], executed: list[dict[str, Any]]
-) -> Counter[str]:
-    outcomes: Counter[str] = Counter()
-    reviewers = (world["alice"], world["bob"])
-
-    def decide(approval_id: Any, who: int, barrier: threading.Barrier) -> str:
-        barrier.wait()
-        try:
-            approval_decide(
-                approval_id=approval_id,
-                reviewer=reviewers[who],
-                action=actions[who],
-                reason="ok" if actions[who] != "reject" else "no",
-            )
-            return actions[who]
-        except ApprovalError as exc:
-            return exc.code
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for i in range(iterations):
-            approval = _pending_fast(world, q=f"i{i}")
-            before = len(executed)
-            barrier = threading.Barrier(2)
-            results = sorted(
-                f.result()
-                for f in [pool.submit(decide, approval.pk, who, barrier) for who in (0, 1)]
-            )
-            outcomes["/".join(results)] += 1
-            runs = len(executed) - before
-            approval.refresh_from_db()
-            won = approval.status
-            assert runs == (1 if won == "approved" else 0), (i, results, won, runs)
-            call = ToolCall.objects.get(pk=approval.tool_call_id)
-            assert call.outcome == ("succeeded" if won == "approved" else "cancelled")
-    return outcomes
-
-
-@pytest.mark.slow
-@pytest.mark.django_db(transaction=True)
-def test_concurrent_approve_approve_executes_exactly_once(
-    world: dict[str, Any], executed: list[dict[str, Any]]
-) -> None:
-    outcomes = _race(world, 1000, ("approve", "approve"), executed)
-    assert outcomes == {"already_decided/approve": 1000}
-    assert len(executed) == 1000
-
-
-@pytest.mark.slow
-@pytest.mark.django_db(transaction=True)
-def test_concurrent_approve_reject_executes_at_most_once(
-    world: dict[str, Any], executed: list[dict[str, Any]]
-) -> None:
-    outcomes = _race(world, 1000, ("approve", "reject"), executed)
-    assert sum(outcomes.values()) == 1000
-    assert set(outcomes) <= {"already_decided/approve", "already_decided/reject"}
-    assert len(executed) == outcomes["already_decided/approve"]
 
 
 @pytest.mark.django_db
