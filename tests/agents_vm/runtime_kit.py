@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brainframe.models import Agent, LLMBudget
+from brainframe.models import Agent, AgentTask, LLMBudget
 from brainframe.services.llm.admission import llm_key_issue, llm_upstream_set
 from rabs.procs import die_with_parent
 from tests.llm_server import OpenAICompatibleServer
@@ -190,3 +190,25 @@ approval_wait_seconds = 120
         ):
             if path.exists():
                 (ARTIFACTS / f"runtime-{agent_id}-{name}.log").write_bytes(path.read_bytes())
+
+
+#: The registry the runtime tests keep (a small one: every tool is embedded for discovery).
+KEPT_TOOLS = [
+    "transport.vehicle.availability",
+    "transport.vehicle.book",
+    "comms.sms.send",
+    "comms.notification.push",
+    "roster.shift.read",
+    "agents.delegate",
+    "agent.update_handler",
+    "agent.restart_self",
+    "channel.reply",
+]
+
+
+def task_ended(task_id: Any, timeout: float = 60) -> AgentTask:
+    def ended() -> AgentTask | None:
+        task = AgentTask.objects.get(pk=task_id)
+        return task if task.status in ("done", "failed") else None
+
+    return wait_for(ended, timeout, f"task {task_id} to end")  # type: ignore[no-any-return]

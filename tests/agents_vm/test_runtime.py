@@ -6,6 +6,7 @@ One service runs, in order: a direct answer; a three-step plan with per-step con
 ambiguous SMS answered with a question whose answer resumes the plan (by persona); a message
 smart-routed to another agent; a handler changed through the governed tool that takes effect
 after an approved restart; then the agent's own dashboard, in a browser, from the board's link.
+(Super Reggie's answer from the read replica: test_super_reggie.py.)
 """
 
 from __future__ import annotations
@@ -40,13 +41,19 @@ from brainframe.models import (
 )
 from brainframe.services.access.credentials import agent_credential_issue, secret_seal
 from brainframe.services.ledger.channels import token_hash
-from brainframe.services.registry.replica import replica_grants_sync
 from brainframe.services.seed import seed_brainframe
 from brainframe.services.work.supervisors import supervisor_set
 from broker.services.approvals import approval_decide
-from rabs.replica import replica_lsn_caught_up
 from tests import factories as f
-from tests.agents_vm.runtime_kit import TOKEN, agent_service, gateway_for, role_servers, wait_for
+from tests.agents_vm.runtime_kit import (
+    KEPT_TOOLS,
+    TOKEN,
+    agent_service,
+    gateway_for,
+    role_servers,
+    wait_for,
+)
+from tests.agents_vm.runtime_kit import task_ended as _ended
 from tests.sms_server import SMSProvider
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -189,20 +196,6 @@ def sms_provider() -> Iterator[str]:
     server.server_close()
 
 
-#: The registry this test keeps (a small one: every tool is embedded for discovery).
-KEPT_TOOLS = [
-    "transport.vehicle.availability",
-    "transport.vehicle.book",
-    "comms.sms.send",
-    "comms.notification.push",
-    "roster.shift.read",
-    "agents.delegate",
-    "agent.update_handler",
-    "agent.restart_self",
-    "channel.reply",
-]
-
-
 def _world(sms_url: str, phone: SMSProvider) -> dict[str, Any]:
     seed_brainframe()
     AgentTask.objects.all().delete()
@@ -297,14 +290,6 @@ def _sms(url: str, message_id: str, sender: str, body: str) -> dict[str, Any]:
 
 def _task(**fields: Any) -> AgentTask:
     return f.AgentTaskFactory(agent_id="henry", **fields)
-
-
-def _ended(task_id: Any, timeout: float = 60) -> AgentTask:
-    def ended() -> AgentTask | None:
-        task = AgentTask.objects.get(pk=task_id)
-        return task if task.status in ("done", "failed") else None
-
-    return wait_for(ended, timeout, f"task {task_id} to end")  # type: ignore[no-any-return]
 
 
 def _core(task_id: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -538,68 +523,3 @@ def _dashboard_in_the_browser(url: str, world: dict[str, Any], service: Any) -> 
             assert page.evaluate("document.scripts.length") == 0  # no script, nothing fetched
         finally:
             browser.close()
-
-
-# --- Super Reggie answers from the read replica -------------------------------------------------
-
-SUPER_QUERY = "Compare how many tasks Henry has done with how many are still to do"
-
-
-def reggie_dreamer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-    last = messages[-1]["content"]
-    if "db.replica.query was carried out" in last:
-        counts: dict[str, str] = {}
-        rows: dict[str, dict[str, str]] = {}
-        for row, key, value in re.findall(r"rows (\d+)\.(\w+): (\S+)", last):
-            rows.setdefault(row, {})[key] = value
-        for row in rows.values():
-            if row.get("agent_id") == "henry":
-                counts[row["status"]] = row["tasks"]
-        done, todo = counts.get("done", "0"), counts.get("todo", "0")
-        return {"content": f"FINAL ANSWER: Henry has {done} tasks done and {todo} to do."}
-    return {
-        "content": "Ask the read replica how many tasks each agent has in each column, using "
-        "db.replica.query with the named query tasks_by_status."
-    }
-
-
-def reggie_actuator(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-    assert [m["role"] for m in messages] == ["system", "user"], "the Actuator saw more"
-    dream = messages[1]["content"]
-    if dream.startswith("FINAL ANSWER: "):
-        return {"tool_calls": [{"name": "finish", "arguments": {"answer": dream[14:]}}]}
-    assert "db_replica_query" in {t["function"]["name"] for t in tools}
-    return {"tool_calls": [{"name": "db_replica_query", "arguments": {"query": "tasks_by_status"}}]}
-
-
-@pytest.mark.timeout(180)
-def test_super_reggie_answers_from_the_replica(
-    live_server_url: str, replica_standby: dict[str, str] | None, tmp_path: Path
-) -> None:
-    if replica_standby is None:
-        pytest.skip("the replica needs the embedded PostgreSQL")
-    seed_brainframe()
-    AgentTask.objects.all().delete()
-    Tool.objects.exclude(tool_id__in=[*KEPT_TOOLS, "db.replica.query"]).delete()
-    replica_grants_sync()
-    for status in ("done", "done", "todo"):
-        f.AgentTaskFactory(agent_id="henry", title="Earlier work", status=status)
-    task = f.AgentTaskFactory(
-        agent_id="reggie", title="Front desk", payload={"query": SUPER_QUERY, "channel": "sms"}
-    )
-    replica_lsn_caught_up(replica_standby["primary"], replica_standby["admin"])
-    reggie = Agent.objects.get(agent_id="reggie")
-    with role_servers(reggie_dreamer, reggie_actuator) as roles:
-        key = gateway_for("reggie", roles)
-        with agent_service(
-            agent_id="reggie", secret=agent_credential_issue(agent=reggie), llm_key=key,
-            broker_url=live_server_url, home=tmp_path / "reggie",
-            extra='[modes]\nnormal = "actuator"\nsuper = "dreamer"\n',
-        ):  # fmt: skip
-            answered = _ended(task.task_id, timeout=90)
-        assert not roles.dreamer.errors and not roles.actuator.errors
-    assert answered.status == "done", answered.failure_reason
-    assert answered.result["summary"] == "Henry has 2 tasks done and 1 to do."
-    (call,) = ToolCall.objects.filter(task=answered)
-    assert call.requested_tool_id == "db.replica.query" and call.outcome == "succeeded"
-    assert call.output["named"] == "tasks_by_status" and call.output["plan"]["Node Type"]
