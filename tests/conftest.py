@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import SyncToAsync
 from django.conf import settings
+from django.db import connections
 from django.test import Client
 
 from brainframe.models import Agent
@@ -47,10 +50,6 @@ def _threads_give_their_connections_back() -> None:
     is small (rabs/settings/test.py), so a test's helper thread (a reviewer deciding while a
     call waits, an HTTP server's request thread) that forgets would starve every later test.
     Each thread started by the suite gives its connections back when it ends."""
-    import threading
-
-    from django.db import connections
-
     run = threading.Thread.run
 
     def run_then_close(self: threading.Thread) -> None:
@@ -70,9 +69,6 @@ def async_tests_give_their_connection_back() -> Iterator[None]:
     """An async test's `sync_to_async` code runs in asgiref's one long-lived thread, whose
     connection would otherwise stay checked out of the pool after the test."""
     yield
-    from asgiref.sync import SyncToAsync
-    from django.db import connections
-
     executor = SyncToAsync.single_thread_executor
     if executor is not None and not getattr(executor, "_shutdown", False):
         executor.submit(connections.close_all).result(timeout=10)

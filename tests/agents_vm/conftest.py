@@ -8,27 +8,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.agents_vm.runtime_kit import wait_for
 from tests.llm_server import OpenAICompatibleServer
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "control-token-for-tests"
-
-
-def wait(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -97,7 +87,7 @@ approval_wait_seconds = 120
             )
         started.append((proc, home, agent_id))
         port_file = home / "data" / "control.port"
-        wait(port_file.exists, 30, "the control API")
+        wait_for(port_file.exists, 30, "the control API")
         return {"port": int(port_file.read_text()), "proc": proc, "data": home / "data"}
 
     yield start

@@ -36,7 +36,7 @@ from brainframe.services.seed import seed_brainframe
 from broker.services.approvals import approval_decide
 from tests import factories as f
 from tests.agents_vm.conftest import TOKEN
-from tests.agents_vm.conftest import wait as _wait
+from tests.agents_vm.runtime_kit import wait_for as _wait
 from tests.llm_server import OpenAICompatibleServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -12,7 +12,7 @@ from brainframe.models import Agent, AgentTask, LLMUsage, ModelPrice, Tool, Tool
 from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
 from tests import factories as f
-from tests.agents_vm.conftest import wait as _wait
+from tests.agents_vm.runtime_kit import wait_for as _wait
 from tests.llm_server import OpenAICompatibleServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -10,18 +10,10 @@ from django.test import Client
 
 from brainframe.models import Agent, AgentTask, Delegation, Turn
 from tests import factories as f
+from tests.brainframe.ledger.test_ledgers import _call
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db
-
-
-def _call(agent: SignedClient, tool_id: str, **more: Any) -> dict[str, Any]:
-    response = agent.post(
-        "/api/v1/tool-calls/",
-        {"tool_id": tool_id, "arguments": {"q": "ruby"}, "reason": "answer the family", **more},
-    )
-    assert response.status_code in (200, 201, 202, 403), response.content
-    return response.json()
 
 
 # The handler runs in its worker thread, which sees committed rows only.
