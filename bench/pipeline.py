@@ -1,6 +1,6 @@
 """Benchmark: the in-process decision, ours beside the Agent Governance Toolkit's ``govern()``.
 
-    .venv/bin/python bench/pipeline.py [--iterations 20000]
+    .venv/bin/python bench/pipeline.py [--iterations 20000] [--rounds 20]
 
 **Ours**: Henry asks for ``transport.vehicle.book`` (3 passengers, a free-text purpose). The
 call's context is loaded once from the database (tool, governing V-Pol, directive and
@@ -25,6 +25,8 @@ by Henry holding that carer's task: decided under the limits of the person whose
 (the held work as ``prepare`` reads it; the read itself, one indexed query made only for an agent
 with tasks in progress, is timed on its own line).
 
+The four are timed side by side: each round runs ``iterations / rounds`` decisions of each, in
+an order that changes every round, so that the machine's slower moments fall on all of them.
 Prints p50/p99 per decision for each and the ratios (ours / AGT).
 """
 
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +50,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.base")
 # loop of 20,000 calls with no new input) is measured with the served stack (broker_load.py).
 os.environ["RABS_LOOP_LATCH_CALLS"] = "0"
 
+#: Untimed decisions at the start of each round (each of the four warms its caches again after
+#: the others ran).
+WARM_PER_ROUND = 200
 AGT_VENV = ROOT / "var" / "bench" / "agt-venv"
 AGT_PACKAGE = "agent-governance-toolkit-core==5.0.0"
 ARGS = {
@@ -80,42 +86,60 @@ def book(action, args):
     return {"booked": True}
 
 governed = govern(book, policy=policy, agent_id="henry", audit=True)
-args = json.loads(sys.argv[2])
-n = int(sys.argv[1])
+args = json.loads(sys.argv[1])
+WARM = int(sys.argv[2])
 for _ in range(2000):
     governed(action={"type": "transport.vehicle.book"}, args=args)
-times = []
-for _ in range(n):
-    t = time.perf_counter_ns()
-    governed(action={"type": "transport.vehicle.book"}, args=args)
-    times.append((time.perf_counter_ns() - t) / 1000)
-times.sort()
-print(json.dumps({"p50": statistics.median(times), "p99": times[int(0.99 * (len(times) - 1))]}))
+print("ready", flush=True)
+for line in sys.stdin:  # a round: WARM decisions, then n timed ones: answer their times (us)
+    for _ in range(WARM):
+        governed(action={"type": "transport.vehicle.book"}, args=args)
+    times = []
+    for _ in range(int(line)):
+        t = time.perf_counter_ns()
+        governed(action={"type": "transport.vehicle.book"}, args=args)
+        times.append((time.perf_counter_ns() - t) / 1000)
+    print(json.dumps(times), flush=True)
 """
 
 
-def _agt(iterations: int) -> dict[str, float]:
-    python = AGT_VENV / "bin" / "python"
-    if not python.exists():
-        print(f"installing {AGT_PACKAGE} into {AGT_VENV} (benchmark only)")
-        subprocess.run([sys.executable, "-m", "venv", str(AGT_VENV)], check=True)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             AGT_PACKAGE],
-            check=True,
-        )  # fmt: skip
-    done = subprocess.run(
-        [str(python), "-c", AGT_SCRIPT, str(iterations), json.dumps(ARGS)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+class _Agt:
+    """AGT's ``govern()`` in its own interpreter, run a round at a time."""
+
+    def __init__(self) -> None:
+        python = AGT_VENV / "bin" / "python"
+        if not python.exists():
+            print(f"installing {AGT_PACKAGE} into {AGT_VENV} (benchmark only)")
+            subprocess.run([sys.executable, "-m", "venv", str(AGT_VENV)], check=True)
+            subprocess.run(
+                [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 AGT_PACKAGE],
+                check=True,
+            )  # fmt: skip
+        self.process = subprocess.Popen(
+            [str(python), "-c", AGT_SCRIPT, json.dumps(ARGS), str(WARM_PER_ROUND)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None and self.process.stdin is not None
+        if self.process.stdout.readline().strip() != "ready":
+            raise SystemExit("AGT did not start")
+
+    def round(self, n: int) -> list[float]:
+        assert self.process.stdout is not None and self.process.stdin is not None
+        self.process.stdin.write(f"{n}\n")
+        self.process.stdin.flush()
+        return list(json.loads(self.process.stdout.readline()))
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
 
 
-def _ours(
-    iterations: int, *, access: bool = False, held: bool = False
-) -> tuple[dict[str, float], str]:
+def _ours(*, access: bool = False, held: bool = False) -> tuple[Callable[[], str], str]:
+    """The decision to time, set up (and warmed), with its outcome."""
     import django
 
     django.setup()
@@ -184,13 +208,23 @@ def _ours(
     outcome = ""
     for _ in range(2000):
         outcome = once()
+    return once, outcome
+
+
+def _round(once: Callable[[], str], n: int) -> list[float]:
+    for _ in range(WARM_PER_ROUND):
+        once()
     times = []
-    for _ in range(iterations):
+    for _ in range(n):
         t = time.perf_counter_ns()
         once()
         times.append((time.perf_counter_ns() - t) / 1000)
-    times.sort()
-    return {"p50": statistics.median(times), "p99": times[int(0.99 * (len(times) - 1))]}, outcome
+    return times
+
+
+def _figures(times: list[float]) -> dict[str, float]:
+    times = sorted(times)
+    return {"p50": statistics.median(times), "p99": times[int(0.99 * (len(times) - 1))]}
 
 
 def _held_read(iterations: int) -> dict[str, float]:
@@ -213,12 +247,29 @@ def _held_read(iterations: int) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
-    ours, outcome = _ours(args.iterations)
-    ours_access, outcome_access = _ours(args.iterations, access=True)
-    ours_held, outcome_held = _ours(args.iterations, access=True, held=True)
+    plain, outcome = _ours()
+    access, outcome_access = _ours(access=True)
+    held, outcome_held = _ours(access=True, held=True)
+    agt_process = _Agt()
+    # Side by side: the four take turns, a round each (in an order that changes every round),
+    # so that a slower minute of the machine falls on all of them alike.
+    per_round = max(1, args.iterations // args.rounds)
+    runs: dict[str, Callable[[int], list[float]]] = {
+        "ours": lambda n: _round(plain, n),
+        "access": lambda n: _round(access, n),
+        "held": lambda n: _round(held, n),
+        "agt": agt_process.round,
+    }
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for r in range(args.rounds):
+        for name in names[r % 4 :] + names[: r % 4]:
+            times[name] += runs[name](per_round)
+    agt_process.close()
+    ours, ours_access, ours_held, agt = (_figures(times[name]) for name in names)
     held_read = _held_read(min(args.iterations, 2000))
-    agt = _agt(args.iterations)
     print(f"decision for henry -> transport.vehicle.book: {outcome}")
     print(f"ours (all stages, no I/O): p50 {ours['p50']:.1f} us, p99 {ours['p99']:.1f} us")
     print(

@@ -170,7 +170,11 @@ MISSING: Any = object()
 def resolve(facts: Mapping[str, Any], path: str) -> Any:
     value: Any = facts
     for part in path.split("."):
-        if isinstance(value, Mapping) and part in value:
+        if type(value) is dict:  # the usual case, without the Mapping check's cost
+            value = value.get(part, MISSING)
+            if value is MISSING:
+                return MISSING
+        elif isinstance(value, Mapping) and part in value:
             value = value[part]
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
             value = value[int(part)]
@@ -247,6 +251,8 @@ def holds(condition: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
         return any(_text_contains(item, expected) for item in _items(actual))
     if op == "matches":
         pattern = fastre.compiled(str(expected), re.IGNORECASE)
+        if type(actual) is str:
+            return pattern.search(actual)
         return any(isinstance(item, str) and pattern.search(item) for item in _items(actual))
     raise ValueError(f"unknown operator {op!r}")
 

@@ -111,18 +111,22 @@ def scan(db: hyperscan.Database, data: bytes) -> set[int]:
     # is cached no other database can be given its id (a scratch used with a database it was
     # not made for is refused: "error code -1"). Bounded: databases come and go with the
     # patterns' cache.
-    scratches: dict[int, tuple[hyperscan.Database, hyperscan.Scratch]] = (
-        _scratch.__dict__.setdefault("by_db", {})
-    )
+    try:
+        scratches: dict[int, tuple[hyperscan.Database, hyperscan.Scratch]] = _scratch.by_db
+    except AttributeError:
+        scratches = _scratch.by_db = {}
     entry = scratches.get(id(db))
     if entry is None:
         if len(scratches) >= _SCRATCHES_PER_THREAD:
             scratches.clear()
         entry = scratches[id(db)] = (db, hyperscan.Scratch(db))
-    scratch = entry[1]
     found: set[int] = set()
-    db.scan(data, match_event_handler=lambda i, *_: found.add(i), scratch=scratch)
+    db.scan(data, match_event_handler=_found, scratch=entry[1], context=found)
     return found
+
+
+def _found(i: int, _start: int, _end: int, _flags: int, found: object) -> None:
+    found.add(i)  # type: ignore[attr-defined]  # the set scan passed as context
 
 
 class Pattern:

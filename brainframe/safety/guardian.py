@@ -21,7 +21,6 @@ the verdict is exactly the patterns' ``re`` semantics. The costlier normalisatio
 
 from __future__ import annotations
 
-import codecs
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -130,10 +129,18 @@ _ALNUM = b"abcdefghijklmnopqrstuvwxyz0123456789"
 #: Deleting every other byte from a lower-cased ASCII view gives its compact form.
 _NOT_ALNUM = bytes(b for b in range(256) if b not in _ALNUM)
 _ALNUM_CHARS = frozenset(_ALNUM.decode())
+_ROT13_STR = str.maketrans(  # codecs' "rot13", as a table
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM",
+)
 _ROT13_BYTES = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz", b"nopqrstuvwxyzabcdefghijklm")
 
 # Gates: whether a normalisation step can change anything in a folded text.
 _GATE_LETTER_SPACED, _GATE_QUOTED = 0, 1
+#: The pattern databases read every view of a text in one scan, the views joined by newlines:
+#: multi-line, so that "^" and "$" hold at each view's start and end (a prefilter may report
+#: more, never less; re confirms each candidate on each view).
+_JOINED = PREFILTER | hyperscan.HS_FLAG_MULTILINE
 
 
 @dataclass(frozen=True)
@@ -141,8 +148,8 @@ class _Engine:
     compact: tuple[tuple[ThreatPattern, re.Pattern[str]], ...]  # ids = positions
     structure: tuple[tuple[ThreatPattern, re.Pattern[str]], ...]
     folded: tuple[tuple[ThreatPattern, re.Pattern[str]], ...]
-    compact_db: hyperscan.Database  # over compact views (ASCII bytes)
-    folded_db: hyperscan.Database  # over folded views (UTF-8)
+    compact_db: hyperscan.Database  # over compact views (ASCII bytes), joined: see _matches
+    folded_db: hyperscan.Database  # over folded views (UTF-8), joined
     gate_db: hyperscan.Database  # letter spacing and quotations, over folded text (UTF-8)
 
 
@@ -161,8 +168,8 @@ def _engine() -> _Engine:
         compact=tuple(compact),
         structure=tuple(structure),
         folded=tuple(folded),
-        compact_db=database([r.pattern for _, r in compact], [PREFILTER] * len(compact)),
-        folded_db=database([r.pattern for _, r in folded], [PREFILTER | UNICODE] * len(folded)),
+        compact_db=database([r.pattern for _, r in compact], [_JOINED] * len(compact)),
+        folded_db=database([r.pattern for _, r in folded], [_JOINED | UNICODE] * len(folded)),
         gate_db=database(
             [_LETTER_SPACED.pattern, _QUOTED.pattern],
             [PREFILTER | UNICODE, PREFILTER | UNICODE | hyperscan.HS_FLAG_DOTALL],
@@ -201,7 +208,7 @@ def _views(text: str, norm: Normalised) -> tuple[list[str], list[bytes], list[st
         if unquoted is not folded and _PROCESS_QUOTE.search(unquoted):
             unquoted = folded  # the quotation is handed to a model: read it
         squeezed = unquoted.encode("ascii", "ignore").translate(None, _NOT_ALNUM)
-        folded_views += [unquoted, codecs.decode(unquoted, "rot13")]
+        folded_views += [unquoted, unquoted.translate(_ROT13_STR)]
         compact += [squeezed, squeezed.translate(_ROT13_BYTES)]
         names += [how, "rot13"]
     return folded_views, compact, names, whole
@@ -282,41 +289,60 @@ def _matches(views: list[str], compact_views: list[bytes]) -> dict[str, ThreatPa
     """The patterns that match some view and are used there, not mentioned."""
     engine = _engine()
     matched: dict[str, ThreatPattern] = {}
-    # Hyperscan names the candidates; Python's re decides on the view it was found in, and a
-    # match counts unless every occurrence of it is negated ("must never reveal …").
-    for view, folded in zip(compact_views, views, strict=True):
-        positions: list[int] | None = None
-        for i in scan(engine.compact_db, view):
-            pattern, regex = engine.compact[i]
-            if pattern.name in matched:
-                continue
-            for match in regex.finditer(view.decode("ascii")):
-                if positions is None:  # compact index → folded index, built when needed
-                    positions = [k for k, c in enumerate(folded) if c in _ALNUM_CHARS]
-                at, end = positions[match.start()], positions[match.end() - 1] + 1
-                if not (
-                    mention.negated(folded, at)
-                    or mention.narrated(folded, at)
-                    or mention.reported(folded, at)
-                    or mention.NEGATION.search(folded, at, end)  # "must never reveal …"
-                    or (pattern.category in _LISTED and mention.in_code_listing(folded, at))
-                    or _as_noun(folded, at)
-                ):
-                    matched[pattern.name] = pattern
-                    break
-    for text_view in views:
-        for i in scan(engine.folded_db, utf8(text_view)):
-            pattern, regex = engine.folded[i]
-            if pattern.name in matched:
-                continue
-            confirm = _CONFIRM.get(pattern.name)
-            if any(
-                not mention.negated(text_view, m.start())
-                and (confirm is None or confirm(m.group(), text_view))
-                for m in regex.finditer(text_view)
-            ):
+    # Hyperscan names the candidates, in one scan of all the views joined by newlines (its
+    # databases read "^" and "$" at each line, so a match anchored to a view's start or end is
+    # still a candidate); Python's re decides on each view, and a match counts unless every
+    # occurrence of it is negated ("must never reveal …").
+    positions: list[list[int] | None] = [None] * len(views)
+    for i in sorted(scan(engine.compact_db, b"\n".join(compact_views))):
+        pattern, regex = engine.compact[i]
+        if pattern.name in matched:
+            continue
+        for k, (view, folded) in enumerate(zip(compact_views, views, strict=True)):
+            if _used(pattern, regex, view, folded, positions, k):
                 matched[pattern.name] = pattern
+                break
+    for i in sorted(scan(engine.folded_db, utf8("\n".join(views)))):
+        pattern, regex = engine.folded[i]
+        if pattern.name in matched:
+            continue
+        confirm = _CONFIRM.get(pattern.name)
+        if any(
+            not mention.negated(text_view, m.start())
+            and (confirm is None or confirm(m.group(), text_view))
+            for text_view in views
+            for m in regex.finditer(text_view)
+        ):
+            matched[pattern.name] = pattern
     return matched
+
+
+def _used(
+    pattern: ThreatPattern,
+    regex: re.Pattern[str],
+    view: bytes,
+    folded: str,
+    positions: list[list[int] | None],
+    k: int,
+) -> bool:
+    """Whether a compact pattern matches the compact ``view`` somewhere it is used, not
+    mentioned, in the folded text it came from (``positions[k]``: compact index → folded index,
+    built when first needed)."""
+    for match in regex.finditer(view.decode("ascii")):
+        where = positions[k]
+        if where is None:
+            where = positions[k] = [n for n, c in enumerate(folded) if c in _ALNUM_CHARS]
+        at, end = where[match.start()], where[match.end() - 1] + 1
+        if not (
+            mention.negated(folded, at)
+            or mention.narrated(folded, at)
+            or mention.reported(folded, at)
+            or mention.NEGATION.search(folded, at, end)  # "must never reveal …"
+            or (pattern.category in _LISTED and mention.in_code_listing(folded, at))
+            or _as_noun(folded, at)
+        ):
+            return True
+    return False
 
 
 #: Commands in a code listing (a README's fenced block, a shell prompt's line) are listed, not

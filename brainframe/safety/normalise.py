@@ -60,6 +60,7 @@ _TAGS = re.compile(r"[\U000e0000-\U000e007f]+")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
 _LATIN = re.compile(r"[a-zA-Z]")
 _WORDS = re.compile(r"[^\W\d_]+")
+_ASCII_WORDS = re.compile(r"[a-z]+")  # _WORDS on lower-cased ASCII text, faster
 _ROT13 = str.maketrans(
     "abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm"
 )  # lower case: the words are read lower-cased
@@ -137,6 +138,10 @@ _COMMON = frozenset(
         "was",
     ]
 )
+#: The words whose reversal, or ROT13, is a common word (reading a word backwards or in ROT13
+#: and looking it up is looking it up here).
+_COMMON_REVERSED = frozenset(w[::-1] for w in _COMMON)
+_COMMON_ROT13 = frozenset(w.translate(_ROT13) for w in _COMMON)
 
 
 @dataclass(frozen=True)
@@ -339,18 +344,16 @@ def normalise(text: str) -> Normalised:
     readings += [("hidden", h) for h in hidden]
     # Whether the text reads better backwards or in ROT13: judged on its first 2 KB, its words
     # found once (reversing or rotating a text reverses or rotates each of its words).
-    words = _WORDS.findall(base[:2048].lower())
-    english = sum(1 for w in words if w in _COMMON)
+    head = base[:2048].lower()
+    ascii_text = base.isascii()
+    words = (_ASCII_WORDS if ascii_text else _WORDS).findall(head)
+    english = sum(map(_COMMON.__contains__, words))
     needed = max(3, 2 * english + 1)
     if len(words) >= needed:
-        if sum(1 for w in words if w[::-1] in _COMMON) >= needed:
+        if sum(map(_COMMON_REVERSED.__contains__, words)) >= needed:
             steps.append("reversed")
             readings.append(("reversed", base[::-1]))
-        if (
-            base.isascii()
-            and len(base) >= 12
-            and sum(1 for w in words if w.translate(_ROT13) in _COMMON) >= needed
-        ):
+        if ascii_text and len(base) >= 12 and sum(map(_COMMON_ROT13.__contains__, words)) >= needed:
             steps.append("rot13")
             readings.append(("rot13", codecs.decode(base, "rot13")))
     for how, decoded in decodings(base):

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import json
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -190,7 +191,10 @@ class CallContext:
             text=self.free_text,
             confidence=self.request.confidence,
         )
-        facts["history"] = self.history_count  # sequence rules count on demand
+        # Sequence rules count on demand. Through a weak reference: the context holds its facts,
+        # and a bound method here would make every decision a reference cycle that only the
+        # garbage collector frees (a pause every few dozen calls).
+        facts["history"] = _HistoryCount(weakref.ref(self))
         return facts
 
     def history_count(self, spec: dict[str, Any]) -> int:
@@ -207,3 +211,16 @@ class CallContext:
                 before=self.as_of or timezone.now(),
             )
         return self._history[key]
+
+
+@dataclass(frozen=True, slots=True)
+class _HistoryCount:
+    """``CallContext.history_count`` of the context whose facts these are."""
+
+    context: weakref.ref[CallContext]
+
+    def __call__(self, spec: dict[str, Any]) -> int:
+        ctx = self.context()
+        if ctx is None:  # facts kept after their decision: nothing to count against
+            raise RuntimeError("a sequence rule was evaluated after its call's context was gone")
+        return ctx.history_count(spec)

@@ -3,7 +3,9 @@ calls, and what-if replay of a draft over recorded calls (the real pipeline, dry
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from io import StringIO
 from typing import Any
 
@@ -24,6 +26,9 @@ from brainframe.models import (
 )
 from brainframe.safety.conditions import vpol_rules_errors
 from brainframe.services.ledger.channels import token_hash
+from broker.pipeline.context import CallRequest
+from broker.pipeline.stages import decide
+from broker.services.calls import prepare
 from broker.services.replay import policy_replay
 from tests import factories as f
 from tests.signing import SignedClient
@@ -129,6 +134,24 @@ def test_the_three_sequence_rules(
     fresh = _chain(henry, "seq.payment.make", "mail-4")  # a new origin: the session saw it
     assert fresh["status"] == "pending_approval"
     assert _chain(reggie, "seq.payment.make", "mail-4")["status"] == "executed"
+
+
+def test_a_decision_is_freed_as_soon_as_it_is_done(sequence_tools: None) -> None:
+    """A decision's context holds its facts, and the facts count sequence rules through the
+    context: no reference cycle, or every call would wait for the garbage collector to free it
+    (a pause every few dozen decisions)."""
+    agent = Agent.objects.get(agent_id="henry")
+    request = CallRequest(tool_id="seq.payment.make", arguments={"q": "x"}, reason="test")
+    gc.disable()
+    try:
+        ctx = prepare(agent=agent, request=request)
+        assert str(decide(ctx).outcome) == "execute"  # the rule's count was read: nothing yet
+        assert ctx.facts()["history"]({"scope": "agent", "tool": "seq.*"}) == 0
+        gone = weakref.ref(ctx)
+        del ctx
+        assert gone() is None  # freed by reference counting alone
+    finally:
+        gc.enable()
 
 
 def test_a_sequence_rule_with_a_mistake_is_refused() -> None:
