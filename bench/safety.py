@@ -63,10 +63,10 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 def stages() -> list[tuple[str, Callable[[str], object], int]]:
-    from brainframe.safety import acts, learned, semantic
-    from brainframe.safety.guardian import assess
-    from brainframe.safety.normalise import fold, normalise
-    from brainframe.safety.pii import pii_find
+    from brainframe.safety.guardian import acts, learned, semantic
+    from brainframe.safety.guardian.core import assess
+    from brainframe.safety.guardian.normalise import fold, normalise
+    from brainframe.safety.pii.filter import pii_find
 
     return [
         ("normalise", normalise, 1),
@@ -80,8 +80,8 @@ def stages() -> list[tuple[str, Callable[[str], object], int]]:
 
 
 def main() -> int:
-    from brainframe.safety.guardian import assess
-    from brainframe.safety.pii import pii_find
+    from brainframe.safety.guardian.core import assess
+    from brainframe.safety.pii.filter import pii_find
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=300)

@@ -1,5 +1,5 @@
 """Validation of the JSON documents staff write in the registry (the condition language of V-Pols,
-directives and constitution rules is in ``brainframe.safety.conditions``).
+directives and constitution rules is in ``brainframe.safety.policy.conditions``).
 
 Each function returns a list of human-readable problems (empty when valid), so the admin can
 show them next to the field and the API can return them with their path.
@@ -14,7 +14,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
 from brainframe.models import Tool
-from brainframe.safety.conditions import document_errors
+from brainframe.safety.policy.conditions import document_errors
 
 _TIMEOUT = {"type": "number", "exclusiveMinimum": 0, "maximum": 300}
 

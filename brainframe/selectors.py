@@ -23,8 +23,8 @@ from brainframe.models import (
     Tool,
     ToolCall,
 )
-from brainframe.safety.acl import RECIPIENT_ARGUMENTS
-from brainframe.safety.caps import AMOUNT_ARGUMENTS
+from brainframe.safety.policy.acl import RECIPIENT_ARGUMENTS
+from brainframe.safety.policy.caps import AMOUNT_ARGUMENTS
 
 #: In a tool's ``agent_access``: every agent may call it (the broker's own tools, such as
 #: ``rabs.capability.request``).
@@ -111,7 +111,7 @@ def flatten(nodes: list[ChainNode]) -> list[ChainNode]:
     return out
 
 
-# --- what the caps count (brainframe.safety.caps) --------------------------------------------
+# --- what the caps count (brainframe.safety.policy.caps) ---------------------------------------
 _AMOUNT_SQL = " + ".join(
     f"CASE WHEN jsonb_typeof(input -> '{name}') = 'number' "
     f"THEN (input ->> '{name}')::numeric ELSE 0 END"
@@ -150,7 +150,7 @@ def authority_since(agent_id: str, since: datetime, until: datetime) -> tuple[fl
     return float(amount), int(recipients)
 
 
-# --- what sequence rules count (brainframe.safety.conditions, ``history``) ----------------------
+# --- what sequence rules count (brainframe.safety.policy.conditions, ``history``) -----------
 def _like(pattern: str) -> str:
     escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return escaped.replace("*", "%").replace("?", "_")

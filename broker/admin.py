@@ -34,7 +34,7 @@ from brainframe.models import (
     UpstreamToolChange,
     ValidationPolicy,
 )
-from brainframe.safety.acl import AclDocumentError, acl_parse
+from brainframe.safety.policy.acl import AclDocumentError, acl_parse
 
 from .errors import BrokerRefusal
 from .services.approvals import ApprovalError

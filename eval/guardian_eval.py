@@ -32,7 +32,7 @@ def cross_validate(folds: int = 5) -> None:
     import numpy as np
     from sklearn.model_selection import StratifiedKFold
 
-    from brainframe.safety.learned import Detector, fit, model_read, training_rows
+    from brainframe.safety.guardian.learned import Detector, fit, model_read, training_rows
 
     rows = training_rows()
     texts, labels = [r[0] for r in rows], np.array([r[1] for r in rows])
@@ -61,8 +61,8 @@ def cross_validate_semantic(folds: int = 5) -> None:
     import numpy as np
     from sklearn.model_selection import StratifiedKFold
 
-    from brainframe.safety import semantic
-    from brainframe.safety.learned import family_rows, training_rows
+    from brainframe.safety.guardian import semantic
+    from brainframe.safety.guardian.learned import family_rows, training_rows
 
     rows = training_rows() + family_rows()
     texts, labels = [r[0] for r in rows], np.array([r[1] for r in rows])
@@ -104,7 +104,7 @@ def cross_validate_semantic(folds: int = 5) -> None:
 
 
 def main() -> int:
-    from brainframe.safety.guardian import assess
+    from brainframe.safety.guardian.core import assess
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", default=str(ROOT / "eval/corpora/agt-injection-smoke.jsonl"))

@@ -26,7 +26,7 @@ HELDOUT = ROOT / "eval" / "heldout"
 
 
 def guardian() -> None:
-    from brainframe.safety.guardian import assess
+    from brainframe.safety.guardian.core import assess
 
     rows = [json.loads(line) for line in (HELDOUT / "guardian-heldout.jsonl").open()]
     right: Counter[tuple[str, str]] = Counter()
@@ -45,7 +45,7 @@ def guardian() -> None:
 
 
 def pii() -> None:
-    from brainframe.safety.pii import pii_find
+    from brainframe.safety.pii.filter import pii_find
 
     rows = [json.loads(line) for line in (HELDOUT / "pii-heldout.jsonl").open()]
     details = leaked = keeps = redacted = 0

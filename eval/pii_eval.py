@@ -37,7 +37,7 @@ LABELS = {
 
 
 def main() -> int:
-    from brainframe.safety.pii import pii_find
+    from brainframe.safety.pii.filter import pii_find
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", default=str(ROOT / "eval/corpora/presidio-synth-v2.json"))

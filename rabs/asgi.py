@@ -20,7 +20,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from brainframe.safety.learned import detector  # noqa: E402
+from brainframe.safety.guardian.learned import detector  # noqa: E402
 from broker.a2a.gateway import A2AGateway, serves  # noqa: E402
 from broker.llm.gateway import LLMGateway  # noqa: E402
 from broker.llm.gateway import serves as llm_serves  # noqa: E402

@@ -18,7 +18,7 @@ from brainframe.models import (
     AgentToken,
     SupervisorCommand,
 )
-from brainframe.safety.caps import caps_errors
+from brainframe.safety.policy.caps import caps_errors
 from brainframe.services.access.credentials import agent_token_issue, agent_tokens_revoke
 from brainframe.services.registry.agents import agent_changed, agent_set_paused
 from brainframe.services.work.supervisors import (

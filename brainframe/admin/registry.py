@@ -18,7 +18,7 @@ from brainframe.models import (
     Tool,
     ValidationPolicy,
 )
-from brainframe.safety.conditions import vpol_rules_errors
+from brainframe.safety.policy.conditions import vpol_rules_errors
 from brainframe.schemas import handler_config_errors, json_schema_errors
 from brainframe.services.council.changes import DIRECTIVE_FIELDS, VPOL_FIELDS
 from brainframe.services.council.votes import needs_council

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import migrations
 
-from brainframe.safety.baseline import SYSTEM_TOOLS
+from brainframe.safety.policy.baseline import SYSTEM_TOOLS
 
 TOOL_ID = "rabs.capability.request"
 

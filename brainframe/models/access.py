@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from simple_history.models import HistoricalRecords
 
-from brainframe.safety.acl import AclDocumentError, acl_parse
+from brainframe.safety.policy.acl import AclDocumentError, acl_parse
 
 from .agents import Agent
 

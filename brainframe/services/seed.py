@@ -42,7 +42,7 @@ from brainframe.models import (
     Tool,
     ValidationPolicy,
 )
-from brainframe.safety import baseline
+from brainframe.safety.policy import baseline
 from brainframe.services.access.acl import acl_load
 from brainframe.services.hooks.lifecycle import hook_propose
 from brainframe.services.registry.replica import replica_views_register

@@ -46,7 +46,7 @@ from a2a.types import (
 from google.protobuf.struct_pb2 import Struct
 
 from brainframe.models import Tool
-from brainframe.safety.guardian import assess
+from brainframe.safety.guardian.core import assess
 
 from .base import HandlerFailure, HandlerTimeout
 

@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import connection
 
 from brainframe.models import Agent, Tool
-from brainframe.safety.pii import pii_redact
+from brainframe.safety.pii.filter import pii_redact
 
 from .base import HandlerFailure, HandlerTimeout
 from .function import ToolFunction

@@ -1,4 +1,4 @@
-"""Callables behind the broker's own tools (``brainframe.safety.baseline.SYSTEM_TOOLS``)."""
+"""Callables behind the broker's own tools (``brainframe.safety.policy.baseline.SYSTEM_TOOLS``)."""
 
 from __future__ import annotations
 

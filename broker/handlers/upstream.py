@@ -17,7 +17,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from brainframe.models import Tool
-from brainframe.safety.guardian import argument_strings, assess
+from brainframe.safety.guardian.core import argument_strings, assess
 
 from ..registry import tool_upstream_checked
 from ..upstream_client import UpstreamTimeout, UpstreamUnavailable, upstream_call

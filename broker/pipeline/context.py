@@ -23,9 +23,9 @@ from brainframe.models import (
     Tool,
     ValidationPolicy,
 )
-from brainframe.safety.acl import AclDecision
-from brainframe.safety.conditions import decision_facts
-from brainframe.safety.guardian import argument_strings
+from brainframe.safety.guardian.core import argument_strings
+from brainframe.safety.policy.acl import AclDecision
+from brainframe.safety.policy.conditions import decision_facts
 from brainframe.selectors import history_count
 from brainframe.services.access.held import NOTHING_HELD, HeldWork
 

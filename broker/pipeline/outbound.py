@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brainframe.models import Tool
-from brainframe.safety.pii import pii_redact
+from brainframe.safety.pii.filter import pii_redact
 
 CONSENT_FLAG = "consent_pii"
 

@@ -15,9 +15,9 @@ from mcp.shared.exceptions import MCPError
 
 from brainframe.choices import TIER_REQUIRES, TRUST_RANK, ExecutionMode, PermissionTier
 from brainframe.models import PrimeDirective, Tool
-from brainframe.safety.acl import acl_decide_cached, scope_violation, tool_permitted
-from brainframe.safety.caps import CapBreach, autonomy_cap, caps_compiled, per_day_breach
-from brainframe.safety.conditions import first_match, shadow_match
+from brainframe.safety.policy.acl import acl_decide_cached, scope_violation, tool_permitted
+from brainframe.safety.policy.caps import CapBreach, autonomy_cap, caps_compiled, per_day_breach
+from brainframe.safety.policy.conditions import first_match, shadow_match
 from brainframe.selectors import authority_since, executed_unreviewed_since, tool_allows
 from brainframe.services.access.grants import GRANT_TOOL
 from brainframe.services.access.standing import ROUTINE_REVIEW, standing_match

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from brainframe.models import Agent
-from brainframe.safety.acts import rights_from_tools
-from brainframe.safety.guardian import TRUST_MULTIPLIERS
-from brainframe.safety.guardian import assess as guardian_assess
+from brainframe.safety.guardian.acts import rights_from_tools
+from brainframe.safety.guardian.core import TRUST_MULTIPLIERS
+from brainframe.safety.guardian.core import assess as guardian_assess
 
 from .context import CallContext
 

@@ -23,9 +23,9 @@ from django.utils import timezone
 
 from brainframe.instances import model_copy
 from brainframe.models import Agent, PrimeDirective, ToolCall, ValidationPolicy
-from brainframe.safety.acl import acl_parse
-from brainframe.safety.caps import caps_errors
-from brainframe.safety.conditions import vpol_rules_errors
+from brainframe.safety.policy.acl import acl_parse
+from brainframe.safety.policy.caps import caps_errors
+from brainframe.safety.policy.conditions import vpol_rules_errors
 from brainframe.services.work.delegation import delegation_of_task
 
 from ..errors import BrokerRefusal

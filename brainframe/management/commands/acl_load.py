@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brainframe.safety.acl import AclDocumentError
+from brainframe.safety.policy.acl import AclDocumentError
 from brainframe.services.access.acl import acl_load
 
 

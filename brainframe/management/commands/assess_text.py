@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from brainframe.safety.guardian import TRUST_MULTIPLIERS, assess
+from brainframe.safety.guardian.core import TRUST_MULTIPLIERS, assess
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brainframe.safety import semantic
-from brainframe.safety.learned import (
+from brainframe.safety.guardian import semantic
+from brainframe.safety.guardian.learned import (
     MODEL_PATH,
     family_rows,
     fit,
@@ -20,9 +20,9 @@ from brainframe.safety.learned import (
 class Command(BaseCommand):
     help = (
         "Train the Guardian's learned and semantic stages on eval/corpora's training data and "
-        "write brainframe/safety/learned_model.json.gz and semantic_model.json.gz (the same "
-        "weights every time). --check: only compare with the checked-in models and fail if "
-        "they differ."
+        "write learned_model.json.gz and semantic_model.json.gz in brainframe/safety/guardian/ "
+        "(the same weights every time). --check: only compare with the checked-in models and "
+        "fail if they differ."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

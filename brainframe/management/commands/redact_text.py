@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from brainframe.safety.pii import pii_redact
+from brainframe.safety.pii.filter import pii_redact
 
 
 class Command(BaseCommand):

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brainframe.models import AclPolicy, Person
-from brainframe.safety.acl import (
+from brainframe.safety.policy.acl import (
     AclDecision,
     AclDocumentError,
     acl_decide,

@@ -18,7 +18,7 @@ from django.db import transaction
 
 from brainframe.events import ShareDecided, emit
 from brainframe.models import Agent, Boundary, Deliverable, MacRule
-from brainframe.safety.conditions import condition_schema, document_errors, holds
+from brainframe.safety.policy.conditions import condition_schema, document_errors, holds
 
 SHARE_ROOTS = ("requester", "item")
 SHARE_POLICY_SCHEMA: dict[str, Any] = {

@@ -21,8 +21,8 @@ from brainframe.models import (
     ToolCall,
     ValidationPolicy,
 )
-from brainframe.safety.conditions import decision_facts, first_match, vpol_rules_errors
-from brainframe.safety.guardian import argument_strings
+from brainframe.safety.guardian.core import argument_strings
+from brainframe.safety.policy.conditions import decision_facts, first_match, vpol_rules_errors
 from brainframe.services.registry.policies import (
     GOVERNING_FIELDS,
     changes_by_proposal,

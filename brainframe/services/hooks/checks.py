@@ -20,7 +20,7 @@ from brainframe.models import (
     Agent,
     Hook,
 )
-from brainframe.safety.conditions import _CONDITION
+from brainframe.safety.policy.conditions import _CONDITION
 from brainframe.selectors import tools_for_agent
 
 EFFECT_TYPES = ("wake", "message", "invoke")

@@ -34,7 +34,7 @@ from brainframe.models import (
     HookMessage,
     OriginRegistry,
 )
-from brainframe.safety.conditions import holds
+from brainframe.safety.policy.conditions import holds
 from brainframe.services.eventlog.reading import event_log_after
 from brainframe.services.hooks.checks import HookError
 from brainframe.services.hooks.lifecycle import hook_event

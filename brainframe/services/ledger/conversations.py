@@ -47,7 +47,7 @@ from brainframe.models import (
     Thread,
     Turn,
 )
-from brainframe.safety.guardian import assess
+from brainframe.safety.guardian.core import assess
 from brainframe.services.access.acl import acl_for, principal_of
 from brainframe.services.ledger.channels import channel_context, message_parse
 from brainframe.services.ledger.ledgers import (

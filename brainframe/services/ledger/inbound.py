@@ -28,7 +28,7 @@ from brainframe.events import (
     emit,
 )
 from brainframe.models import Agent, AgentTask, LedgerEvent, OriginRegistry, WebhookDelivery
-from brainframe.safety.guardian import Assessment, assess
+from brainframe.safety.guardian.core import Assessment, assess
 from brainframe.services.ledger.ledgers import ledger_event_append
 from brainframe.services.memory.indexing import classify_origin_after_commit
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from brainframe.safety.pii import pii_find, pii_redact
+from brainframe.safety.pii.filter import pii_find, pii_redact
 
 from .admission import Admitted
 

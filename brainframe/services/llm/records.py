@@ -9,7 +9,7 @@ from typing import Any
 
 from brainframe.events import ModelToolCallFlagged, emit
 from brainframe.models import Agent, LLMRequest, LLMUpstream
-from brainframe.safety.guardian import argument_strings, assess
+from brainframe.safety.guardian.core import argument_strings, assess
 
 from .admission import Admitted
 from .outbound import kept_body

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from brainframe.models import Agent, ConstitutionRule, PrimeDirective, Tool, ValidationPolicy
-from brainframe.safety.conditions import could_hold
+from brainframe.safety.policy.conditions import could_hold
 from brainframe.selectors import tools_for_agent
 
 from .policies import governing_policy

@@ -20,7 +20,7 @@ from brainframe.services.trust.alignment import (
     snapshots_write,
 )
 
-#: An agent's autonomy cap (``brainframe.safety.caps``) in SQL: null when it has none.
+#: An agent's autonomy cap (``brainframe.safety.policy.caps``) in SQL: null when it has none.
 AUTONOMY_CAP_SQL = "(subj.caps #>> '{autonomy,max_level}')::int"
 
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from brainframe.models import AgentTask, EventLogEntry, Tool, ToolCall
-from brainframe.safety.pii import pii_redact
+from brainframe.safety.pii.filter import pii_redact
 
 OUTCOMES = {"success": AgentTask.Status.DONE, "failure": AgentTask.Status.FAILED}
 

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brainframe.safety.acl import AclDocumentError
+from brainframe.safety.policy.acl import AclDocumentError
 from broker.errors import BrokerRefusal
 from broker.services.replay import KINDS, policy_replay
 

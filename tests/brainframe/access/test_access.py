@@ -34,7 +34,7 @@ from brainframe.models import (
     ToolCall,
     Turn,
 )
-from brainframe.safety.acl import AclDocumentError, acl_decide, acl_facts, acl_parse
+from brainframe.safety.policy.acl import AclDocumentError, acl_decide, acl_facts, acl_parse
 from brainframe.services.access.grants import grants_expire
 from brainframe.services.hooks.lifecycle import hook_propose
 from brainframe.services.hooks.runner import hooks_run

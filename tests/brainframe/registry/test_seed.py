@@ -18,7 +18,7 @@ from brainframe.models import (
     Tool,
     ValidationPolicy,
 )
-from brainframe.safety.conditions import vpol_rules_errors
+from brainframe.safety.policy.conditions import vpol_rules_errors
 from brainframe.schemas import handler_config_errors, json_schema_errors
 
 pytestmark = pytest.mark.django_db
@@ -112,7 +112,7 @@ def test_baseline_is_what_a_deployment_governs_with_and_nothing_of_the_demo() ->
 
     from brainframe import demo_data
     from brainframe.models import ConstitutionRule, ContextBucketEntry, ModelPrice
-    from brainframe.safety import baseline
+    from brainframe.safety.policy import baseline
 
     out = StringIO()
     call_command("seed_brainframe", "--baseline", stdout=out)

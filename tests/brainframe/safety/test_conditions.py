@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from brainframe.safety.conditions import could_hold, first_match, holds
+from brainframe.safety.policy.conditions import could_hold, first_match, holds
 
 FACTS: dict[str, Any] = {
     "arguments": {

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from brainframe.safety.conditions import first_match
-from brainframe.safety.guardian import assess
-from brainframe.safety.patterns import PATTERNS
+from brainframe.safety.guardian.core import assess
+from brainframe.safety.guardian.patterns import PATTERNS
+from brainframe.safety.policy.conditions import first_match
 from tests.signing import SignedClient
 
 # The public corpora, vendored with their sources and licences (eval/corpora/README.md).
@@ -322,7 +322,7 @@ def test_the_learned_stage_scores_as_scikit_learn_does_on_every_corpus_text() ->
     import numpy as np
     from scipy.sparse import hstack
 
-    from brainframe.safety import learned
+    from brainframe.safety.guardian import learned
 
     data = learned.model_read()
     char, word = learned._vectorizers()

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from brainframe.models import ToolCall
-from brainframe.safety.pii import pii_find, pii_redact
+from brainframe.safety.pii.filter import pii_find, pii_redact
 from tests import factories as f
 from tests.signing import SignedClient
 

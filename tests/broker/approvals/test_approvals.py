@@ -299,7 +299,7 @@ def test_an_approved_call_whose_outbound_filter_cannot_run_fails_and_says_so_eve
     from channels.layers import get_channel_layer
 
     from brainframe.events import BOARD_GROUP
-    from brainframe.safety import pii
+    from brainframe.safety.pii import filter as pii
 
     Tool.objects.filter(pk="test.roster.write").update(external_channel=True)
     approval = _pending(world)

@@ -24,7 +24,7 @@ from brainframe.models import (
     Turn,
     ValidationPolicy,
 )
-from brainframe.safety.conditions import vpol_rules_errors
+from brainframe.safety.policy.conditions import vpol_rules_errors
 from brainframe.services.ledger.channels import token_hash
 from broker.pipeline.context import CallRequest
 from broker.pipeline.stages import decide

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from brainframe.safety import mention
 from brainframe.safety.fastre import PREFILTER, UNICODE, database, scan, utf8
+from brainframe.safety.guardian import mention
 
 ACTS = ("payment", "bank_details", "payroll", "forward", "approve", "skip_review", "conceal")
 #: What a source of each trust level may request when nobody says otherwise. A standard source

@@ -3,7 +3,8 @@
 The reviewer groups and user roles, the prime directives (seed 000 §14), the Governor's
 constitution (seed 001) and the broker's own tools every agent may call. ``manage.py
 seed_brainframe --baseline`` writes them (missing rows only; staff edits survive), and the demo
-data builds on them. Plain data, in the condition language of ``brainframe.safety.conditions``.
+data builds on them. Plain data, in the condition language of
+``brainframe.safety.policy.conditions``.
 """
 
 from __future__ import annotations

@@ -20,10 +20,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from brainframe.safety.pii_keep import kept_spans, ndis_numbers
-from brainframe.safety.pii_names import capitalised as _capitalised
-from brainframe.safety.pii_names import cued_names, only_common_words
-from brainframe.safety.pii_rules import (
+from brainframe.safety.pii.keep import kept_spans, ndis_numbers
+from brainframe.safety.pii.names import capitalised as _capitalised
+from brainframe.safety.pii.names import cued_names, only_common_words
+from brainframe.safety.pii.rules import (
     ANY_EMAIL,
     AU_ADDRESS,
     BANK_ACCOUNT,

@@ -18,7 +18,7 @@ also a common English word (a whole word in the sentence model's vocabulary: "bu
 "grace") counts only when it is among the most common names somewhere (rank ≤ ``TOP_RANK``),
 and never when it is an English stop word. ``nameparser`` splits off titles and suffixes.
 
-    python -m brainframe.safety.pii_names --build   # rebuild names.txt.gz (needs names-dataset)
+    python -m brainframe.safety.pii.names --build   # rebuild names.txt.gz (needs names-dataset)
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from brainframe.safety.patterns_languages import LANGUAGE_PATTERNS
+from brainframe.safety.guardian.languages import LANGUAGE_PATTERNS
 
 
 @dataclass(frozen=True)

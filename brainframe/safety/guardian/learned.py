@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MODEL_PATH = Path(__file__).with_name("learned_model.json.gz")
 CORPORA = ROOT / "eval" / "corpora"
 CHAR_NGRAMS = (3, 5)

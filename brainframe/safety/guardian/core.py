@@ -29,11 +29,11 @@ from typing import Any
 
 import hyperscan
 
-from brainframe.safety import acts, mention, semantic
 from brainframe.safety.fastre import PREFILTER, UNICODE, database, scan, utf8
-from brainframe.safety.learned import detector
-from brainframe.safety.normalise import Normalised, fold, normalise
-from brainframe.safety.patterns import PATTERNS, ThreatPattern
+from brainframe.safety.guardian import acts, mention, semantic
+from brainframe.safety.guardian.learned import detector
+from brainframe.safety.guardian.normalise import Normalised, fold, normalise
+from brainframe.safety.guardian.patterns import PATTERNS, ThreatPattern
 
 BLOCK_AT = 0.8
 FLAG_AT = 0.5
