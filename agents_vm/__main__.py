@@ -1,7 +1,7 @@
 """``python -m agents_vm serve --config FILE``: the agent service (supervisor + loop worker).
 
 ``python -m agents_vm worker --config FILE`` is the loop worker the supervisor starts; it is not
-meant to be run by hand. ``call`` and ``tools`` send one signed request (``agents_vm.cli``).
+meant to be run by hand. ``call`` and ``tools`` send one signed request (``agents_vm.service.cli``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import signal
 import sys
 import threading
 
-from . import cli
-from .config import ConfigError, load_config
+from agents_vm.service import cli
+from agents_vm.service.config import ConfigError, load_config
 
 
 def _logging(name: str) -> None:
@@ -33,10 +33,10 @@ def worker(config_path: str) -> int:
     # The worker's parts load here: the shell commands (call, tools) start without them.
     from openai import OpenAI
 
-    from .handlers import handlers_load
-    from .loop import CognitiveLoop
-    from .memory import AgentMemory
-    from .sdk import BrokerClient
+    from agents_vm.client.sdk import BrokerClient
+    from agents_vm.loop.cognitive import CognitiveLoop
+    from agents_vm.loop.handlers import handlers_load
+    from agents_vm.memory import AgentMemory
 
     config = load_config(config_path)
     memory = AgentMemory(config.memory_path, journal_key=config.journal_key)
@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "worker":
             return worker(args.config)
-        from .supervisor import Supervisor  # not needed by the worker or the shell commands
+        # not needed by the worker or the shell commands
+        from agents_vm.service.supervisor import Supervisor
 
         return Supervisor(load_config(args.config)).serve()
     except ConfigError as exc:

@@ -30,7 +30,7 @@ def _request(host: str, path: str, body: bytes, headers: dict[str, str]) -> byte
 def signed_calls(url: str, secrets: dict[str, str], count: int) -> Iterator[bytes]:
     """``count`` signed ``POST /api/v1/tool-calls/`` requests, the agents of ``secrets`` in
     turn, each with a fresh nonce (valid for the signature window: use them within minutes)."""
-    from agents_vm.signing import sign
+    from agents_vm.client.signing import sign
 
     host = urlsplit(url).netloc
     agents = list(secrets)

@@ -26,7 +26,7 @@ PAYLOAD = json.dumps(
 
 def signed(agent_id: str, secret: str) -> dict[str, str]:
     """Headers of a signed ``POST /api/v1/tool-calls/`` with ``PAYLOAD``."""
-    from agents_vm.signing import sign
+    from agents_vm.client.signing import sign
 
     ts, nonce = str(int(time.time())), tokens.token_hex(16)
     sig = sign(secret.encode(), "POST", "/api/v1/tool-calls/", ts, nonce, PAYLOAD)

@@ -83,7 +83,7 @@ def drill_worker(runs: int, receiver: Receiver) -> dict[str, int]:
 def drill_web(runs: int, receiver: Receiver) -> dict[str, int]:
     import httpx
 
-    from agents_vm.sdk import BrokerClient
+    from agents_vm.client.sdk import BrokerClient
     from brainframe.models import Agent, ToolCall
     from brainframe.services.access.credentials import agent_credential_issue
 
@@ -145,7 +145,7 @@ def drill_redis(runs: int, receiver: Receiver, redis: PrivateRedis) -> dict[str,
     from django.conf import settings
     from django.test import Client
 
-    from agents_vm.signing import sign
+    from agents_vm.client.signing import sign
     from brainframe.models import Agent
     from brainframe.services.access.credentials import agent_credential_issue
     from broker.services.approvals import approval_decide
@@ -195,7 +195,7 @@ def drill_postgres(runs: int, receiver: Receiver) -> dict[str, int]:
     while an approved call executes in a worker and two agents keep calling over HTTP."""
     from django.db import connections
 
-    from agents_vm.sdk import BrokerClient
+    from agents_vm.client.sdk import BrokerClient
     from brainframe.models import Agent, ToolCall
     from brainframe.services.access.credentials import agent_credential_issue
     from broker.services.approvals import approval_decide

@@ -38,7 +38,7 @@ def main() -> int:
     from django.db import transaction
     from django.test import Client
 
-    from agents_vm.signing import sign
+    from agents_vm.client.signing import sign
     from brainframe.models import Agent
     from brainframe.services.access.credentials import agent_credential_issue
 

@@ -218,7 +218,7 @@ def live_server_url(
         "RABS_REPLICA_URL": replica_standby["reader"] if replica_standby else "",
     }
     ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / "daphne.log"
+    log = ARTIFACTS / f"daphne-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log"
     server = start_daphne(env, port, log=log)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.test import Client
 
-from agents_vm.signing import sign
+from agents_vm.client.signing import sign
 
 
 class SignedClient:

@@ -23,7 +23,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from agents_vm.signing import sign
+from agents_vm.client.signing import sign
 from brainframe.models import Agent
 from brainframe.services.access.credentials import SigningKey, agent_secret_get
 

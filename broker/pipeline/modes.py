@@ -1,21 +1,21 @@
 """The pipeline's mode stage: a tool kept for some of Reggie's modes (``Tool.modes``; the read
 replica is for Super mode) is called only from a task in one of them. The mode is worked out here
 from the task's own query and channel, by the same selection the agent's runtime makes
-(``agents_vm.modes``, a pure function); nothing the agent says counts."""
+(``agents_vm.loop.modes``, a pure function); nothing the agent says counts."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agents_vm.modes import select_mode
+from agents_vm.loop.modes import select_mode
 
 from .context import CallContext, Outcome, Verdict
 
 
 def task_mode(task: Any) -> tuple[str, str]:
     """Reggie's mode for ``task`` (seed 000 §8), worked out as its agent's runtime does
-    (``agents_vm.modes``): from the task's own query and channel, which the agent cannot change;
-    a task with no query runs the full loop (super)."""
+    (``agents_vm.loop.modes``): from the task's own query and channel, which the agent cannot
+    change; a task with no query runs the full loop (super)."""
     payload = task.payload if isinstance(task.payload, dict) else {}
     query = payload.get("query")
     if not isinstance(query, str):

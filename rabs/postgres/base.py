@@ -10,6 +10,9 @@ which raises if it is dead, and the pool replaces it. A connection the network l
 passes, as it would pass the empty query a moment before the network fails: its first statement
 fails, and the request is refused ``503 database_unavailable`` with nothing done.
 
+A pool serves the database the settings name now: when they name another (Django sets up the
+test database by renaming it in the settings, and keeps a pool made before), a new pool is made.
+
 A process forked from one that had connections (a Celery worker's pool processes) starts with
 pools of its own: the connections it inherited share their sockets with the parent and its
 siblings, and two processes talking over one socket read each other's answers.
@@ -40,10 +43,20 @@ def socket_check(conn: Any) -> None:
 class DatabaseWrapper(base.DatabaseWrapper):
     @property
     def pool(self) -> Any:
-        made = self.alias in self._connection_pools  # type: ignore[attr-defined]
+        pools = self._connection_pools  # type: ignore[attr-defined]
+        settings = self.settings_dict
+        target = (settings["NAME"], settings["HOST"], settings["PORT"], settings["USER"])
+        made = self.alias in pools
+        if made and getattr(pools[self.alias], "rabs_target", target) != target:
+            # The settings moved to another database since the pool was made (the test
+            # database, set up after something had connected): a pool for the new one.
+            pools.pop(self.alias).close()
+            made = False
         pool = super().pool  # type: ignore[misc]
-        if not made and pool is not None and self.settings_dict["CONN_HEALTH_CHECKS"]:
-            pool._check = socket_check  # in place of Django's, once (psycopg-pool is pinned)
+        if not made and pool is not None:
+            pool.rabs_target = target
+            if settings["CONN_HEALTH_CHECKS"]:
+                pool._check = socket_check  # in place of Django's (psycopg-pool is pinned)
         return pool
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from agents_vm.config import ConfigError, load_config
+from agents_vm.loop.modes import select_mode
+from agents_vm.loop.phases import Phases
 from agents_vm.memory import MIGRATIONS, SCHEMA_VERSION, AgentMemory, JournalKeyError
-from agents_vm.modes import select_mode
-from agents_vm.phases import Phases
-from agents_vm.plan import PlanError, plan_validate
+from agents_vm.model.plan import PlanError, plan_validate
+from agents_vm.service.config import ConfigError, load_config
 
 KEY = os.urandom(32)
 TOOLS = ["roster.shift.read", "transport.vehicle.book", "comms.sms.send"]

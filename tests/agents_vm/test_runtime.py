@@ -25,7 +25,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from agents_vm.roles import looks_like_json
+from agents_vm.model.roles import looks_like_json
 from brainframe.models import (
     Agent,
     AgentTask,

@@ -12,14 +12,14 @@ from typing import Any
 import openai
 import pytest
 
-from agents_vm.config import ConfigError, load_config
-from agents_vm.constraints import DOMAINS, constraints_for_step, constraints_parse
-from agents_vm.dashboard import dashboard_page
-from agents_vm.handlers import HandlerError, Handlers, handler_check
+from agents_vm.loop.handlers import HandlerError, Handlers, handler_check
 from agents_vm.memory import AgentMemory
-from agents_vm.personas import Binding, Persona, Routing, route_resolve
-from agents_vm.prose import outcome_words, tools_words
-from agents_vm.roles import Actuator, ActuatorMiss, Dreamer, DreamRefused, looks_like_json
+from agents_vm.model.constraints import DOMAINS, constraints_for_step, constraints_parse
+from agents_vm.model.prose import outcome_words, tools_words
+from agents_vm.model.roles import Actuator, ActuatorMiss, Dreamer, DreamRefused, looks_like_json
+from agents_vm.service.config import ConfigError, load_config
+from agents_vm.service.dashboard import dashboard_page
+from agents_vm.service.personas import Binding, Persona, Routing, route_resolve
 from tests.llm_server import OpenAICompatibleServer
 
 KEY = os.urandom(32)

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.contrib.auth.models import Group
 
-from agents_vm.sdk import (
+from agents_vm.client.sdk import (
     BrokerClient,
     BrokerError,
     Denied,

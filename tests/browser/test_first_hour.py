@@ -20,7 +20,7 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.utils import timezone
 
-from agents_vm.sdk import BrokerClient, PendingApproval
+from agents_vm.client.sdk import BrokerClient, PendingApproval
 from brainframe.models import Agent, ApprovalRequest, ToolCall, ValidationPolicy
 from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe

@@ -330,7 +330,7 @@ def test_agent_containers_are_locked_down(agent: str, tmp_path: Path) -> None:
     )
     # The agent's configuration, with its secrets where the container has them: every address
     # it talks to is its own loopback (the sidecar), its control API too.
-    from agents_vm.config import load_config
+    from agents_vm.service.config import load_config
 
     text = (DOCKER / "agents" / f"{agent}.toml").read_text()
     secrets = tmp_path / "secrets"

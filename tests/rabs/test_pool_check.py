@@ -111,3 +111,25 @@ def test_a_forked_process_never_uses_its_parents_connections() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         assert cursor.fetchone()[0] == held
+
+
+def test_the_pool_follows_the_settings_to_another_database() -> None:
+    """Django sets up a test database by renaming it in the settings; a pool made before (by
+    anything that connected first) must not go on serving the database named before it: the
+    suite's tests would run, and flush, the developer's own database."""
+    name = connection.settings_dict["NAME"]
+    with connection.cursor() as cursor:  # the pool is made, for the test database
+        cursor.execute("SELECT current_database()")
+        assert cursor.fetchone()[0] == name
+    connection.close()
+    try:
+        connection.settings_dict["NAME"] = "postgres"
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_database()")
+            assert cursor.fetchone()[0] == "postgres"
+    finally:
+        connection.close()
+        connection.settings_dict["NAME"] = name
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_database()")
+        assert cursor.fetchone()[0] == name

@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents_vm.signing import sign
+from agents_vm.client.signing import sign
 from brainframe.models import Agent, AgentTask, EventLogEntry, WebhookDelivery, WebhookSubscription
 from brainframe.services.access.credentials import secret_open, secret_seal
 from brainframe.services.eventlog.reading import event_log_after

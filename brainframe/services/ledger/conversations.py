@@ -118,7 +118,7 @@ def _task_for_turn(turn: Turn, *, title: str, text: str) -> AgentTask:
             "session": turn.session.key if turn.session else None,
             "channel_context": turn.channel_context,
             "description": text,
-            # what the agent's mode selection reads (agents_vm.modes)
+            # what the agent's mode selection reads (agents_vm.loop.modes)
             "query": text,
             "channel": turn.channel_context.get("channel", "text"),
         },

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents_vm.signing import sign
+from agents_vm.client.signing import sign
 from brainframe.models import Agent, WebhookDelivery
 from brainframe.services.eventlog.webhooks import (
     WebhookRefusal,

@@ -20,7 +20,7 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.specs.openapi.checks import ignored_auth
 from schemathesis.transport.prepare import get_exclude_headers
 
-from agents_vm.signing import sign
+from agents_vm.client.signing import sign
 from brainframe.models import Agent
 from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe

@@ -1,7 +1,7 @@
 """``python -m agents_vm call`` and ``tools``: one signed request to the broker from a shell.
 
 For trying the broker, scripts and operators' checks; the agent service itself uses
-``agents_vm.sdk`` directly. The agent and its secret come from the environment
+``agents_vm.client.sdk`` directly. The agent and its secret come from the environment
 (``RABS_AGENT_ID``, ``RABS_AGENT_SECRET``, ``RABS_BROKER_URL``) or the flags.
 
 The answer is printed as one JSON object; the exit status says what happened (``EXIT``).
@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from .sdk import BrokerClient, BrokerError, Executed, Outcome, PendingApproval
+from agents_vm.client.sdk import BrokerClient, BrokerError, Executed, Outcome, PendingApproval
 
 #: Exit status by result (2 is argparse's: the command line itself was wrong).
 EXIT = {

@@ -1,7 +1,7 @@
 """Tool calls over the broker's MCP face (``transport = "mcp"``): the official ``mcp`` client with
 the agent's bearer token, one session kept open on a thread of its own, answering with the
-bodies the signed REST transport reads (``agents_vm.sdk.BrokerClient`` turns both into the same
-``Outcome`` kinds), so the cognitive loop does not know which one it runs on.
+bodies the signed REST transport reads (``agents_vm.client.sdk.BrokerClient`` turns both into
+the same ``Outcome`` kinds), so the cognitive loop does not know which one it runs on.
 
     tools = MCPTools("http://10.0.2.2:8000", token=TOKEN)
     body = tools.call_tool("roster.shift.read", {...}, reason="check Monday's cover")

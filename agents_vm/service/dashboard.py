@@ -19,7 +19,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-logger = logging.getLogger("agents_vm.dashboard")
+logger = logging.getLogger("agents_vm.service.dashboard")
 
 REFRESH_SECONDS = 5
 _HEADERS = {

@@ -7,8 +7,16 @@ import json
 import re
 from typing import Any
 
-from .plan import SAVE_PLAN_SCHEMA, Plan, Step
-from .sdk import Denied, Executed, Expired, InvalidArguments, Outcome, PendingApproval, Rejected
+from agents_vm.client.sdk import (
+    Denied,
+    Executed,
+    Expired,
+    InvalidArguments,
+    Outcome,
+    PendingApproval,
+    Rejected,
+)
+from agents_vm.model.plan import SAVE_PLAN_SCHEMA, Plan, Step
 
 REASON_PROPERTY = {
     "type": "string",
@@ -45,7 +53,7 @@ LOCAL_TOOLS: dict[str, dict[str, Any]] = {
     },
     "update_handler": {
         "description": (
-            "Change one of your own handlers (agents_vm/handlers.py): 'loop' takes config "
+            "Change one of your own handlers (agents_vm/loop/handlers.py): 'loop' takes config "
             "(e.g. {\"poll_seconds\": 5}); 'answer' and 'result' take Python code defining "
             "handle(...). A reviewer approves the change (agent.update_handler); it takes effect "
             "when your worker restarts: then ask for that with agent.restart_self."

@@ -30,10 +30,10 @@ from concurrent.futures import Future
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .config import Config
-from .memory import AgentMemory
+from agents_vm.memory import AgentMemory
+from agents_vm.service.config import Config
 
-logger = logging.getLogger("agents_vm.supervisor")
+logger = logging.getLogger("agents_vm.service.supervisor")
 
 DRAIN_SECONDS = 60.0
 _PR_SET_PDEATHSIG = 1
@@ -286,7 +286,7 @@ class Supervisor:
             self.httpd.shutdown()
 
     def dashboard_status(self) -> dict[str, Any]:
-        """What the agent's dashboard shows (``agents_vm.dashboard``)."""
+        """What the agent's dashboard shows (``agents_vm.service.dashboard``)."""
         with self.lock:
             return {
                 "agent_id": self.config.agent_id,
@@ -312,7 +312,8 @@ class Supervisor:
         self._record("supervisor_started", control=f"{self.config.control_host}:{port}")
         dashboard = None
         if self.config.dashboard_port is not None:
-            from .dashboard import Dashboard  # only a service with a [dashboard] needs it
+            # only a service with a [dashboard] needs it
+            from agents_vm.service.dashboard import Dashboard
 
             dashboard = Dashboard(
                 self.config.dashboard_host, self.config.dashboard_port, self.dashboard_status

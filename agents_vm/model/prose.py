@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .plan import Plan, Step
+from agents_vm.model.plan import Plan, Step
 
 MAX_RESULT_LINES = 40
 MAX_VALUE = 300

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-logger = logging.getLogger("agents_vm.handlers")
+logger = logging.getLogger("agents_vm.loop.handlers")
 
 NAMES = ("loop", "answer", "result")
 MAX_CODE = 20_000

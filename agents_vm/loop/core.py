@@ -21,10 +21,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .personas import route_resolve
-from .reflex import Reflex, _thread_of
+from agents_vm.loop.reflex import Reflex, _thread_of
+from agents_vm.service.personas import route_resolve
 
-logger = logging.getLogger("agents_vm.core")
+logger = logging.getLogger("agents_vm.loop.core")
 
 #: A smart route hands over only to an agent that fits at least this well.
 MIN_SMART_SCORE = 0.05

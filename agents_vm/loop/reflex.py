@@ -29,16 +29,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .constraints import constraints_for_step, constraints_parse, constraints_prompt
-from .handlers import Handlers
-from .personas import Persona
-from .phases import Drain
-from .plan import SAVE_PLAN_SCHEMA, Plan, Step
-from .prompting import LOCAL_TOOLS, function_specs
-from .prose import outcome_words, plan_words, tools_words, words
-from .roles import Actuator, ActuatorMiss, Dreamer, DreamRefused
+from agents_vm.loop.handlers import Handlers
+from agents_vm.loop.phases import Drain
+from agents_vm.model.constraints import constraints_for_step, constraints_parse, constraints_prompt
+from agents_vm.model.plan import SAVE_PLAN_SCHEMA, Plan, Step
+from agents_vm.model.prompting import LOCAL_TOOLS, function_specs
+from agents_vm.model.prose import outcome_words, plan_words, tools_words, words
+from agents_vm.model.roles import Actuator, ActuatorMiss, Dreamer, DreamRefused
+from agents_vm.service.personas import Persona
 
-logger = logging.getLogger("agents_vm.reflex")
+logger = logging.getLogger("agents_vm.loop.reflex")
 
 #: Payload fields that are plumbing, not part of what was asked.
 _PLUMBING = {"turn_id", "thread_id", "session", "channel_context", "channel", "query", "tools"}

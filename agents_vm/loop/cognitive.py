@@ -30,14 +30,21 @@ import logging
 import time
 from typing import Any
 
-from .core import Core
-from .modes import ModeChoice, select_mode
-from .phases import Drain, Phases
-from .prompting import fn_name, function_specs, offered, step_prompt, system_prompt, task_prompt
-from .reflex import _thread_of
-from .turns import TurnInterrupted, Turns, transcript
+from agents_vm.client.turns import TurnInterrupted, Turns, transcript
+from agents_vm.loop.core import Core
+from agents_vm.loop.modes import ModeChoice, select_mode
+from agents_vm.loop.phases import Drain, Phases
+from agents_vm.loop.reflex import _thread_of
+from agents_vm.model.prompting import (
+    fn_name,
+    function_specs,
+    offered,
+    step_prompt,
+    system_prompt,
+    task_prompt,
+)
 
-logger = logging.getLogger("agents_vm.loop")
+logger = logging.getLogger("agents_vm.loop.cognitive")
 
 
 #: Broker tools the model reaches through one of the loop's own tools instead.

@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-from .signing import sign
+from agents_vm.client.signing import sign
 
 
 class BrokerError(Exception):
@@ -159,7 +159,7 @@ class BrokerClient:
         if transport == "mcp":
             if not mcp_token:
                 raise ValueError("transport mcp needs a bearer token (mcp_token)")
-            from .mcp_client import MCPTools  # the mcp client loads only when it is used
+            from agents_vm.client.mcp import MCPTools  # the mcp client loads only when it is used
 
             self.mcp = MCPTools(self.base_url, token=mcp_token, timeout=timeout)
         elif transport != "rest":
@@ -239,7 +239,8 @@ class BrokerClient:
 
     def _over_mcp(self, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """A body from the MCP transport; its refusals raised as REST's are."""
-        from .mcp_client import MCPRefusal  # loaded with the transport, only when it is used
+        # loaded with the transport, only when it is used
+        from agents_vm.client.mcp import MCPRefusal
 
         try:
             body: dict[str, Any] = fn(*args, **kwargs)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .sdk import BrokerClient, BrokerError
+from agents_vm.client.sdk import BrokerClient, BrokerError
 
-logger = logging.getLogger("agents_vm.turns")
+logger = logging.getLogger("agents_vm.client.turns")
 
 
 class TurnInterrupted(Exception):

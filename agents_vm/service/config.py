@@ -34,7 +34,7 @@ Example (``agents_vm/example-config.toml``)::
     host = "127.0.0.1"                        # a LAN address in the compose deployment
     port = 3000                               # 0: a free port (written to data_dir/dashboard.port)
 
-    [personas.reception]                      # personas and routing: agents_vm/personas.py
+    [personas.reception]                      # personas and routing: agents_vm/service/personas.py
     identity_file = "IDENTITY.md"
 
     [loop]
@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .personas import Persona, PersonaError, Routing, personas_load, routing_load
+from agents_vm.service.personas import Persona, PersonaError, Routing, personas_load, routing_load
 
 
 class ConfigError(ValueError):

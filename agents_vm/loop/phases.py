@@ -17,14 +17,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .config import Config
-from .handlers import HandlerError, Handlers, handler_check
-from .memory import AgentMemory
-from .plan import Plan, PlanError, Step, plan_id, plan_validate
-from .prompting import outcome_dict, step_prompt
-from .sdk import BrokerClient, Outcome, PendingApproval
+from agents_vm.client.sdk import BrokerClient, Outcome, PendingApproval
+from agents_vm.loop.handlers import HandlerError, Handlers, handler_check
+from agents_vm.memory import AgentMemory
+from agents_vm.model.plan import Plan, PlanError, Step, plan_id, plan_validate
+from agents_vm.model.prompting import outcome_dict, step_prompt
+from agents_vm.service.config import Config
 
-logger = logging.getLogger("agents_vm.loop")
+logger = logging.getLogger("agents_vm.loop.cognitive")
 
 _FILENAME = re.compile(r"^[\w][\w.-]{0,120}$")
 

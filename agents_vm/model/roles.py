@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-logger = logging.getLogger("agents_vm.roles")
+logger = logging.getLogger("agents_vm.model.roles")
 
 DREAM_RETRIES = 1
 
