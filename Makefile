@@ -38,7 +38,7 @@ $(SECCOMP): broker/handlers/seccomp.py | $(STAMP)
 # The Matrix homeserver (Synapse) for chat, in a venv of its own: its pins are not ours.
 MATRIX := var/matrix-venv/.installed
 $(MATRIX): requirements/matrix.txt | $(STAMP)
-	$(PY) -m rabs.matrix install
+	$(PY) -m rabs.stack.matrix install
 
 install: $(STAMP) $(MODEL) $(LANDLOCK) $(SECCOMP) $(MATRIX)
 
@@ -76,11 +76,11 @@ $(BWRAP):
 	else echo "Script tools need bubblewrap: apt-get install -y bubblewrap"; exit 1; fi
 
 run: install $(BWRAP)
-	$(PY) -m rabs.devstack
+	$(PY) -m rabs.stack.devstack
 
 # Two web processes behind one port, two Celery workers, one beat.
 run-multi: install $(BWRAP)
-	RABS_WEB_PROCESSES=2 RABS_WORKER_PROCESSES=2 $(PY) -m rabs.devstack
+	RABS_WEB_PROCESSES=2 RABS_WORKER_PROCESSES=2 $(PY) -m rabs.stack.devstack
 
 # The 20 slowest steps are listed at the end (the suite should stay within about 12 minutes).
 # Two test processes (pytest-xdist), each with its own test database, Redis namespace, queue and
@@ -102,10 +102,10 @@ typecheck: install
 
 # Stop embedded servers left behind by a killed process.
 stop: install
-	$(PY) -m rabs.embedded stop
+	$(PY) -m rabs.stack.embedded stop
 
 status: install
-	$(PY) -m rabs.embedded status
+	$(PY) -m rabs.stack.embedded status
 
 clean: stop
 	rm -rf var

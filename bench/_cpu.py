@@ -62,7 +62,7 @@ def _embedded_roots() -> dict[str, int]:
     """The embedded servers' pids, if this process uses them."""
     roots = {}
     if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
-        from rabs import embedded
+        from rabs.stack import embedded
 
         state = embedded.status(embedded.var_dir())
         if not os.environ.get("DATABASE_URL") and isinstance(state["postgres_pid"], int):

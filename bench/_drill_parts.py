@@ -68,7 +68,7 @@ class Receiver:
 def _env() -> dict[str, str]:
     from django.conf import settings
 
-    from rabs.embedded import database_url
+    from rabs.stack.embedded import database_url
 
     db = settings.DATABASES["default"]
     return {
@@ -109,7 +109,7 @@ def _worker() -> subprocess.Popen[bytes]:
 
 def _web() -> tuple[str, Any]:
     """(base URL, start()) of a daphne process serving the app on a free local port."""
-    from rabs.devstack import free_port, start_daphne, wait_until_up
+    from rabs.stack.devstack import free_port, start_daphne, wait_until_up
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -1,4 +1,4 @@
-"""What the HTTP benchmarks share: the whole stack (``python -m rabs.devstack``: daphne
+"""What the HTTP benchmarks share: the whole stack (``python -m rabs.stack.devstack``: daphne
 processes behind one port, a Celery worker, beat) on the current (throwaway) database, with
 agents that may call ``roster.shift.read`` as fast as they like; signed calls offered at a rate
 (open loop); percentiles."""
@@ -67,8 +67,8 @@ def running_stack(agents: list[str], *, web: int = 2, name: str = "stack") -> It
 
     from brainframe.models import Agent, Tool
     from brainframe.services.access.credentials import agent_credential_issue
-    from rabs.devstack import free_port, launched
-    from rabs.embedded import database_url
+    from rabs.stack.devstack import free_port, launched
+    from rabs.stack.embedded import database_url
 
     Tool.objects.filter(tool_id="roster.shift.read").update(
         execution_mode="auto", agent_access=agents

@@ -3,8 +3,8 @@
     .venv/bin/python bench/broker_load.py [--web 2] [--concurrency 32] [--seconds 15]
                                           [--rate 100] [--high-rate 300] [--open-seconds 20]
 
-Starts ``python -m rabs.devstack`` on a throwaway database (``rabs_load``) with ``--web`` daphne
-processes behind one port, the rate limit lifted and DEBUG off; 8 agents (credentials issued
+Starts ``python -m rabs.stack.devstack`` on a throwaway database (``rabs_load``) with ``--web``
+daphne processes behind one port, the rate limit lifted and DEBUG off; 8 agents (credentials issued
 here) call ``roster.shift.read`` (auto: the whole pipeline, the hash-chained audit write and the
 handler) with RABS-HMAC signatures. The load comes from ``bench/_http.py``: requests built and
 signed before each phase, written on kept-alive connections (a general-purpose client cost as

@@ -199,7 +199,7 @@ def drill_postgres(runs: int, receiver: Receiver) -> dict[str, int]:
     from brainframe.models import Agent, ToolCall
     from brainframe.services.access.credentials import agent_credential_issue
     from broker.services.approvals import approval_decide
-    from rabs.embedded import restart_postgres
+    from rabs.stack.embedded import restart_postgres
 
     if os.environ.get("DATABASE_URL"):
         raise SystemExit("the postgres drill restarts the embedded server: unset DATABASE_URL")

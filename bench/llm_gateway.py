@@ -9,8 +9,8 @@ connection from the same client (``httpx``), one request at a time, interleaved 
 request (direct, ours, LiteLLM, direct, …) so all three see the same machine:
 
 - **direct**: the upstream itself;
-- **ours**: ``/llm/v1`` of the whole stack (``python -m rabs.devstack``, one daphne process, on a
-  throwaway database): key, model access, budget, the per-minute limits in Redis, the record;
+- **ours**: ``/llm/v1`` of the whole stack (``python -m rabs.stack.devstack``, one daphne process,
+  on a throwaway database): key, model access, budget, the per-minute limits in Redis, the record;
   the upstream marked internal (no PII redaction: an external upstream adds the PII filter's
   cost, see docs/performance.md);
 - **LiteLLM**: ``litellm[proxy]==1.108.7`` (installed into ``var/bench/litellm-venv`` on first
@@ -61,7 +61,7 @@ def _ensure_litellm() -> Path:
 @contextmanager
 def litellm_proxy(binary: Path, upstream: str) -> Iterator[str]:
     from bench._stack import wait_for_answer  # bench/ is not on the path at import
-    from rabs.devstack import free_port
+    from rabs.stack.devstack import free_port
 
     work = ROOT / "var" / "bench" / "litellm"
     work.mkdir(parents=True, exist_ok=True)

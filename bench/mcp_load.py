@@ -3,8 +3,8 @@
     .venv/bin/python bench/mcp_load.py [--concurrency 32] [--seconds 15] [--rate 100]
                                        [--open-seconds 20] [--rounds 2]
 
-**Ours**: the whole stack (``python -m rabs.devstack``, two daphne processes behind one port, a
-Celery worker, beat, PostgreSQL, Redis) on a throwaway database; 8 agents with MCP bearer tokens
+**Ours**: the whole stack (``python -m rabs.stack.devstack``, two daphne processes behind one port,
+a Celery worker, beat, PostgreSQL, Redis) on a throwaway database; 8 agents with MCP bearer tokens
 call ``time.get_current_time``, imported from an upstream ``mcp-server-time`` reached over
 Streamable HTTP: the whole pipeline (schema, Guardian on the arguments, directives, V-Pol, gate),
 the hash-chained audit, the forward to the upstream, the Guardian on its answer, the outcome.
@@ -63,7 +63,7 @@ ROSTER_TOOL = "roster_shift_read"
 
 
 def _free_port() -> int:
-    from rabs.devstack import free_port
+    from rabs.stack.devstack import free_port
 
     return free_port()
 

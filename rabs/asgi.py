@@ -1,5 +1,5 @@
-"""ASGI entry point (daphne): HTTP through Django's synchronous path (rabs.http), the MCP face at
-/mcp through the official SDK's transport (broker.mcp.gateway), the A2A face (agent cards and
+"""ASGI entry point (daphne): HTTP through Django's synchronous path (rabs.web.http), the MCP face
+at /mcp through the official SDK's transport (broker.mcp.gateway), the A2A face (agent cards and
 /a2a, broker.a2a.gateway), the model gateway at /llm/v1 (broker.llm.gateway), the board's
 websockets through Channels. The lifespan, when a server sends one, starts the MCP session
 manager; under daphne, which sends none, the first MCP request starts it."""
@@ -26,10 +26,10 @@ from broker.llm.gateway import LLMGateway  # noqa: E402
 from broker.llm.gateway import serves as llm_serves  # noqa: E402
 from broker.mcp.gateway import MCP_PATH, MCPGateway  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
-from rabs.http import SyncASGIHandler, form_parsing_off, http_threads  # noqa: E402
-from rabs.schema import schema_extensions_resolve  # noqa: E402
+from rabs.web.http import SyncASGIHandler, form_parsing_off, http_threads  # noqa: E402
+from rabs.web.schema import schema_extensions_resolve  # noqa: E402
 
-form_parsing_off()  # daphne's Twisted requests leave POST bodies to the app (rabs.http)
+form_parsing_off()  # daphne's Twisted requests leave POST bodies to the app (rabs.web.http)
 router = ProtocolTypeRouter(
     {
         "http": SyncASGIHandler(threads=http_threads()),

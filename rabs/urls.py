@@ -12,8 +12,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from broker.api.channel_views import appservice_other, appservice_transaction, appservice_user
 from dashboard.metrics import metrics
-from rabs.health import healthz, healthz_web
-from rabs.signin import AdminSignInForm, SignInForm
+from rabs.web.health import healthz, healthz_web
+from rabs.web.signin import AdminSignInForm, SignInForm
 
 admin.site.login_form = AdminSignInForm
 
@@ -54,6 +54,6 @@ def api_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 handler404 = api_not_found
 
 if settings.RABS_BENCH_ENDPOINTS:  # bench/broker_load.py only
-    from rabs.bench_views import bare_insert  # a benchmark's endpoint: never loaded otherwise
+    from rabs.web.bench_views import bare_insert  # a benchmark's endpoint: never loaded otherwise
 
     urlpatterns.append(path("bench/insert/", bare_insert))

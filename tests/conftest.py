@@ -24,11 +24,11 @@ from brainframe.models import Agent
 from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
 from broker.handlers.function import functions_register
-from rabs.devstack import free_port, start_daphne, wait_until_up
-from rabs.embedded import database_url, var_dir
-from rabs.matrix import Homeserver, Secrets
-from rabs.matrix import start as matrix_start
-from rabs.procs import parent_death_signal
+from rabs.stack.devstack import free_port, start_daphne, wait_until_up
+from rabs.stack.embedded import database_url, var_dir
+from rabs.stack.matrix import Homeserver, Secrets
+from rabs.stack.matrix import start as matrix_start
+from rabs.stack.procs import parent_death_signal
 from tests.signing import SignedClient
 
 # Run under `make test`, the suite dies with make (make's SIGTERM reaches it, but make killed
@@ -166,12 +166,12 @@ def matrix_plan() -> MatrixPlan:
 @pytest.fixture(scope="session")
 def replica_standby(django_db_setup: Any) -> Iterator[dict[str, str] | None]:
     """A streaming standby of the embedded PostgreSQL (the test database's cluster), one for
-    the whole session (``rabs.replica``): the URLs of its test database as the read-only role
+    the whole session (``rabs.stack.replica``): the URLs of its test database as the read-only role
     (``reader``) and as the cluster's superuser (``admin``), and the primary's (``primary``).
     None when the tests run on a server that is not the embedded one."""
     from pgserver.utils import PostmasterInfo  # only the embedded server's tests need it
 
-    from rabs.replica import replica_start, replica_stop
+    from rabs.stack.replica import replica_start, replica_stop
 
     db = settings.DATABASES["default"]
     primary = var_dir() / "pgdata"

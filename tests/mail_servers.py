@@ -105,7 +105,7 @@ class MailServer:
     def __init__(self, defer_next: int = 0) -> None:
         from aiosmtpd.controller import Controller
 
-        from rabs.devstack import free_port
+        from rabs.stack.devstack import free_port
 
         self.messages: list[tuple[list[str], Message]] = []
         self.defer_next = defer_next

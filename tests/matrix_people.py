@@ -18,7 +18,7 @@ from mautrix.api import HTTPAPI
 from mautrix.client import ClientAPI
 from mautrix.types import EventType, PaginationDirection, RoomID, UserID
 
-from rabs.matrix import Homeserver
+from rabs.stack.matrix import Homeserver
 
 _T = TypeVar("_T")
 

@@ -8,7 +8,7 @@ carrying the mark: SIGTERM, then SIGKILL for what is left after a few seconds.
 
 The embedded PostgreSQL and Redis and their lease watcher are left alone: another process (a
 ``make run`` of the same checkout) may share them, and the watcher stops them once no live process
-holds a lease (``rabs.embedded``).
+holds a lease (``rabs.stack.embedded``).
 """
 
 from __future__ import annotations

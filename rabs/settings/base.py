@@ -1,7 +1,7 @@
 """Settings for every environment, driven by environment variables (see ``.env.example``).
 
 With no ``DATABASE_URL`` / ``REDIS_URL`` the embedded PostgreSQL + pgvector and Redis under
-``var/`` are started (or reused) on import; see :mod:`rabs.embedded`.
+``var/`` are started (or reused) on import; see :mod:`rabs.stack.embedded`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from rabs.redis_urls import redis_urls
+from rabs.stack.redis_urls import redis_urls
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -29,7 +29,7 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 _database_url = env.str("DATABASE_URL", default="")
 _redis_url = env.str("REDIS_URL", default="")
 if not _database_url or not _redis_url:
-    from rabs.embedded import ensure_services
+    from rabs.stack.embedded import ensure_services
 
     _embedded = ensure_services()
     _database_url = _database_url or _embedded.database_url
@@ -60,7 +60,7 @@ REDIS = redis_urls(_redis_url)
 # --- Applications ------------------------------------------------------------------------------
 INSTALLED_APPS = [
     "daphne",
-    "rabs.admin_site.RabsAdminConfig",  # django.contrib.admin, its index grouped by concept
+    "rabs.web.admin_site.RabsAdminConfig",  # django.contrib.admin, its index grouped by concept
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -79,7 +79,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "rabs.middleware.ApiHostMiddleware",
+    "rabs.web.middleware.ApiHostMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -90,7 +90,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
-    "rabs.middleware.ProcessHeaderMiddleware",
+    "rabs.web.middleware.ProcessHeaderMiddleware",
 ]
 
 ROOT_URLCONF = "rabs.urls"
@@ -136,8 +136,8 @@ WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/board/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
-# Sign-in of people (board and admin) is throttled per username and client (rabs/signin.py).
-AUTHENTICATION_BACKENDS = ["rabs.signin.ThrottledModelBackend"]
+# Sign-in of people (board and admin) is throttled per username and client (rabs/web/signin.py).
+AUTHENTICATION_BACKENDS = ["rabs.web.signin.ThrottledModelBackend"]
 RABS_SIGNIN_FAILURES = env.int("RABS_SIGNIN_FAILURES", default=5)
 RABS_SIGNIN_LOCKOUT_SECONDS = env.int("RABS_SIGNIN_LOCKOUT_SECONDS", default=900)
 # A header our own proxy sets to the client's address (e.g. X-Real-IP); empty: REMOTE_ADDR.
@@ -148,7 +148,7 @@ MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "var" / "media")
 # --- Cache, channels, Celery: all on the one Redis ----------------------------------------------
 CACHES = {
     "default": {
-        "BACKEND": "rabs.cache.RedisCache",
+        "BACKEND": "rabs.web.cache.RedisCache",
         "LOCATION": REDIS.cache,
         "KEY_PREFIX": "rabs",
     }
@@ -274,7 +274,7 @@ RABS_SIGNATURE_WINDOW_SECONDS = env.int("RABS_SIGNATURE_WINDOW_SECONDS", default
 RABS_AGENT_RATE = env.str("RABS_AGENT_RATE", default="1200/min")
 # Largest request body the agent API reads (deliverables have their own limit).
 RABS_MAX_BODY_BYTES = env.int("RABS_MAX_BODY_BYTES", default=256 * 1024)
-# Threads per web process serving HTTP (rabs.http). Python runs one thread at a time, so a few
+# Threads per web process serving HTTP (rabs.web.http). Python runs one thread at a time, so a few
 # are enough to overlap database and Redis waits; more only contend (bench/broker_load.py: p99 at
 # 100/s 13-17 ms with 4, 17-30 ms with 10). At most the database pool's size.
 RABS_HTTP_THREADS = env.int("RABS_HTTP_THREADS", default=4)
@@ -309,7 +309,7 @@ RABS_DELIVERABLE_TYPES = {
     "jpg": "image/jpeg",
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = RABS_DELIVERABLE_MAX_BYTES + 1024 * 1024
-# The web processes answer 413 to any larger request body before reading it (rabs.http).
+# The web processes answer 413 to any larger request body before reading it (rabs.web.http).
 RABS_HTTP_MAX_BODY_BYTES = env.int("RABS_HTTP_MAX_BODY_BYTES", default=DATA_UPLOAD_MAX_MEMORY_SIZE)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # The gate's sampling rates: share of level-1 calls held for approval before execution, and

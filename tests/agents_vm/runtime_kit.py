@@ -22,7 +22,7 @@ from typing import Any
 
 from brainframe.models import Agent, AgentTask, LLMBudget
 from brainframe.services.llm.admission import llm_key_issue, llm_upstream_set
-from rabs.procs import die_with_parent
+from rabs.stack.procs import die_with_parent
 from tests.llm_server import OpenAICompatibleServer
 
 ROOT = Path(__file__).resolve().parents[2]

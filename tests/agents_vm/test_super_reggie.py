@@ -14,7 +14,7 @@ from brainframe.models import Agent, AgentTask, Tool, ToolCall
 from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.registry.replica import replica_grants_sync
 from brainframe.services.seed import seed_brainframe
-from rabs.replica import replica_lsn_caught_up
+from rabs.stack.replica import replica_lsn_caught_up
 from tests import factories as f
 from tests.agents_vm.runtime_kit import KEPT_TOOLS, agent_service, gateway_for, role_servers
 from tests.agents_vm.runtime_kit import task_ended as _ended

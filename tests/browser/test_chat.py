@@ -12,7 +12,7 @@ from django.test import Client
 from brainframe.models import Turn
 from brainframe.services.access.credentials import agent_credential_issue
 from broker.channels.matrix import bot_user_id
-from rabs.matrix import Homeserver
+from rabs.stack.matrix import Homeserver
 from tests import factories as f
 from tests.broker.channels.test_matrix_chat import chat_world, eventually
 from tests.signing import SignedClient

@@ -27,7 +27,7 @@ import httpx
 import pytest
 import yaml
 
-from rabs.devstack import free_port
+from rabs.stack.devstack import free_port
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 NGINX = "/usr/sbin/nginx"
@@ -93,7 +93,8 @@ def test_nothing_starts_before_the_schema_and_the_governance_baseline() -> None:
         "redis": {"condition": "service_healthy"},
     }
     assert services["db"]["healthcheck"] and services["redis"]["healthcheck"]
-    # Each web replica reports whether it can serve: PostgreSQL and Redis reached (rabs/health.py).
+    # Each web replica reports whether it can serve: PostgreSQL and Redis reached
+    # (rabs/web/health.py).
     assert "/healthz" in " ".join(services["web"]["healthcheck"]["test"])
     for name in ("web", "worker", "beat"):
         assert services[name]["depends_on"] == {

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rabs.devstack import beat_command
+from rabs.stack.devstack import beat_command
 
 
 def _schedule(argv: list[str]) -> str:

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from rabs.embedded import WATCH_GRACE_SECONDS, _pid_alive, database_url
-from rabs.redis_urls import redis_urls
+from rabs.stack.embedded import WATCH_GRACE_SECONDS, _pid_alive, database_url
+from rabs.stack.redis_urls import redis_urls
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -30,7 +30,7 @@ HOLDER = """
 import json, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
 import psycopg, redis
-from rabs.embedded import ensure_services, status, var_dir
+from rabs.stack.embedded import ensure_services, status, var_dir
 urls = ensure_services()
 with psycopg.connect(urls.database_url, autocommit=True) as conn:
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -71,7 +71,7 @@ def _status(var: Path) -> dict[str, Any]:
         [
             sys.executable,
             "-c",
-            "import json; from rabs.embedded import status, var_dir; "
+            "import json; from rabs.stack.embedded import status, var_dir; "
             "print(json.dumps(status(var_dir())))",
         ],
         cwd=ROOT,

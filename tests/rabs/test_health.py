@@ -12,7 +12,7 @@ import pytest
 from django.test import Client, override_settings
 
 from broker.liveness import FRESH_SECONDS, gone, heartbeat
-from rabs.devstack import free_port
+from rabs.stack.devstack import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +69,7 @@ def test_fresh_heartbeats_make_it_ok_and_stale_ones_do_not(
 
 def test_redis_unreachable_is_503_naming_it(client: Client) -> None:
     dead = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
-    caches = {"default": {"BACKEND": "rabs.cache.RedisCache", "LOCATION": dead}}
+    caches = {"default": {"BACKEND": "rabs.web.cache.RedisCache", "LOCATION": dead}}
     with override_settings(CACHES=caches):
         web = client.get("/healthz/web")
         whole = client.get("/healthz")

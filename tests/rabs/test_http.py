@@ -1,4 +1,4 @@
-"""HTTP through rabs.http (what daphne serves): Django's synchronous path on worker threads, the
+"""HTTP through rabs.web.http (what daphne serves): Django's synchronous path on worker threads, the
 answer sent by the event loop — status, headers, cookies and streamed files intact."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.test import Client
 
 from brainframe.models import Deliverable
 from brainframe.services.seed import seed_brainframe
-from rabs.http import SyncASGIHandler
+from rabs.web.http import SyncASGIHandler
 from tests import factories as f
 
 # The worker threads have database connections of their own: what they read must be committed.

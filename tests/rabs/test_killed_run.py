@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from rabs.devstack import free_port, start_daphne, wait_until_up
-from rabs.embedded import WATCH_GRACE_SECONDS, _pid_alive, ensure_services, stop_all
-from rabs.procs import die_with_parent
+from rabs.stack.devstack import free_port, start_daphne, wait_until_up
+from rabs.stack.embedded import WATCH_GRACE_SECONDS, _pid_alive, ensure_services, stop_all
+from rabs.stack.procs import die_with_parent
 from tests.reaper import TERM_GRACE_SECONDS, embedded_pids
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,7 @@ def test_a_killed_make_test_leaves_no_process_behind(
             time.sleep(0.2)
         running = _left(mark)
         commands = " ".join(running)
-        for part in ("pytest", "daphne", "celery", "postgres", "rabs.embedded"):
+        for part in ("pytest", "daphne", "celery", "postgres", "rabs.stack.embedded"):
             assert part in commands, f"{part} is not running in the run: {running}"
         # Redis rewrites its process title over its environment: found by its pid file instead.
         servers = embedded_pids(var)

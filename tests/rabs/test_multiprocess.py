@@ -28,8 +28,8 @@ from django.utils import timezone
 from brainframe.models import Agent, AgentCredential, ApprovalRequest, ToolCall
 from brainframe.services.access.credentials import agent_credential_issue
 from broker.audit.verify import verify_chain
-from rabs.devstack import free_port, launched
-from rabs.embedded import database_url
+from rabs.stack.devstack import free_port, launched
+from rabs.stack.embedded import database_url
 from tests import factories as f
 from tests.signing import signed_request
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from rabs.embedded import database_url
+from rabs.stack.embedded import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 

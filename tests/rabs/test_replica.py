@@ -1,4 +1,4 @@
-"""The embedded read replica's start-up module (``rabs.replica``): the standby stops with the
+"""The embedded read replica's start-up module (``rabs.stack.replica``): the standby stops with the
 embedded servers, and a pid file that is not its own is never acted on. (The standby itself —
 streaming, read-only, shared by the session — is exercised in
 tests/broker/handlers/test_replica.py.)"""
@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from rabs.embedded import stop_all
-from rabs.procs import die_with_parent
-from rabs.replica import Replica
+from rabs.stack.embedded import stop_all
+from rabs.stack.procs import die_with_parent
+from rabs.stack.replica import Replica
 
 _SLEEPER = (
     "import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); print('up', flush=True); "

@@ -19,7 +19,7 @@ from tests.conftest import ROOT
 CHECK = """
 import rabs.asgi
 import drf_spectacular.openapi  # what the first schema request imports
-from rabs.schema import EXTENSION_KINDS
+from rabs.web.schema import EXTENSION_KINDS
 
 every = [x for kind in EXTENSION_KINDS for x in kind._registry]
 print(len(every), [x.__name__ for x in every if isinstance(x.target_class, str)])

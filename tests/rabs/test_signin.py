@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.test import Client, override_settings
 
-from rabs.devstack import free_port
+from rabs.stack.devstack import free_port
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,7 @@
 """Super Reggie's read replica (seed 000 §8): the read-only role and what it may read.
 
-The replica is a PostgreSQL streaming standby of the primary (``rabs/replica.py`` starts one of
-the embedded server; a deployment names its own in ``RABS_REPLICA_URL``). Roles and grants are
+The replica is a PostgreSQL streaming standby of the primary (``rabs/stack/replica.py`` starts one
+of the embedded server; a deployment names its own in ``RABS_REPLICA_URL``). Roles and grants are
 written on the primary and replayed by the standby like everything else, so they are made here:
 
 - the role ``RABS_REPLICA_ROLE`` (``rabs_replica_reader``): may log in, inherits nothing, and

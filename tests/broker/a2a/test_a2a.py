@@ -36,8 +36,8 @@ from brainframe.models import Agent, AgentTask, LedgerEvent, OriginRegistry
 from brainframe.services.access.credentials import agent_credential_issue, agent_token_issue
 from brainframe.services.eventlog.webhooks import webhooks_run
 from brainframe.services.seed import seed_brainframe
-from rabs.devstack import free_port, start_daphne, wait_until_up
-from rabs.embedded import database_url
+from rabs.stack.devstack import free_port, start_daphne, wait_until_up
+from rabs.stack.embedded import database_url
 from tests.signing import signed_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

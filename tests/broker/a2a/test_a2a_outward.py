@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse
 
 from brainframe.models import Tool, ToolCall
 from brainframe.services.registry.tools import tool_set_enabled
-from rabs.devstack import free_port
+from rabs.stack.devstack import free_port
 from tests.signing import SignedClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

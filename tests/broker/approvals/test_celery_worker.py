@@ -17,7 +17,7 @@ from brainframe.models import Agent, ToolCall
 from broker.audit.hashing import arguments_hash
 from broker.services.approvals import approval_decide
 from rabs.celery import app as celery_app
-from rabs.embedded import database_url
+from rabs.stack.embedded import database_url
 from tests import factories as f
 from tests.mail_servers import SMTPServer, WebhookReceiver
 

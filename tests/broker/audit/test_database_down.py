@@ -11,7 +11,7 @@ import httpx
 import pytest
 from django.conf import settings
 
-from rabs.devstack import free_port, start_daphne, wait_until_up
+from rabs.stack.devstack import free_port, start_daphne, wait_until_up
 from tests.signing import signed_request
 
 pytestmark = pytest.mark.slow

@@ -36,7 +36,7 @@ from brainframe.services.ledger.channels import token_hash
 from brainframe.services.ledger.ledgers import normalise_address
 from brainframe.services.seed import seed_brainframe
 from broker.channels.matrix import bot_user_id
-from rabs.matrix import Homeserver
+from rabs.stack.matrix import Homeserver
 from tests.matrix_people import MatrixPerson
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

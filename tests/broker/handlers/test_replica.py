@@ -20,7 +20,7 @@ from django.test import Client
 from brainframe.models import Agent, AgentTask, ReplicaView, ToolCall
 from brainframe.services.registry.replica import replica_grants_sync
 from broker.audit.verify import verify_chain
-from rabs.replica import replica_lsn_caught_up
+from rabs.stack.replica import replica_lsn_caught_up
 from tests import factories as f
 from tests.signing import SignedClient
 

@@ -29,8 +29,8 @@ from brainframe.selectors import tools_for_agent
 from brainframe.services.access.credentials import agent_token_issue
 from brainframe.services.seed import seed_brainframe
 from broker.services.approvals import approval_decide
-from rabs.devstack import free_port, start_daphne, wait_until_up
-from rabs.embedded import database_url
+from rabs.stack.devstack import free_port, start_daphne, wait_until_up
+from rabs.stack.embedded import database_url
 from tests import factories as f
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

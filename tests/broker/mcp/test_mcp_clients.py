@@ -29,7 +29,7 @@ from brainframe.services.access.credentials import agent_token_issue
 from brainframe.services.llm.admission import llm_key_issue, llm_upstream_set
 from brainframe.services.seed import seed_brainframe
 from broker.services.approvals import approval_decide
-from rabs.procs import die_with_parent
+from rabs.stack.procs import die_with_parent
 from tests import factories as f
 from tests.conftest import MCP_HOLD as HOLD
 from tests.llm_server import OpenAICompatibleServer

@@ -14,7 +14,7 @@ a test session): in a session of its own, told by the kernel to stop when that p
 (an exclusive lock on it while it runs).
 
 With ``RABS_MATRIX_URL`` set, nothing is started: that homeserver is used, with the tokens of the
-registration its operator installed (``python -m rabs.matrix registration``).
+registration its operator installed (``python -m rabs.stack.matrix registration``).
 
 This module imports nothing from Django: the launcher uses it before settings exist.
 """
@@ -40,10 +40,10 @@ from typing import IO, Any
 
 import httpx
 
-from rabs.embedded import var_dir
-from rabs.procs import die_with_parent
+from rabs.stack.embedded import var_dir
+from rabs.stack.procs import die_with_parent
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 REQUIREMENTS = BASE_DIR / "requirements" / "matrix.txt"
 APPSERVICE_ID = "rabs"
 #: Our users' localparts: ``rabs_<agent>`` (a bot), ``rabs.<username>`` (staff on the board).
@@ -355,7 +355,7 @@ def for_stack(env: dict[str, str], web_url: str) -> Homeserver | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rabs.matrix")
+    parser = argparse.ArgumentParser(prog="python -m rabs.stack.matrix")
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("install", help="build var/matrix-venv from requirements/matrix.txt")
     reg = sub.add_parser(

@@ -8,7 +8,7 @@ running after it. Linux only (``PR_SET_PDEATHSIG``); elsewhere the child is star
 
 The signal follows the *thread* that started the child: start long-lived servers from the main
 thread. The embedded PostgreSQL and Redis daemonise and are not children of anyone; their lease
-watcher (``rabs.embedded``) stops them instead.
+watcher (``rabs.stack.embedded``) stops them instead.
 
 This module imports nothing from Django.
 """

@@ -8,8 +8,8 @@ servers. Each process that uses them holds a *lease*: its pid in ``var/embedded-
 edited under an exclusive file lock. When a process exits it drops its lease, and the last one out
 stops the servers it shares, so nothing keeps running that nobody started on purpose. A process
 that dies without cleaning up (``kill -9``, a killed test run) cannot drop its lease: a *lease
-watcher* (``python -m rabs.embedded watch``, started with the servers, one per ``var/``) checks
-twice a second and stops the servers once no live process has held a lease for
+watcher* (``python -m rabs.stack.embedded watch``, started with the servers, one per ``var/``)
+checks twice a second and stops the servers once no live process has held a lease for
 ``WATCH_GRACE_SECONDS``; then it exits, as it does when the servers are stopped by anyone else.
 
 This module imports nothing from Django: it runs before settings are configured. pgserver,
@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 class EmbeddedServiceError(RuntimeError):
@@ -308,9 +308,9 @@ def release(*, root: Path, owner: int) -> None:
 
 
 def stop_all(root: Path) -> None:
-    """Stop both servers regardless of leases (``python -m rabs.embedded stop``), and the read
-    replica that follows the PostgreSQL one (``rabs.replica``)."""
-    from rabs.replica import replica_stop
+    """Stop both servers regardless of leases (``python -m rabs.stack.embedded stop``), and the read
+    replica that follows the PostgreSQL one (``rabs.stack.replica``)."""
+    from rabs.stack.replica import replica_stop
 
     replica_stop(root / "pgreplica")
     _stop_redis(root)
@@ -341,7 +341,7 @@ def _start_watcher(root: Path) -> None:
     if _watcher_pid(root) is not None:
         return
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "rabs.embedded", "watch"],
+        [sys.executable, "-m", "rabs.stack.embedded", "watch"],
         cwd=BASE_DIR,
         env={**os.environ, "RABS_VAR_DIR": str(root)},
         stdin=subprocess.DEVNULL,
@@ -395,7 +395,7 @@ def status(root: Path) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rabs.embedded")
+    parser = argparse.ArgumentParser(prog="python -m rabs.stack.embedded")
     parser.add_argument("action", choices=["status", "stop", "watch"])
     args = parser.parse_args(argv)
     root = var_dir()

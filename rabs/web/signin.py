@@ -56,7 +56,7 @@ class ThrottledModelBackend(ModelBackend):
         if request is None or not username:
             return super().authenticate(request, username=username, password=password, **kwargs)
         key = _key(request, username)
-        client = cache.redis()  # type: ignore[attr-defined]  # rabs.cache.RedisCache
+        client = cache.redis()  # type: ignore[attr-defined]  # rabs.web.cache.RedisCache
         try:
             failures, ttl = client.pipeline(transaction=False).get(key).ttl(key).execute()
         except RedisError as exc:

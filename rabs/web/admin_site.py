@@ -178,4 +178,4 @@ class RabsAdminSite(admin.AdminSite):
 
 
 class RabsAdminConfig(AdminConfig):
-    default_site = "rabs.admin_site.RabsAdminSite"
+    default_site = "rabs.web.admin_site.RabsAdminSite"

@@ -5,14 +5,14 @@ that streams the primary's WAL, with its own replication connection over the pri
 the first time, then runs the standby's ``postgres`` as a child of the calling process (the
 binaries ship with ``pgserver``): read-only by construction (hot standby), listening only on a
 socket of its own. It ends when its parent ends — however it ends (the kernel's parent-death
-signal) — and ``replica_stop`` (called by ``rabs.embedded`` when the embedded servers stop)
+signal) — and ``replica_stop`` (called by ``rabs.stack.embedded`` when the embedded servers stop)
 stops one that is still running, so it never outlives the primary it follows.
 
 ``make run`` starts one under ``var/pgreplica`` and sets ``RABS_REPLICA_URL`` (the read-only
 role, ``manage.py replica_setup``) for its processes; the tests start one of their own per
 session. A deployment names its standby in ``RABS_REPLICA_URL`` instead.
 
-Like ``rabs.embedded``, this imports nothing from Django; pgserver, psycopg and pwd are
+Like ``rabs.stack.embedded``, this imports nothing from Django; pgserver, psycopg and pwd are
 imported inside the functions that use them (a deployment with its own replica never loads
 them).
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from rabs.procs import parent_death_signal
+from rabs.stack.procs import parent_death_signal
 
 STANDBY_PORT = 5433
 START_SECONDS = 60.0
@@ -72,7 +72,7 @@ def _system_user() -> tuple[int, int] | None:
 
 def _as(account: tuple[int, int] | None, *, die_with_parent: bool) -> None:
     """In the child: drop to ``account``, then ask for SIGINT (PostgreSQL's fast shutdown) when
-    the parent dies — after the change of user, which would clear it (``rabs.procs``)."""
+    the parent dies — after the change of user, which would clear it (``rabs.stack.procs``)."""
     if account is not None:
         os.setgid(account[1])
         os.setuid(account[0])

@@ -31,12 +31,12 @@ from typing import Any
 
 import httpx
 
-from rabs import matrix
-from rabs.embedded import ensure_services, var_dir
-from rabs.procs import die_with_parent
-from rabs.replica import replica_env
+from rabs.stack import matrix
+from rabs.stack.embedded import ensure_services, var_dir
+from rabs.stack.procs import die_with_parent
+from rabs.stack.replica import replica_env
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(sys.executable).parent  # daphne and celery of this environment
 
 
@@ -105,7 +105,7 @@ def wait_until_up(
 
 @contextmanager
 def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Iterator[str]:
-    """Run ``python -m rabs.devstack`` in the background with ``env`` (which names the port in
+    """Run ``python -m rabs.stack.devstack`` in the background with ``env`` (which names the port in
     ``RABS_PORT``), its output in ``log``; yields the base URL once ``/healthz`` answers,
     and stops everything it started on exit. For tests and benchmarks of the whole stack."""
     # No homeserver unless the caller asks for one: it is the chat tests' own (and the
@@ -118,7 +118,7 @@ def launched(env: dict[str, str], *, log: Path, timeout: float = 120.0) -> Itera
         env = {**env, "RABS_BEAT_SCHEDULE": str(schedule)}
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "rabs.devstack"],
+            [sys.executable, "-m", "rabs.stack.devstack"],
             cwd=BASE_DIR,
             env=env,
             stdout=out,
