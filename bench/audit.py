@@ -10,7 +10,7 @@ dropped at the end: audit rows can never be deleted, so they are not written int
   tool-call row, the agent's chain locked for the next ``seq``), (a) all on one
   agent's chain, (b) one chain per writer. The call is prepared once and embedding-after-commit
   is off: what is timed is the audit write. Prints chained rows/s, and the CPU per row of the
-  writers and of PostgreSQL (embedded server only; ``bench/_cpu.py``) with the rate that many
+  writers and of PostgreSQL (embedded server only; ``bench/common/cpu.py``) with the rate that many
   fully busy cores would allow at that cost. ``--bare-tables`` drops the audit tables' secondary
   indexes and foreign keys first (in the throwaway database), to show the floor of the write.
 - **verify**: writes ``verify-rows`` correctly chained rows for one agent with binary COPY
@@ -42,7 +42,7 @@ def _appends(writers: int, seconds: float, *, one_chain: bool) -> tuple[float, d
     """Chained rows/s, and the CPU milliseconds per row of the writers and of PostgreSQL."""
     from django.db import connection, connections
 
-    from bench._cpu import CpuMeter, per_request_ms
+    from bench.common.cpu import CpuMeter, per_request_ms
     from brainframe.models import Agent
     from broker.audit.record import record_decision
     from broker.pipeline.context import CallRequest, Outcome, Verdict
@@ -227,8 +227,8 @@ def main() -> int:
     django.setup()
     from django.conf import settings
 
-    from bench._cpu import describe
-    from bench._db import throwaway_database
+    from bench.common.cpu import describe
+    from bench.common.db import throwaway_database
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--writers", type=int, default=8)

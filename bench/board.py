@@ -52,10 +52,10 @@ ANSWERED: list[float] = []  # each call's HTTP answer time (ms), to tell the bro
 
 
 def _offer(url: str, secret: str, *, rate: float, seconds: float) -> dict[str, float]:
-    """Calls offered at ``rate`` by the lean client (``bench/_http.py``, signed beforehand: a
+    """Calls offered at ``rate`` by the lean client (``bench/common/http.py``, signed beforehand: a
     general-purpose client took a core of the two at 100/s): call id → when it was sent
     (epoch ms)."""
-    from bench._http import open_loop, signed_calls
+    from bench.common.http import open_loop, signed_calls
 
     requests = list(signed_calls(url, {AGENT: secret}, int(rate * seconds)))
     # Playwright's sync API keeps an event loop on this thread; the sender gets its own. The
@@ -84,8 +84,8 @@ def main() -> int:
     from django.test import Client
     from playwright.sync_api import sync_playwright
 
-    from bench._db import throwaway_database
-    from bench._stack import percentile, running_stack
+    from bench.common.db import throwaway_database
+    from bench.common.stack import percentile, running_stack
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rate", type=float, default=100)

@@ -6,14 +6,14 @@
 Starts ``python -m rabs.stack.devstack`` on a throwaway database (``rabs_load``) with ``--web``
 daphne processes behind one port, the rate limit lifted and DEBUG off; 8 agents (credentials issued
 here) call ``roster.shift.read`` (auto: the whole pipeline, the hash-chained audit write and the
-handler) with RABS-HMAC signatures. The load comes from ``bench/_http.py``: requests built and
+handler) with RABS-HMAC signatures. The load comes from ``bench/common/http.py``: requests built and
 signed before each phase, written on kept-alive connections (a general-purpose client cost as
 much CPU as half a decision, on the same two cores).
 
 (a) Closed loop at saturation: ``--concurrency`` clients for ``--seconds``; decisions/s and
     errors; then the bare endpoint of the same stack (``/bench/insert/``: one ORM INSERT) the
     same way, and the ratio. For both, the CPU each part of the stack spent per request (web,
-    worker, PostgreSQL, Redis, the load generator: ``bench/_cpu.py``), which drifts far less
+    worker, PostgreSQL, Redis, the load generator: ``bench/common/cpu.py``), which drifts far less
     between runs than the rates do.
 (b) Open loop: requests offered at ``--rate``/s for ``--open-seconds`` (each sent at its
     scheduled time whatever the others do, on an idle connection or a new one); latency from the
@@ -43,8 +43,8 @@ AGENTS = [f"load-{n}" for n in range(8)]
 
 def _closed(url: str, secrets_by_agent: dict[str, str], *, bare: bool, clients: int,
             seconds: float) -> dict[str, Any]:  # fmt: skip
-    from bench._cpu import CpuMeter, per_request_ms
-    from bench._http import bare_requests, closed_loop, signed_calls
+    from bench.common.cpu import CpuMeter, per_request_ms
+    from bench.common.http import bare_requests, closed_loop, signed_calls
 
     budget = int(seconds * (5000 if bare else 1500))  # more than this stack answers in time
     requests = list(
@@ -73,8 +73,8 @@ def _redis_commands() -> int:
 def _open(
     url: str, secrets_by_agent: dict[str, str], *, rate: float, seconds: float, bare: bool = False
 ) -> dict[str, Any]:
-    from bench._http import bare_requests, open_loop, signed_calls
-    from bench._stack import percentile
+    from bench.common.http import bare_requests, open_loop, signed_calls
+    from bench.common.stack import percentile
 
     count = int(rate * seconds)
     requests = list(
@@ -100,9 +100,9 @@ def main() -> int:
 
     django.setup()
 
-    from bench._cpu import describe
-    from bench._db import throwaway_database
-    from bench._stack import running_stack
+    from bench.common.cpu import describe
+    from bench.common.db import throwaway_database
+    from bench.common.stack import running_stack
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--web", type=int, default=2)

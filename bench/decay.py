@@ -31,7 +31,7 @@ def main() -> int:
     from django.db import connection
     from django.utils import timezone
 
-    from bench._db import throwaway_database
+    from bench.common.db import throwaway_database
     from brainframe.choices import ContextBucket
     from brainframe.services.memory.relevance import decay_run
 

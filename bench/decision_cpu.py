@@ -82,9 +82,9 @@ def main() -> int:
     django.setup()
     from django.test import Client
 
-    from bench._cpu import CpuMeter, per_request_ms
-    from bench._db import throwaway_database
-    from bench._stack import PAYLOAD, signed
+    from bench.common.cpu import CpuMeter, per_request_ms
+    from bench.common.db import throwaway_database
+    from bench.common.stack import PAYLOAD, signed
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=2000)

@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._drill_parts import (
+from bench.common.drill_parts import (
     DB,
     QUEUE,
     WORKER_LOG,
@@ -284,7 +284,7 @@ def _main(args: argparse.Namespace, redis: PrivateRedis) -> int:
 
     from django.conf import settings
 
-    from bench._db import throwaway_database
+    from bench.common.db import throwaway_database
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
     WORKER_LOG.unlink(missing_ok=True)  # this invocation's workers only

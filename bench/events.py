@@ -196,7 +196,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from bench._db import throwaway_database
+    from bench.common.db import throwaway_database
 
     with throwaway_database(BENCH_DB):
         decision_path(args.calls)

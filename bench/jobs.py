@@ -33,7 +33,7 @@ def main() -> int:
     from django.db import connection
     from django.utils import timezone
 
-    from bench._db import throwaway_database
+    from bench.common.db import throwaway_database
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--tools", type=int, default=1000)

@@ -209,7 +209,7 @@ def main() -> None:
     django.setup()
     from django.test.utils import setup_test_environment
 
-    from bench._db import throwaway_database
+    from bench.common.db import throwaway_database
 
     setup_test_environment()  # the test client's hosts
     with throwaway_database(BENCH_DB):

@@ -60,7 +60,7 @@ def _ensure_litellm() -> Path:
 
 @contextmanager
 def litellm_proxy(binary: Path, upstream: str) -> Iterator[str]:
-    from bench._stack import wait_for_answer  # bench/ is not on the path at import
+    from bench.common.stack import wait_for_answer  # bench/ is not on the path at import
     from rabs.stack.devstack import free_port
 
     work = ROOT / "var" / "bench" / "litellm"
@@ -162,8 +162,8 @@ def main() -> int:
     django.setup()
     import logging
 
-    from bench._db import throwaway_database
-    from bench._stack import running_stack
+    from bench.common.db import throwaway_database
+    from bench.common.stack import running_stack
     from tests.llm_server import OpenAICompatibleServer
 
     parser = argparse.ArgumentParser()

@@ -19,9 +19,9 @@ Streamable HTTP by ContextForge's ``mcpgateway.translate`` bridge.
 **Beside them, on the same stack**: the REST face deciding ``roster.shift.read`` for signed
 agents (``bench/broker_load.py``'s call), and the MCP face calling that same local read (what the
 face costs without the forward); the ratios MCP/REST are printed per round, and the CPU each
-part of our stack spent per call (``bench/_cpu.py``).
+part of our stack spent per call (``bench/common/cpu.py``).
 
-The load is raw JSON-RPC over kept-alive HTTP/1.1 connections (``bench/_http.py``), requests
+The load is raw JSON-RPC over kept-alive HTTP/1.1 connections (``bench/common/http.py``), requests
 built beforehand; an answer counts only if it is a successful tool result. (a) closed loop:
 ``--concurrency`` clients for ``--seconds``, calls/s and errors; (b) open loop: calls offered at
 ``--rate``/s for ``--open-seconds``, latency from the scheduled send, p50/p99. ``--rounds``
@@ -107,7 +107,7 @@ def _process(args: list[str], log: Path, env: dict[str, str] | None = None) -> I
 @contextmanager
 def upstream(python: Path, name: str) -> Iterator[str]:
     """``mcp-server-time`` over stdio, exposed at ``/mcp`` by ContextForge's bridge."""
-    from bench._stack import wait_for_answer  # bench/ is not on the path at import
+    from bench.common.stack import wait_for_answer  # bench/ is not on the path at import
 
     port = _free_port()
     command = f"{python} -m mcp_server_time"
@@ -153,7 +153,7 @@ def _cf_env() -> dict[str, str]:
 @contextmanager
 def contextforge(python: Path, upstream_url: str) -> Iterator[tuple[str, str, str]]:
     """ContextForge forwarding to ``upstream_url``: (its MCP URL, a JWT, the tool's name)."""
-    from bench._stack import wait_for_answer  # bench/ is not on the path at import
+    from bench.common.stack import wait_for_answer  # bench/ is not on the path at import
 
     for stale in WORK.glob("cf.db*"):
         stale.unlink()
@@ -194,7 +194,7 @@ def contextforge(python: Path, upstream_url: str) -> Iterator[tuple[str, str, st
 
 
 def _rpc(url: str, headers: dict[str, str], body: dict[str, Any]) -> bytes:
-    from bench._http import _request
+    from bench.common.http import _request
 
     base = {
         "Content-Type": "application/json",
@@ -296,7 +296,7 @@ def _succeeded(status: int, body: bytes) -> bool:
 
 
 async def closed(url: str, requests: list[bytes], *, clients: int, seconds: float) -> dict:
-    from bench._http import Connection
+    from bench.common.http import Connection
 
     pending = iter(requests)
     ok = failed = 0
@@ -332,8 +332,8 @@ async def closed(url: str, requests: list[bytes], *, clients: int, seconds: floa
 
 
 async def opened(url: str, requests: list[bytes], *, rate: float) -> dict:
-    from bench._http import Connection
-    from bench._stack import percentile
+    from bench.common.http import Connection
+    from bench.common.stack import percentile
 
     idle: list[Connection] = []
     latencies: list[float] = []
@@ -387,10 +387,10 @@ def main() -> int:
     import django
 
     django.setup()
-    from bench._cpu import CpuMeter, describe, per_request_ms
-    from bench._db import throwaway_database
-    from bench._http import signed_calls
-    from bench._stack import running_stack
+    from bench.common.cpu import CpuMeter, describe, per_request_ms
+    from bench.common.db import throwaway_database
+    from bench.common.http import signed_calls
+    from bench.common.stack import running_stack
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--concurrency", type=int, default=32)

@@ -46,7 +46,7 @@ def main() -> int:
     from django.db import connection
     from pgvector.psycopg import register_vector
 
-    from bench._stack import percentile
+    from bench.common.stack import percentile
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)

@@ -131,7 +131,7 @@ def main() -> int:
     django.setup()
     from django.utils import timezone
 
-    from bench._db import throwaway_database
+    from bench.common.db import throwaway_database
     from brainframe.models import Agent, ValidationPolicy
     from brainframe.selectors import history_count
     from broker.pipeline.context import CallContext, CallRequest, ChainTags

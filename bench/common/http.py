@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from bench._stack import PAYLOAD
+from bench.common.stack import PAYLOAD
 
 CALLS_PATH = "/api/v1/tool-calls/"
 
