@@ -27,9 +27,8 @@ from broker.services.approvals import (
     reviewer_groups,
 )
 from broker.services.batches import approvals_decide_batch
-
-from . import selectors
-from .cards import card_context, may_add_reviewers
+from dashboard.data import selectors
+from dashboard.live.cards import card_context, may_add_reviewers
 
 
 def _card(request: HttpRequest, approval: ApprovalRequest, **extra: Any) -> dict[str, Any]:

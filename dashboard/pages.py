@@ -31,10 +31,9 @@ from brainframe.services.eventlog.reading import event_log_feed
 from brainframe.services.hooks.checks import HookError
 from brainframe.services.hooks.lifecycle import hook_resource, hook_review, hook_set_enabled
 from broker.handlers.replica import replica_status
-
-from .charts import bar_chart
-from .metrics import daily_levels, service_levels
-from .render import render_feed_row
+from dashboard.data.charts import bar_chart
+from dashboard.data.metrics import daily_levels, service_levels
+from dashboard.live.render import render_feed_row
 
 
 def _moment(request: HttpRequest, field: str) -> datetime | None:

@@ -2,6 +2,6 @@ from __future__ import annotations
 
 from django.urls import path
 
-from .consumers import BoardConsumer
+from dashboard.live.consumers import BoardConsumer
 
 websocket_urlpatterns = [path("ws/board/", BoardConsumer.as_asgi())]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import approvals, conversations, pages, proposals, views
+from dashboard import approvals, conversations, pages, proposals, views
 
 app_name = "dashboard"
 

@@ -1,5 +1,5 @@
 """The live board (HTMX): an agent's board, notes, the council, supervisors, chains (the
-approvals pages are ``dashboard.approvals``). Views read through ``dashboard.selectors`` and
+approvals pages are ``dashboard.approvals``). Views read through ``dashboard.data.selectors`` and
 decide through the same services as the API and the admin; partials are the same templates the
 websocket pushes."""
 
@@ -37,8 +37,7 @@ from brainframe.models import (
 from brainframe.selectors import flatten, origin_chain
 from brainframe.services.council.votes import CouncilError, is_member, proposal_vote, tally
 from brainframe.services.work.supervisors import SupervisorError, supervisor_command
-
-from . import selectors
+from dashboard.data import selectors
 
 
 def _selected_agent(request: HttpRequest) -> Agent | None:

@@ -11,7 +11,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from broker.api.channel_views import appservice_other, appservice_transaction, appservice_user
-from dashboard.metrics import metrics
+from dashboard.data.metrics import metrics
 from rabs.web.health import healthz, healthz_web
 from rabs.web.signin import AdminSignInForm, SignInForm
 

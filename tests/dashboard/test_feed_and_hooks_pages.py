@@ -14,7 +14,7 @@ from django.utils import timezone
 from brainframe.events import TaskChanged, emit
 from brainframe.models import Agent, EventLogEntry, Hook
 from brainframe.services.hooks.lifecycle import hook_propose
-from dashboard.render import render_feed_row
+from dashboard.live.render import render_feed_row
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

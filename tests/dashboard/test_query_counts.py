@@ -20,7 +20,7 @@ from brainframe.events import (
     ToolCallChanged,
 )
 from brainframe.models import Agent, AgentTask, ApprovalRequest, MonitoringLevelChange, ToolCall
-from dashboard.render import render_event
+from dashboard.live.render import render_event
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

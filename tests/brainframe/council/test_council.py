@@ -363,7 +363,7 @@ def test_verify_audit_finds_a_rewritten_vote(council: list[Any]) -> None:
 def test_each_vote_updates_the_tally_on_open_boards(council: list[Any]) -> None:
     from brainframe.events import CouncilChanged, event_from_wire
     from brainframe.services.council.votes import tally
-    from dashboard.render import render_event
+    from dashboard.live.render import render_event
 
     proposal = _vote(_open(council[0]), council[1], "yes")
     event = CouncilChanged.of(proposal, tally(proposal))

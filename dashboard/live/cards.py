@@ -10,8 +10,7 @@ from brainframe.models import ApprovalRequest, ReasonLog, ToolCall
 from brainframe.services.registry.tools import reviewer_summary
 from broker.services.approvals import awaiting_worker, can_decide
 from broker.services.why import why_here
-
-from . import selectors
+from dashboard.data import selectors
 
 Status = ApprovalRequest.Status
 

@@ -9,8 +9,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from brainframe.events import BOARD_GROUP, Event, ToolCallChanged, event_from_wire
-
-from .render import (
+from dashboard.live.render import (
     CONVERSATION_FAMILY,
     ran_after_approval,
     render_approved_call,

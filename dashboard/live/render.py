@@ -37,9 +37,8 @@ from brainframe.events import (
 from brainframe.models import Agent, AgentTask, ApprovalRequest, MonitoringLevelChange, ToolCall
 from brainframe.services.eventlog.reading import event_summary
 from broker.services.approvals import OPEN
-
-from . import selectors
-from .cards import card_context
+from dashboard.data import selectors
+from dashboard.live.cards import card_context
 
 _UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _UUID = re.compile(f"^{_UUID_TEXT}$")

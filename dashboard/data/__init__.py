@@ -1,0 +1,4 @@
+"""What the board reads and draws (seed 000 §12 admin dashboard): ``selectors`` reads what the
+pages show in as few queries as possible, ``metrics`` the reviewers' service levels and the
+broker's counters (``/metrics``), ``charts`` small server-side SVG charts (no script, no CDN).
+"""
