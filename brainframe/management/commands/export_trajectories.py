@@ -8,9 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from brainframe.management.moments import since_moment
 from brainframe.services.trust.trajectories import OUTCOMES, trajectories_export
-
-from ._moments import since_moment
 
 
 class Command(BaseCommand):

@@ -7,9 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from brainframe.management.moments import since_moment
 from brainframe.services.eventlog.views import VIEWS, view_replay
-
-from ._moments import since_moment
 
 
 class Command(BaseCommand):

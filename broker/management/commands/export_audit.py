@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from brainframe.management.commands._moments import since_moment
+from brainframe.management.moments import since_moment
 from broker.audit.export import audit_export
 
 

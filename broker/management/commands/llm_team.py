@@ -8,8 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brainframe.models import Agent, LLMTeam
-
-from ._limits import add_limit_options, apply_limit_options, limits_shown
+from broker.management.limits import add_limit_options, apply_limit_options, limits_shown
 
 
 class Command(BaseCommand):
