@@ -188,9 +188,16 @@ def test_progress_and_log_entries_while_a_call_is_held(mcp_url: str, world: dict
 
     async def run() -> types.CallToolResult:
         async with connect(mcp_url, world["token"], logging_callback=on_log) as client:
-            return await client.call_tool(
+            result = await client.call_tool(
                 "transport_vehicle_book", BOOK, progress_callback=on_progress
             )
+            # The session's own stream tells of the decision, on its own schedule: it may
+            # arrive just after the call's answer.
+            for _ in range(200):
+                if len(entries) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            return result
 
     reviewer = threading.Thread(
         target=_approve_when_pending, args=(world["reviewer"],), kwargs={"after": 3.5}
