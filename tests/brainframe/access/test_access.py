@@ -3,7 +3,6 @@ permissions intersected with the agent's in the broker, and the three-axis caps.
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from io import StringIO
 from typing import Any
@@ -11,9 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
-from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
@@ -23,77 +20,23 @@ from brainframe.models import (
     Agent,
     ApprovalRequest,
     CapabilityGrant,
-    ChannelAdapter,
-    ChannelIdentity,
-    ContextBucketEntry,
-    Deliverable,
-    EventLogEntry,
-    MacRule,
     OriginRegistry,
-    Person,
     ToolCall,
-    Turn,
 )
 from brainframe.safety.policy.acl import AclDocumentError, acl_decide, acl_facts, acl_parse
 from brainframe.services.access.grants import grants_expire
-from brainframe.services.hooks.lifecycle import hook_propose
-from brainframe.services.hooks.runner import hooks_run
-from brainframe.services.ledger.channels import token_hash
 from brainframe.services.seed import DEMO_ACL
 from broker.services.approvals import approval_decide
 from tests import factories as f
+from tests.brainframe.access.conftest import task_of
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db
-
-TOKEN = {
-    "sms": "sms-token-0123456789",
-    "email": "mail-token-012345678",
-    "chat": "chat-token-01234567",
-}
-
-
-@pytest.fixture
-def inbound(seeded: None, client: Client) -> Any:
-    """SMS, e-mail and chat adapters handing messages to Henry (the ACL may route elsewhere);
-    returns a function that posts one message and answers its JSON."""
-    henry = Agent.objects.get(agent_id="henry")
-    for channel, token in TOKEN.items():
-        ChannelAdapter.objects.create(
-            name=f"{channel}-in", channel=channel, agent=henry, token_hash=token_hash(token)
-        )
-    f.ToolFactory(tool_id="ndis.notes.read", agent_access=["reggie", "henry"], input_schema={
-        "type": "object", "properties": {"participant_id": {"type": "string"}}})  # fmt: skip
-    f.ToolFactory(tool_id="test.report.write", agent_access=["reggie", "henry"])
-    sent = iter(range(1, 1000))
-
-    def post(channel: str, sender: str, text: str = "hello", **more: Any) -> dict[str, Any]:
-        payload: dict[str, Any] = {"message_id": f"m{next(sent)}", "text": text, **more}
-        if channel == "sms":
-            payload = {"message_id": payload["message_id"], "from": sender, "body": text}
-        elif channel == "email":
-            payload.update({"from": sender, "subject": "hi"})
-        else:
-            payload["sender"] = sender
-        response = client.post(
-            f"/api/v1/channels/{channel}-in/",
-            json.dumps(payload),
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {TOKEN[channel]}",
-        )
-        assert response.status_code == 201, response.content
-        return dict(response.json())
-
-    return post
 
 
 def _acl_of(body: dict[str, Any]) -> dict[str, Any]:
     origin = OriginRegistry.objects.get(pk=body["o_tag"])
     return {"policy": origin.metadata["acl"]["policy"], "principal": origin.principal}
-
-
-def _task_of(body: dict[str, Any]) -> str:
-    return str(Turn.objects.get(pk=body["turn_id"]).task_id)
 
 
 def _call(agent: SignedClient, tool_id: str, arguments: dict[str, Any], **more: Any) -> Any:
@@ -217,7 +160,7 @@ def test_the_agent_and_the_person_must_both_allow_a_call(
     inbound: Any, reggie: SignedClient, henry: SignedClient
 ) -> None:
     family = inbound("sms", "0400000102", "How is Ruby?")
-    task = _task_of(family)
+    task = task_of(family)
     own = _call(reggie, "ndis.notes.read", {"participant_id": "P-1042"}, task_id=task)
     assert own["status"] == "executed", own
     other = _call(reggie, "ndis.notes.read", {"participant_id": "P-2000"}, task_id=task)
@@ -245,7 +188,7 @@ def test_the_agent_and_the_person_must_both_allow_a_call(
 
     # An unknown sender: replies to the sender only.
     stranger = inbound("sms", "+61499999999", "call me back?")
-    task = _task_of(stranger)
+    task = task_of(stranger)
     elsewhere = _call(reggie, "comms.sms.send", {"to": "+61400000101", "message": "hi"},
                       task_id=task)  # fmt: skip
     assert elsewhere["code"] == "principal_scope" and "not the sender" in elsewhere["detail"]
@@ -258,7 +201,7 @@ def test_the_agent_and_the_person_must_both_allow_a_call(
     policy.document = policy.document.replace('"*.notes.read",', "")
     policy.save()
     again = _call(reggie, "ndis.notes.read", {"participant_id": "P-1042"},
-                  task_id=_task_of(family))  # fmt: skip
+                  task_id=task_of(family))  # fmt: skip
     assert again["code"] == "principal_not_allowed" and "family-access v2" in again["detail"]
 
 
@@ -343,7 +286,7 @@ def test_a_persons_grant_from_request_to_revocation(
     # A reviewer, and a coordinator: family-access names coordinators as its people's owners.
     reviewer.groups.add(Group.objects.get(name="reviewers"), Group.objects.get(name="coordinator"))
     family = inbound("sms", "0400000102", "Please send me Ruby's monthly report")
-    task = _task_of(family)
+    task = task_of(family)
     refused = _call(reggie, "test.report.write", {"q": "x"}, task_id=task)
     assert refused["code"] == "principal_not_allowed"
 
@@ -372,7 +315,7 @@ def test_a_persons_grant_from_request_to_revocation(
     assert f"under grant {grant.pk}" in ToolCall.objects.get(pk=used["call_id"]).decision_detail
     # Only for Linh: her daughter's own chain is not widened.
     ruby = inbound("sms", "+61400000101", "send my report")
-    other = _call(reggie, "test.report.write", {"q": "x"}, task_id=_task_of(ruby))
+    other = _call(reggie, "test.report.write", {"q": "x"}, task_id=task_of(ruby))
     assert other["code"] == "principal_not_allowed"
 
     # Expiry: refused from the moment it runs out, withdrawn by the minute job.
@@ -423,133 +366,3 @@ def test_a_person_grant_needs_a_person_behind_the_chain(
 
 
 # --- sharing: DAC → MAC → ABAC -------------------------------------------------------------------
-
-
-def test_sharing_a_deliverable_dac_mac_abac(inbound: Any, reggie: SignedClient) -> None:
-    henry = Agent.objects.get(agent_id="henry")
-    item = Deliverable.objects.create(
-        agent=henry, file=SimpleUploadedFile("plan.txt", b"Ruby's support plan"),
-        filename="plan.txt", content_type="text/plain", size_bytes=19, sha256="x" * 64,
-        participant_id="P-1042", data_class="health",
-    )  # fmt: skip
-    url = f"/api/v1/deliverables/{item.pk}/"
-
-    def read(**params: str) -> Any:
-        return reggie.get(
-            url + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
-        )
-
-    # DAC: the owner shares it with nobody.
-    refused = read()
-    assert refused.status_code == 403 and refused.json()["code"] == "share_denied"
-    assert refused.json()["detail"].startswith("dac:")
-
-    # Shared with all: Reggie reads it on his own work, and for Ruby's mother...
-    Deliverable.objects.filter(pk=item.pk).update(boundary="all")
-    mine = read()
-    assert mine.status_code == 200 and b"".join(mine.streaming_content) == b"Ruby's support plan"
-    linh = inbound("sms", "0400000102", "can I see Ruby's plan?")
-    assert read(task_id=_task_of(linh)).status_code == 200
-    # ...but MAC wins over the owner's "all": not for another participant's family.
-    sam = Person.objects.create(name="Sam Lee", relationship="participant",
-                                attributes={"participant_id": "P-2000"})  # fmt: skip
-    dad = Person.objects.create(name="Joe Lee", relationship="family", acts_for=sam)
-    ChannelIdentity.objects.create(person=dad, channel="sms", address="+61400000999")
-    other = inbound("sms", "0400000999", "send me the plan")
-    across = read(task_id=_task_of(other))
-    assert across.status_code == 403 and across.json()["detail"].startswith("mac: MAC-1")
-
-    # ask: the item's policy decides, over the requester's attributes.
-    Deliverable.objects.filter(pk=item.pk).update(
-        boundary="ask",
-        share_policy={"field": "requester.trust_level", "op": "eq", "value": "operator"},
-    )
-    assert read().json()["detail"].startswith("abac:")
-    Agent.objects.filter(agent_id="reggie").update(trust_level="operator")
-    assert read().status_code == 200
-
-    # Every decision kept, allowed or not.
-    kept = EventLogEntry.objects.filter(name="governance:share_decided").order_by("id")
-    assert [(e.payload["allowed"], e.payload["layer"]) for e in kept] == [
-        (False, "dac"), (True, "dac"), (True, "dac"), (False, "mac"), (False, "abac"),
-        (True, "abac"),
-    ]  # fmt: skip
-    assert read(task_id="nope").json()["field"] == "task_id"
-
-
-def test_mac_rules_are_a_ratchet(seeded: None) -> None:
-    assert MacRule.objects.filter(code="MAC-1").exists()
-    with (
-        pytest.raises(Exception, match="append_only"),
-        transaction.atomic(),
-        connection.cursor() as c,
-    ):
-        c.execute("UPDATE mac_rules SET reason = 'relaxed' WHERE code = 'MAC-1'")
-    with (
-        pytest.raises(Exception, match="append_only"),
-        transaction.atomic(),
-        connection.cursor() as c,
-    ):
-        c.execute("DELETE FROM mac_rules WHERE code = 'MAC-1'")
-    MacRule.objects.create(code="MAC-2", when={"field": "item.data_class", "op": "eq",
-                                               "value": "credentials"}, reason="never")  # fmt: skip
-    assert MacRule.objects.count() == 2
-
-
-def test_memory_entries_are_shared_the_same_way(inbound: Any, reggie: SignedClient) -> None:
-    general = ContextBucketEntry.objects.create(
-        bucket="transportation", entity="bus 2", pattern_type="preference",
-        observation="bus 2 has the wheelchair lift", created_by="agent:henry",
-    )  # fmt: skip
-    health = ContextBucketEntry.objects.create(
-        bucket="transportation", entity="Ruby Tran", pattern_type="preference",
-        observation="Ruby needs her seizure medication on outings", created_by="agent:henry",
-        participant_id="P-1042", data_class="health",
-    )  # fmt: skip
-    private = ContextBucketEntry.objects.create(
-        bucket="transportation", entity="bus 3", pattern_type="preference",
-        observation="bus 3's driver is on leave", created_by="agent:henry", boundary="none",
-    )  # fmt: skip
-    sam = Person.objects.create(name="Sam Lee", relationship="participant",
-                                attributes={"participant_id": "P-2000"})  # fmt: skip
-    dad = Person.objects.create(name="Joe Lee", relationship="family", acts_for=sam)
-    ChannelIdentity.objects.create(person=dad, channel="sms", address="+61400000999")
-
-    def seen(task: str | None) -> set[str]:
-        query = "bucket=transportation" + (f"&task_id={task}" if task else "")
-        answer = reggie.get(f"/api/v1/context/?{query}")
-        assert answer.status_code == 200, answer.content
-        return {o["id"] for o in answer.json()["observations"]}
-
-    ids = {str(general.pk), str(health.pk), str(private.pk)}
-    assert seen(None) & ids == {str(general.pk), str(health.pk)}  # DAC keeps bus 3 private
-    linh = inbound("sms", "0400000102", "is Ruby's outing on?")
-    assert seen(_task_of(linh)) & ids == {str(general.pk), str(health.pk)}
-    joe = inbound("sms", "0400000999", "is Sam's outing on?")
-    assert seen(_task_of(joe)) & ids == {str(general.pk)}  # MAC-1: not Ruby's health record
-    refused = EventLogEntry.objects.filter(
-        name="governance:share_decided", payload__item=f"observation:{health.pk}",
-        payload__allowed=False,
-    )  # fmt: skip
-    assert [e.payload["layer"] for e in refused] == ["mac"]
-
-
-def test_a_message_the_acl_refuses_wakes_no_hook(inbound: Any) -> None:
-    hook = hook_propose(
-        agent=Agent.objects.get(agent_id="henry"),
-        definition={
-            "name": "every message",
-            "kind": "deterministic",
-            "events": ["conversation:message_received"],
-            "condition": {"field": "event.name", "op": "eq",
-                          "value": "conversation:message_received"},
-            "effects": [{"type": "wake", "title": "a message came"}],
-        },
-        proposed_by="agent:henry",
-    )  # fmt: skip
-    assert hook.status == "active"
-    owner = inbound("chat", "@Priya", "hello")  # Henry's, allowed
-    supplier = inbound("email", "bookings@hillsbus.example", "invoice attached")
-    assert (owner["handled"], supplier["handled"]) == ("turn", "acl_denied")
-    counts = hooks_run()
-    assert counts["fired"] == 1  # the owner's message only: the ACL runs before hooks
