@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from datetime import timedelta
+from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from brainframe import models as m
@@ -21,6 +23,17 @@ class UserFactory(factory.django.DjangoModelFactory):
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@rabs.test")
     password = factory.django.Password("pw-for-tests")
+
+
+def reviewers() -> dict[str, Any]:
+    """Alice and Bob in the reviewers group, Dana in the senior reviewers (groups the seed makes),
+    each with an e-mail address."""
+    people: dict[str, Any] = {name: UserFactory(username=name) for name in ("alice", "bob", "dana")}
+    group = Group.objects.get(name="reviewers")
+    people["alice"].groups.add(group)
+    people["bob"].groups.add(group)
+    people["dana"].groups.add(Group.objects.get(name="senior_reviewers"))
+    return people
 
 
 class AgentFactory(factory.django.DjangoModelFactory):

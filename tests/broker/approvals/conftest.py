@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 
 from brainframe.models import Agent
 from brainframe.services.seed import seed_brainframe
@@ -15,14 +14,7 @@ from tests import factories as f
 @pytest.fixture
 def world(db: None) -> dict[str, Any]:
     seed_brainframe()
-    reviewers = Group.objects.get(name="reviewers")
-    senior = Group.objects.get(name="senior_reviewers")
-    alice = f.UserFactory(username="alice", email="alice@rabs.test")
-    bob = f.UserFactory(username="bob", email="bob@rabs.test")
-    dana = f.UserFactory(username="dana", email="dana@rabs.test")
-    alice.groups.add(reviewers)
-    bob.groups.add(reviewers)
-    dana.groups.add(senior)
+    people = f.reviewers()
     carol = f.UserFactory(username="carol")  # the person the task runs for
     tool = f.ToolFactory(
         tool_id="test.roster.write",
@@ -40,9 +32,7 @@ def world(db: None) -> dict[str, Any]:
     )
     task = f.AgentTaskFactory(agent_id="henry", on_behalf_of=carol, status="in_progress")
     return {
-        "alice": alice,
-        "bob": bob,
-        "dana": dana,
+        **people,
         "carol": carol,
         "tool": tool,
         "task": task,

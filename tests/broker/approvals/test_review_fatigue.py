@@ -11,7 +11,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 from django.core import mail
 from django.db import connection
 from django.test import Client
@@ -44,14 +43,7 @@ from tests import factories as f
 @pytest.fixture
 def world(db: None) -> dict[str, Any]:
     seed_brainframe()
-    reviewers = Group.objects.get(name="reviewers")
-    senior = Group.objects.get(name="senior_reviewers")
-    alice = f.UserFactory(username="alice", email="alice@rabs.test")
-    bob = f.UserFactory(username="bob", email="bob@rabs.test")
-    dana = f.UserFactory(username="dana", email="dana@rabs.test")
-    alice.groups.add(reviewers)
-    bob.groups.add(reviewers)
-    dana.groups.add(senior)
+    people = f.reviewers()
     tool = f.ToolFactory(
         tool_id="test.fleet.book",
         risk_level="write",
@@ -68,9 +60,7 @@ def world(db: None) -> dict[str, Any]:
         },
     )
     return {
-        "alice": alice,
-        "bob": bob,
-        "dana": dana,
+        **people,
         "tool": tool,
         "henry": Agent.objects.get(agent_id="henry"),
         "origin": f.OriginFactory(),  # the one chain the fast approvals belong to
