@@ -37,7 +37,7 @@ from brainframe.models import (
 from brainframe.selectors import flatten, origin_chain
 from brainframe.services.council.votes import CouncilError, is_member, proposal_vote, tally
 from brainframe.services.work.supervisors import SupervisorError, supervisor_command
-from dashboard.data import selectors
+from dashboard.data import action_log, selectors
 
 
 def _selected_agent(request: HttpRequest) -> Agent | None:
@@ -65,7 +65,7 @@ def board(request: HttpRequest) -> HttpResponse:
             notes=selectors.notes(agent),
             deliverables=selectors.deliverables(agent),
             spend=selectors.model_spend(agent),
-            log=selectors.action_log(None if all_agents else agent),
+            log=action_log.action_log(None if all_agents else agent),
             evidence=selectors.evidence(
                 max_age=timedelta(minutes=settings.RABS_CHECKPOINT_MAX_AGE_MINUTES)
             ),

@@ -37,7 +37,7 @@ from brainframe.events import (
 from brainframe.models import Agent, AgentTask, ApprovalRequest, MonitoringLevelChange, ToolCall
 from brainframe.services.eventlog.reading import event_summary
 from broker.services.approvals import OPEN
-from dashboard.data import selectors
+from dashboard.data import action_log, selectors
 from dashboard.live.cards import card_context
 
 _UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -130,7 +130,7 @@ def _replacing_row(entry: dict[str, Any]) -> str:
 
 def render_call_event(event: ToolCallChanged) -> str:
     """A tool call's row straight from its event (no database read)."""
-    entry = selectors.call_log_entry(
+    entry = action_log.call_log_entry(
         call_id=event.call_id,
         agent_id=event.agent_id,
         at=datetime.fromisoformat(event.timestamp),
@@ -148,7 +148,7 @@ def render_call_event(event: ToolCallChanged) -> str:
 def _tool_call(event: Event, user: Any) -> list[str]:
     assert isinstance(event, ToolCallChanged)
     call = ToolCall.objects.select_related("agent").filter(pk=event.call_id).first()
-    return [_replacing_row(selectors.log_entry_for_call(call))] if call is not None else []
+    return [_replacing_row(action_log.log_entry_for_call(call))] if call is not None else []
 
 
 def ran_after_approval(event: Event) -> bool:
@@ -191,7 +191,7 @@ def _approval(event: Event, user: Any) -> list[str]:
     )
     parts: list[str] = [render_to_string(template, card_context(approval, user, oob=True))]
     if not created:
-        parts.append(_log_row(selectors.log_entry_for_approval(approval)))
+        parts.append(_log_row(action_log.log_entry_for_approval(approval)))
     open_count = ApprovalRequest.objects.filter(status__in=OPEN).count()
     parts.append(
         render_to_string(
@@ -225,7 +225,7 @@ def _status_card(agent_id: str | None, *, kanban: bool = False) -> list[str]:
 def _task(event: Event, user: Any) -> list[str]:
     assert isinstance(event, TaskChanged)
     task = AgentTask.objects.select_related("agent").filter(pk=event.task_id).first()
-    parts = [_replacing_row(selectors.log_entry_for_task(task))] if task is not None else []
+    parts = [_replacing_row(action_log.log_entry_for_task(task))] if task is not None else []
     return parts + _status_card(event.agent_id, kanban=True)
 
 
@@ -239,13 +239,13 @@ def _level(event: Event, user: Any) -> list[str]:
             .first()
         )
         if change is not None:
-            parts.append(_log_row(selectors.log_entry_for_level_change(change)))
+            parts.append(_log_row(action_log.log_entry_for_level_change(change)))
     return parts + _status_card(event.agent_id)  # none for a tool's level change
 
 
 def _model_flag(event: Event, user: Any) -> list[str]:
     assert isinstance(event, ModelToolCallFlagged)
-    return [_log_row(selectors.log_entry_for_model_flag(event))]
+    return [_log_row(action_log.log_entry_for_model_flag(event))]
 
 
 def _council(event: Event, user: Any) -> list[str]:

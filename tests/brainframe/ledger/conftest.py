@@ -9,6 +9,7 @@ import pytest
 from brainframe.models import Agent, ChannelAdapter, ChannelIdentity, Person
 from brainframe.services.ledger.channels import token_hash
 from tests import factories as f
+from tests.signing import SignedClient
 
 SMS_TOKEN = "sms-provider-token-0123456789"
 CHAT_TOKEN = "chat-provider-token-0123456789"
@@ -35,3 +36,13 @@ def people(seeded: None) -> dict[str, Any]:
     )  # fmt: skip
     f.ToolFactory(tool_id="test.notes.read", agent_access=["reggie", "henry"])
     return {"ruby": ruby, "mum": mum, "reggie": reggie, "sms": sms, "chat": chat}
+
+
+def agent_call(agent: SignedClient, tool_id: str, **more: Any) -> dict[str, Any]:
+    """A tool call by ``agent`` as the ledger tests make it; its answer's body."""
+    response = agent.post(
+        "/api/v1/tool-calls/",
+        {"tool_id": tool_id, "arguments": {"q": "ruby"}, "reason": "answer the family", **more},
+    )
+    assert response.status_code in (200, 201, 202, 403), response.content
+    return response.json()

@@ -1,6 +1,6 @@
 """Conversations on the record: inbound messages in the events ledger, turns in the agents ledger
-(Merkle-chained, tamper-evident), queue modes, compaction, memory provenance and learning cards.
-(Delegation: test_delegation.py.)"""
+(Merkle-chained, tamper-evident), queue modes, compaction, memory provenance.
+(Delegation: test_delegation.py; learning cards: test_learning_cards.py.)"""
 
 from __future__ import annotations
 
@@ -20,21 +20,16 @@ from brainframe.models import (
     Agent,
     AgentNote,
     AgentTask,
-    ApprovalRequest,
     ContextBucketEntry,
     EventLogEntry,
-    LearningCard,
     LedgerEvent,
     Message,
     QueuedMessage,
     Session,
-    ToolCall,
     Turn,
 )
 from brainframe.services.ledger.ledgers import ledgers_verify, thread_verify
-from brainframe.services.memory.cards import Schedule, card_review, cards_review_due, sm2
-from tests import factories as f
-from tests.brainframe.ledger.conftest import CHAT_TOKEN, SMS_TOKEN
+from tests.brainframe.ledger.conftest import CHAT_TOKEN, SMS_TOKEN, agent_call
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db
@@ -53,15 +48,6 @@ def _answer(agent: SignedClient, turn_id: str, answer: str, calls: list[str] = (
     return agent.post(
         f"/api/v1/turns/{turn_id}/complete/", {"answer": answer, "tool_calls": list(calls)}
     )
-
-
-def _call(agent: SignedClient, tool_id: str, **more: Any) -> dict[str, Any]:
-    response = agent.post(
-        "/api/v1/tool-calls/",
-        {"tool_id": tool_id, "arguments": {"q": "ruby"}, "reason": "answer the family", **more},
-    )
-    assert response.status_code in (200, 201, 202, 403), response.content
-    return response.json()
 
 
 def test_an_sms_from_a_family_member_is_kept_answered_and_linked(
@@ -87,7 +73,7 @@ def test_an_sms_from_a_family_member_is_kept_answered_and_linked(
     seen = reggie.get(f"/api/v1/turns/{turn.pk}/").json()
     assert seen["messages"][0]["content"] == "Hi, is Ruby's Friday outing still on?"
     assert seen["messages"][0]["person"] == str(people["mum"].pk)
-    call = _call(reggie, "test.notes.read", task_id=str(task.pk))
+    call = agent_call(reggie, "test.notes.read", task_id=str(task.pk))
     assert call["o_tag"] == str(event.origin_id)
     done = _answer(reggie, str(turn.pk), "Yes, the bus leaves at 10.", [call["call_id"]])
     assert done.status_code == 200, done.content
@@ -382,67 +368,6 @@ def test_provenance_is_kept_and_updated_on_read(
     assert note.access_count == before + 2
 
 
-def test_sm2_schedule_over_simulated_dates() -> None:
-    s = Schedule(2.5, 0, 0)
-    intervals = []
-    for grade in (5, 5, 4, 2, 4):
-        s = sm2(s, grade)
-        intervals.append((s.interval_days, s.repetitions, round(s.easiness, 2)))
-    assert intervals == [(1, 1, 2.6), (6, 2, 2.7), (16, 3, 2.7), (1, 0, 2.38), (1, 1, 2.38)]
-    assert sm2(Schedule(1.3, 10, 5), 0).easiness == 1.3  # never below 1.3
-    with pytest.raises(ValueError):
-        sm2(s, 6)
-
-
-def test_a_rejection_with_a_lesson_becomes_a_card_graded_by_later_calls(
-    people: dict[str, Any], henry: SignedClient
-) -> None:
-    from django.contrib.auth.models import Group
-
-    from broker.services.approvals import approval_decide
-
-    f.ToolFactory(
-        tool_id="test.bus.book",
-        risk_level="write",
-        execution_mode="review",
-        validation_mode="intercept",
-        agent_access=["henry"],
-    )
-    Agent.objects.filter(agent_id="henry").update(monitoring_level=0)
-    pending = _call(henry, "test.bus.book")
-    assert pending["status"] == "pending_approval", pending
-    alice = f.UserFactory(username="alice")
-    alice.groups.add(Group.objects.get(name="reviewers"))
-    approval = ApprovalRequest.objects.get(tool_call_id=pending["call_id"])
-    approval_decide(
-        approval_id=approval.pk,
-        reviewer=alice,
-        action="reject",
-        reason="8 passengers",
-        lesson="For more than 6 passengers, book the bus, not the van.",
-    )
-    card = LearningCard.objects.get()
-    assert (card.agent_id, card.tool_id) == ("henry", "test.bus.book")
-    assert card.approval_id == approval.pk
-    context = henry.get("/api/v1/context/").json()
-    assert context["learning_cards"][0]["lesson"].startswith("For more than 6 passengers")
-
-    # Simulated dates: no call since the card was made → it waits; aligned calls → grade 5.
-    day0 = timezone.now()
-    assert cards_review_due(now=day0) == {"reviewed": 0, "waiting": 1}
-    later = _call(henry, "test.bus.book")
-    ToolCall.objects.filter(pk=later["call_id"]).update(alignment_rating=1.0)
-    assert cards_review_due(now=day0 + timedelta(hours=1)) == {"reviewed": 1, "waiting": 0}
-    card.refresh_from_db()
-    assert (card.last_grade, card.interval_days, card.repetitions) == (5, 1, 1)
-    assert card.due_at == day0 + timedelta(hours=1, days=1)
-    assert henry.get("/api/v1/context/").json()["learning_cards"] == []  # not due: learned
-    # A poor later call: grade 1 → back to a one-day interval, repetitions 0.
-    card_review(card, 1, now=day0 + timedelta(days=2))
-    assert (card.repetitions, card.interval_days) == (0, 1)
-    assert len(card.reviews) == 2
-
-
 def test_the_minute_timer_is_kept_as_hourly_aggregates(db: None) -> None:
     from brainframe.jobs import job_run
     from brainframe.models import TimerTicks
@@ -464,7 +389,7 @@ def test_the_minute_timer_is_kept_as_hourly_aggregates(db: None) -> None:
 def test_a_whole_turn_recorded_at_once_joins_the_chain(
     people: dict[str, Any], reggie: SignedClient, henry: SignedClient
 ) -> None:
-    call = _call(reggie, "test.notes.read")
+    call = agent_call(reggie, "test.notes.read")
     first = reggie.post(
         "/api/v1/turns/record/",
         {
@@ -488,7 +413,7 @@ def test_a_whole_turn_recorded_at_once_joins_the_chain(
     assert second["seq"] == 2 and second["parent_hash"] == body["hash"]
     assert ledgers_verify() == []
     # Not another agent's calls, not another agent's thread, not while a turn is open.
-    theirs = _call(henry, "test.notes.read")
+    theirs = agent_call(henry, "test.notes.read")
     refused = reggie.post(
         "/api/v1/turns/record/",
         {"text": "x", "answer": "y", "tool_calls": [theirs["call_id"]]},

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
@@ -15,46 +14,11 @@ import openai
 import pytest
 from django.utils import timezone
 
-from brainframe.models import Agent, LLMBudget, LLMKey, LLMRequest
-from brainframe.services.llm.admission import llm_key_issue, llm_upstream_set
+from brainframe.models import LLMBudget, LLMKey, LLMRequest
+from tests.broker.llm.recorded import records, wait_for
 from tests.llm_server import OpenAICompatibleServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-UPSTREAM_KEY = "upstream-secret-key"
-
-
-@pytest.fixture
-def upstream() -> Iterator[OpenAICompatibleServer]:
-    server = OpenAICompatibleServer()
-    server.api_key = UPSTREAM_KEY  # the gateway must send the upstream's key, never the agent's
-    with server.running():
-        yield server
-
-
-@pytest.fixture
-def gateway(upstream: OpenAICompatibleServer, seeded: None, live_server_url: str) -> dict[str, Any]:
-    from django.core.cache import cache
-
-    redis = cache.redis()  # type: ignore[attr-defined]
-    stale = list(redis.scan_iter(match=cache.make_key("llm:*")))
-    if stale:  # counters and running spend of an earlier test's agents (the database is new)
-        redis.delete(*stale)
-    llm_upstream_set(
-        name="local",
-        base_url=upstream.base_url,
-        served_models=["small-model", "big-model"],
-        api_key=UPSTREAM_KEY,
-        price_in=Decimal("1000"),  # USD per 1M tokens: 0.001 per token, so costs show
-        price_out=Decimal("2000"),
-        external=False,  # inside the organisation: prompts leave as written (see the PII test)
-    )
-    henry = Agent.objects.get(agent_id="henry")
-    LLMBudget.objects.create(
-        agent=henry, allowed_models=["small-model"], aliases={"actuator": "small-model"}
-    )
-    key = llm_key_issue(agent=henry)
-    client = openai.OpenAI(base_url=f"{live_server_url}/llm/v1", api_key=key, max_retries=0)
-    return {"client": client, "key": key, "henry": henry, "url": live_server_url}
 
 
 def test_chat_tool_calls_embeddings_and_models(
@@ -83,7 +47,7 @@ def test_chat_tool_calls_embeddings_and_models(
     listed = sorted(m.id for m in client.models.list())
     assert listed == ["actuator", "small-model"], "a model this key may not use is listed"
     # Each is recorded after its answer is sent: the two records may land in either order.
-    chat, embed = sorted(_records(2), key=lambda r: r.endpoint)
+    chat, embed = sorted(records(2), key=lambda r: r.endpoint)
     assert (chat.endpoint, chat.role, chat.model, chat.upstream, chat.status) == (
         "chat/completions",
         "actuator",
@@ -115,7 +79,7 @@ def test_a_stream_arrives_as_it_is_written_and_is_counted(
     assert "".join(text) == "one two three four five"
     # The first words reached the client while the upstream was still writing (≥ 2 s in all).
     assert arrivals[1] < arrivals[-1] - 1.0, arrivals
-    record = _wait_for(lambda: LLMRequest.objects.filter(stream=True).first())
+    record = wait_for(lambda: LLMRequest.objects.filter(stream=True).first())
     assert record.completion_tokens == 20 and record.status == 200
     assert upstream.requests[-1][1]["stream_options"] == {"include_usage": True}
     asked = gateway["client"].chat.completions.create(
@@ -126,30 +90,6 @@ def test_a_stream_arrives_as_it_is_written_and_is_counted(
     )
     usage = [c.usage for c in asked if c.usage]
     assert usage and usage[0].completion_tokens == 20
-
-
-def _records(count: int) -> list[LLMRequest]:
-    """The gateway's records, once there are ``count`` (a plain answer is recorded after it
-    has been sent)."""
-    return list(
-        _wait_for(
-            lambda: (
-                list(LLMRequest.objects.order_by("id"))
-                if LLMRequest.objects.count() >= count
-                else None
-            )
-        )
-    )
-
-
-def _wait_for(fetch: Any, seconds: float = 10) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = fetch()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("not recorded")
 
 
 def test_refusals_raise_the_clients_exceptions(
@@ -187,7 +127,7 @@ def test_refusals_raise_the_clients_exceptions(
     with pytest.raises(openai.AuthenticationError):
         stranger.models.list()
     # (A plain answer is recorded just after it is sent: compare without the order.)
-    codes = sorted((r.status, r.error_code) for r in _records(8))
+    codes = sorted((r.status, r.error_code) for r in records(8))
     assert codes == sorted(
         [
             (404, "model_not_found"),
@@ -218,7 +158,7 @@ def test_a_budget_crossed_mid_stream_lets_the_stream_finish_and_refuses_the_next
         if c.choices
     ]
     assert "".join(parts) == "a long answer " * 5  # 0.04 USD of output: over the budget
-    _wait_for(lambda: LLMRequest.objects.filter(stream=True).exists())
+    wait_for(lambda: LLMRequest.objects.filter(stream=True).exists())
     with pytest.raises(openai.RateLimitError) as refused:
         gateway["client"].chat.completions.create(model="small-model", messages=hello)
     body = refused.value.body
@@ -322,7 +262,7 @@ def test_prompts_to_an_external_upstream_leave_without_personal_details(
     sent = upstream.requests[-1][1]["messages"][0]["content"]
     assert "Patricia" not in sent and "0412" not in sent, sent
     assert "<PERSON>" in sent and "<PHONE_NUMBER>" in sent
-    (record,) = _records(1)
+    (record,) = records(1)
     assert record.redactions == 2
     assert "Desrosiers" not in str(record.request_body) and "<PERSON>" in str(record.request_body)
     # With the agent's consent, the prompt leaves as written.
@@ -370,7 +310,7 @@ def test_tool_call_arguments_and_tool_results_leave_without_personal_details(
     result = json.loads(sent[2]["content"])
     assert "Patricia" not in sent[2]["content"] and "0412" not in sent[2]["content"], result
     assert result["carer"] == "<PERSON>" and result["mobile"] == "<PHONE_NUMBER>"
-    (record,) = _records(1)
+    (record,) = records(1)
     assert record.redactions == 4
 
 
@@ -395,7 +335,7 @@ def test_the_guardian_reads_the_tool_calls_a_model_proposes(
     list(
         gateway["client"].chat.completions.create(model="small-model", messages=hello, stream=True)
     )
-    plain, streamed = sorted(_records(2), key=lambda r: r.stream)
+    plain, streamed = sorted(records(2), key=lambda r: r.stream)
     for record in (plain, streamed):
         assert [t["tool"] for t in record.threats] == ["email_send"], record.threats
         assert record.threats[0]["action"] in ("flag", "block")
@@ -421,8 +361,8 @@ def test_the_board_shows_spend_and_suspends_model_access(
     hello = [{"role": "user", "content": "hi"}]
     for _ in range(3):
         gateway["client"].chat.completions.create(model="small-model", messages=hello)
-    records = _records(3)
-    spent = sum(r.cost_usd for r in records)
+    rows = records(3)
+    spent = sum(r.cost_usd for r in rows)
     page = admin_client.get("/board/?agent=henry").content.decode()
     assert "Model spend" in page and f"USD {spent:.4f}" in page
     assert "of 10.00" in page and "3 requests" in page and "points=" in page
@@ -433,103 +373,3 @@ def test_the_board_shows_spend_and_suspends_model_access(
     assert "Resume model access" in admin_client.get("/board/?agent=henry").content.decode()
     bad = admin_client.post("/board/agents/henry/model-access/", {"suspended": "maybe"})
     assert bad.status_code == 400 and bad.json()["field"] == "suspended"
-
-
-def test_a_team_shares_its_limits_and_budget_among_its_agents(
-    gateway: dict[str, Any], upstream: OpenAICompatibleServer
-) -> None:
-    from django.core.management import call_command
-
-    reggie = Agent.objects.get(agent_id="reggie")
-    LLMBudget.objects.create(agent=reggie, allowed_models=["small-model"])
-    other = openai.OpenAI(
-        base_url=gateway["client"].base_url, api_key=llm_key_issue(agent=reggie), max_retries=0
-    )
-    call_command("llm_team", "ops", "--agents", "henry,reggie", "--rpm", "3")
-    hello = [{"role": "user", "content": "hi"}]
-    gateway["client"].chat.completions.create(model="small-model", messages=hello)
-    other.chat.completions.create(model="small-model", messages=hello)
-    gateway["client"].chat.completions.create(model="small-model", messages=hello)
-    with pytest.raises(openai.RateLimitError) as limited:  # each agent alone is under any limit
-        other.chat.completions.create(model="small-model", messages=hello)
-    assert "team ops: 3 requests per minute" in limited.value.message
-    call_command(
-        "llm_team", "ops", "--rpm", "1000", "--max-budget", "0.01", "--duration", "1d"
-    )  # fmt: skip
-    _records(4)  # three answers at about 0.05 USD each (and the refusal): over 0.01 already
-    with pytest.raises(openai.RateLimitError) as broke:
-        other.chat.completions.create(model="small-model", messages=hello)
-    assert broke.value.code == "budget_exceeded"
-    assert "for team ops" in broke.value.message and "Max budget: 0.0100 per 1d" in (
-        broke.value.message
-    )
-    call_command("llm_team", "ops", "--max-budget", "1000", "--models", "big-model")
-    with pytest.raises(openai.NotFoundError):  # henry may use small-model, its team may not
-        gateway["client"].chat.completions.create(model="small-model", messages=hello)
-    assert [m.id for m in gateway["client"].models.list()] == []
-    call_command("llm_team", "ops", "--models", "", "--suspend")
-    with pytest.raises(openai.PermissionDeniedError):
-        gateway["client"].chat.completions.create(model="small-model", messages=hello)
-
-
-def test_the_native_helpers_go_through_the_gateway(
-    gateway: dict[str, Any], upstream: OpenAICompatibleServer, settings: Any
-) -> None:
-    """Type 1 helpers pointed at the gateway with a key of their own agent: limited and
-    recorded like any agent's model calls (docs/llm-gateway.md)."""
-    from broker.native import native_summarise
-
-    triage = Agent.objects.get(agent_id="triage")
-    LLMBudget.objects.create(agent=triage, aliases={"native": "small-model"})
-    settings.RABS_LLM_BASE_URL = f"{gateway['url']}/llm/v1"
-    settings.RABS_LLM_API_KEY = llm_key_issue(agent=triage)
-    settings.RABS_NATIVE_MODEL = "native"
-    upstream.chat_script = lambda messages, tools: {"content": "Art moves to Thursday."}
-    summary = native_summarise("Can Lily's Tuesday art session move to Thursday?")
-    assert summary.result["summary"] == "Art moves to Thursday."
-    (record,) = _records(1)
-    assert (record.agent_id, record.role, record.model) == ("triage", "native", "small-model")
-
-
-def test_the_cache_answers_a_repeated_question_without_the_upstream(
-    gateway: dict[str, Any], upstream: OpenAICompatibleServer
-) -> None:
-    """Exact: the same temperature-0 question to the same model is answered from the agent's
-    cache, recorded as a hit at no cost; another temperature is not. Semantic: a question worded
-    a little differently hits; a different one does not. Retargeting the role misses."""
-    client: openai.OpenAI = gateway["client"]
-    LLMBudget.objects.filter(agent_id="henry").update(cache="exact")
-    answers = iter(f"answer {n}" for n in range(1, 20))
-    upstream.chat_script = lambda messages, tools: {"content": next(answers)}
-    ask = [{"role": "user", "content": "Which vehicles are free on Monday morning?"}]
-
-    def said(
-        messages: list[dict[str, str]], temperature: float = 0, model: str = "actuator"
-    ) -> str:
-        answer = client.chat.completions.create(
-            model=model, messages=messages, temperature=temperature
-        )
-        return str(answer.choices[0].message.content)
-
-    assert said(ask) == "answer 1"
-    _records(1)  # kept with the record, just after the answer went
-    calls = len(upstream.requests)
-    assert said(ask) == "answer 1" and len(upstream.requests) == calls, "asked the upstream"
-    assert said(ask, temperature=0.7) == "answer 2"
-    hit = [r for r in _records(3) if r.cache_hit]
-    assert len(hit) == 1 and hit[0].cost_usd == 0 and hit[0].upstream == "local"
-    LLMBudget.objects.filter(agent_id="henry").update(cache="semantic", cache_threshold=0.9)
-    reworded = [{"role": "user", "content": "Which vehicles are free on Monday morning, please?"}]
-    assert said(reworded) == "answer 3", "the exact entry has no embedding: a miss first"
-    _records(4)
-    again = [{"role": "user", "content": "Which vehicles are free on monday morning please"}]
-    assert said(again) == "answer 3", "a near question missed the semantic cache"
-    other = [{"role": "user", "content": "Draft an email to Sam about the art session."}]
-    assert said(other) == "answer 4"
-    from brainframe.models import LLMUpstream
-
-    LLMUpstream.objects.filter(name="local").update(served_models=["small-model", "other-model"])
-    LLMBudget.objects.filter(agent_id="henry").update(
-        aliases={"actuator": "other-model"}, allowed_models=[]
-    )
-    assert said(again) == "answer 5", "an answer of the previous model was reused"

@@ -5,98 +5,25 @@ resources, cross-agent isolation, and the raw JSON-RPC error shapes."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
 import httpx
-import httpx2
 import pytest
-from django.conf import settings
-from django.contrib.auth.models import Group
 from django.utils import timezone
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from brainframe.models import Agent, AgentToken, ApprovalRequest, ToolCall
 from brainframe.selectors import tools_for_agent
 from brainframe.services.access.credentials import agent_token_issue
-from brainframe.services.seed import seed_brainframe
 from broker.services.approvals import approval_decide
-from rabs.stack.devstack import free_port, start_daphne, wait_until_up
-from rabs.stack.embedded import database_url
 from tests import factories as f
+from tests.broker.mcp.conftest import BOOK, READ, WAIT, call_tool, connect
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-WAIT = 3.0  # the server's RABS_MCP_APPROVAL_WAIT_SECONDS in these tests
-READ = {"date_from": "2026-03-02", "date_to": "2026-03-02"}
-BOOK = {
-    "vehicle_id": "hiace-2",
-    "driver_id": "ST-031",
-    "start": "2026-03-02T09:00:00+10:00",
-    "end": "2026-03-02T15:00:00+10:00",
-    "purpose": "Community outing",
-    "passengers": 3,
-}
-
-
-@pytest.fixture(scope="module")
-def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
-    """A daphne of this module's own: no MCP request has reached it before the first test."""
-    db = settings.DATABASES["default"]
-    port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": database_url(db),
-        "REDIS_URL": settings.REDIS.cache,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "RABS_MCP_APPROVAL_WAIT_SECONDS": str(WAIT),
-    }
-    process = start_daphne(env, port)
-    url = f"http://127.0.0.1:{port}"
-    wait_until_up(url, process)
-    yield url
-    process.terminate()
-    process.wait(timeout=10)
-
-
-@pytest.fixture
-def world(transactional_db: None) -> dict[str, Any]:
-    seed_brainframe()
-    henry, reggie = Agent.objects.get(agent_id="henry"), Agent.objects.get(agent_id="reggie")
-    reviewer = f.UserFactory(username="alice", email="alice@rabs.test")
-    reviewer.groups.add(Group.objects.get(name="reviewers"))
-    f.ToolFactory(
-        tool_id="test.broken",
-        risk_level="read",
-        execution_mode="auto",
-        agent_access=["henry"],
-        handler_config={"callable": "no.such.callable"},
-        input_schema={"type": "object"},
-        output_schema={},
-    )
-    return {
-        "henry": henry,
-        "reggie": reggie,
-        "reviewer": reviewer,
-        "henry_token": agent_token_issue(agent=henry),
-        "reggie_token": agent_token_issue(agent=reggie),
-    }
-
-
-@asynccontextmanager
-async def connect(url: str, token: str) -> AsyncIterator[Client]:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-    async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
-        yield client
 
 
 def test_the_first_mcp_request_after_start_up_succeeds(server: str, world: dict[str, Any]) -> None:
@@ -193,27 +120,10 @@ def test_revoked_expired_and_paused_are_refused(server: str, world: dict[str, An
     assert status(world["henry_token"]) == (401, "auth_agent_paused")
 
 
-def _call(server: str, token: str, name: str, arguments: dict[str, Any], **meta: Any) -> Any:
-    """The CallToolResult, or the MCPError the server answered with (raised here, outside the
-    client's task group, so a test sees the error itself)."""
-
-    async def run() -> Any:
-        async with connect(server, token) as client:
-            try:
-                return await client.call_tool(name, arguments, meta=meta or None)
-            except MCPError as error:
-                return error
-
-    answer = asyncio.run(run())
-    if isinstance(answer, MCPError):
-        raise answer
-    return answer
-
-
 def test_an_executed_call_returns_its_result_and_is_audited_as_mcp(
     server: str, world: dict[str, Any]
 ) -> None:
-    result = _call(
+    result = call_tool(
         server, world["henry_token"], "roster.shift.read", READ, **{"rabs/reason": "cover"}
     )
     assert not result.is_error
@@ -230,7 +140,7 @@ def test_an_executed_call_returns_its_result_and_is_audited_as_mcp(
 def test_invalid_arguments_list_each_field_for_the_model(
     server: str, world: dict[str, Any]
 ) -> None:
-    result = _call(server, world["henry_token"], "roster.shift.read", {"date_from": 3})
+    result = call_tool(server, world["henry_token"], "roster.shift.read", {"date_from": 3})
     assert result.is_error
     paths = {e["path"] for e in result.structured_content["errors"]}
     assert {"/date_from", "/date_to"} <= paths
@@ -238,7 +148,7 @@ def test_invalid_arguments_list_each_field_for_the_model(
 
 
 def test_a_denial_names_its_code_and_reason(server: str, world: dict[str, Any]) -> None:
-    result = _call(
+    result = call_tool(
         server,
         world["henry_token"],
         "comms.sms.send",
@@ -251,7 +161,7 @@ def test_a_denial_names_its_code_and_reason(server: str, world: dict[str, Any]) 
 
 
 def test_a_handler_failure_is_an_error_result(server: str, world: dict[str, Any]) -> None:
-    result = _call(server, world["henry_token"], "test.broken", {})
+    result = call_tool(server, world["henry_token"], "test.broken", {})
     assert result.is_error and "no function registered" in result.content[0].text
 
 
@@ -261,7 +171,7 @@ def test_unknown_or_not_allowed_tools_are_one_json_rpc_error(
 ) -> None:
     f.ToolFactory(tool_id="reggie.only.tool", agent_access=["reggie"], execution_mode="auto")
     with pytest.raises(MCPError) as refused:
-        _call(server, world["henry_token"], tool, {})
+        call_tool(server, world["henry_token"], tool, {})
     assert refused.value.code == -32602 and refused.value.message == f"Unknown tool: {tool}"
 
 
@@ -282,7 +192,7 @@ def test_a_reviewer_deciding_within_the_wait_gets_the_real_outcome(
     reviewer = threading.Thread(target=approve_when_pending)
     reviewer.start()
     started = time.monotonic()
-    result = _call(server, world["henry_token"], "transport.vehicle.book", BOOK)
+    result = call_tool(server, world["henry_token"], "transport.vehicle.book", BOOK)
     reviewer.join()
     assert not result.is_error, result.content[0].text
     assert result.structured_content["status"] == "booked"
@@ -292,12 +202,12 @@ def test_a_reviewer_deciding_within_the_wait_gets_the_real_outcome(
 def test_an_undecided_call_says_how_to_follow_up_and_the_wait_tool_gets_the_outcome(
     server: str, world: dict[str, Any]
 ) -> None:
-    result = _call(server, world["henry_token"], "transport.vehicle.book", BOOK)
+    result = call_tool(server, world["henry_token"], "transport.vehicle.book", BOOK)
     pending = result.structured_content
     assert result.is_error and pending["status"] == "pending_approval"
     assert pending["approval_id"] and pending["expires_at"]
     assert "rabs_approval_wait" in result.content[0].text
-    status = _call(
+    status = call_tool(
         server,
         world["henry_token"],
         "rabs.approval.status",
@@ -310,7 +220,7 @@ def test_an_undecided_call_says_how_to_follow_up_and_the_wait_tool_gets_the_outc
         action="reject",
         reason="the van is booked for maintenance",
     )
-    waited = _call(
+    waited = call_tool(
         server,
         world["henry_token"],
         "rabs.approval.wait",
@@ -319,7 +229,7 @@ def test_an_undecided_call_says_how_to_follow_up_and_the_wait_tool_gets_the_outc
     assert waited.is_error and waited.structured_content["status"] == "rejected"
     assert "maintenance" in waited.structured_content["reason"]
     # Another agent cannot follow Henry's approval.
-    other = _call(
+    other = call_tool(
         server,
         world["reggie_token"],
         "rabs.approval.status",
@@ -329,8 +239,8 @@ def test_an_undecided_call_says_how_to_follow_up_and_the_wait_tool_gets_the_outc
 
 
 def test_knock_on_calls_carry_the_chain_through_meta(server: str, world: dict[str, Any]) -> None:
-    first = _call(server, world["henry_token"], "roster.shift.read", READ)
-    second = _call(
+    first = call_tool(server, world["henry_token"], "roster.shift.read", READ)
+    second = call_tool(
         server,
         world["henry_token"],
         "roster.shift.read",
@@ -350,7 +260,7 @@ def _last_r_tag() -> str:
 
 
 def test_resources_are_the_agents_own(server: str, world: dict[str, Any]) -> None:
-    _call(server, world["henry_token"], "roster.shift.read", READ)
+    call_tool(server, world["henry_token"], "roster.shift.read", READ)
     henrys_call = ToolCall.objects.get(agent_id="henry")
 
     async def read(token: str, uri: str) -> Any:
@@ -379,14 +289,14 @@ def test_discovery_and_hooks_over_mcp(server: str, world: dict[str, Any]) -> Non
     resource of its own agent only."""
     from brainframe.models import Hook
 
-    found = _call(server, world["henry_token"], "rabs.discover", {"query": "book a vehicle"})
+    found = call_tool(server, world["henry_token"], "rabs.discover", {"query": "book a vehicle"})
     assert not found.is_error
     assert found.structured_content["mode"] in ("hybrid", "text")
     assert any(t["tool_id"] == "transport.vehicle.book" for t in found.structured_content["tools"])
-    bad = _call(server, world["henry_token"], "rabs.discover", {"query": ""})
+    bad = call_tool(server, world["henry_token"], "rabs.discover", {"query": ""})
     assert bad.is_error and bad.structured_content["code"] == "invalid_arguments"
 
-    proposed = _call(
+    proposed = call_tool(
         server,
         world["henry_token"],
         "loop.enable_hook",
@@ -400,18 +310,18 @@ def test_discovery_and_hooks_over_mcp(server: str, world: dict[str, Any]) -> Non
     assert not proposed.is_error and proposed.structured_content["status"] == "active"
     hook = Hook.objects.get(pk=proposed.structured_content["id"])
     assert hook.proposed_by == "agent:henry"
-    refused = _call(
+    refused = call_tool(
         server,
         world["henry_token"],
         "loop.enable_hook",
         {"name": "x", "kind": "scheduled", "schedule": "nope", "effects": [{"type": "wake"}]},
     )
     assert refused.is_error and refused.structured_content["field"] == "schedule"
-    off = _call(
+    off = call_tool(
         server, world["henry_token"], "loop.hook_state", {"hook_id": str(hook.pk), "enabled": False}
     )
     assert off.structured_content["status"] == "disabled"
-    not_reggies = _call(
+    not_reggies = call_tool(
         server, world["reggie_token"], "loop.hook_state", {"hook_id": str(hook.pk), "enabled": True}
     )
     assert not_reggies.is_error and not_reggies.structured_content["code"] == "unknown_hook"
@@ -472,7 +382,7 @@ def test_agent_key_prints_a_working_mcp_token(server: str, world: dict[str, Any]
     assert token.startswith("rabs_") and "expires" in err.getvalue()
     stored = AgentToken.objects.get(prefix=token[:12])
     assert stored.token_sha256 != token and stored.expires_at is not None
-    assert not _call(server, token, "roster.shift.read", READ).is_error
+    assert not call_tool(server, token, "roster.shift.read", READ).is_error
 
 
 def test_an_imported_upstream_tool_is_called_over_mcp_and_audited(
@@ -495,7 +405,7 @@ def test_an_imported_upstream_tool_is_called_over_mcp_and_audited(
     tool_set_enabled(tools=Tool.objects.filter(pk="time.convert_time"), enabled=True)
     Tool.objects.filter(pk="time.convert_time").update(agent_access=["henry"])
     arguments = {"source_timezone": "Australia/Brisbane", "time": "09:30", "target_timezone": "UTC"}
-    result = _call(server, world["henry_token"], "time.convert_time", arguments)
+    result = call_tool(server, world["henry_token"], "time.convert_time", arguments)
     assert not result.is_error, result.content[0].text
     assert result.structured_content["target"]["timezone"] == "UTC"
     assert result.structured_content["target"]["datetime"].endswith("23:30:00+00:00")
@@ -507,21 +417,25 @@ def test_turns_over_mcp(server: str, world: dict[str, Any]) -> None:
     """The agents ledger over MCP answers as its REST endpoints: a turn started, noted,
     completed with a call of the agent's own, compacted; another agent's turn is not found."""
     token = world["henry_token"]
-    started = _call(
+    started = call_tool(
         server, token, "ledger.turn_start", {"text": "check the roster", "title": "mcp"}
     )
     assert not started.is_error, started
     turn = started.structured_content
     assert turn["status"] == "open" and turn["messages"][0]["content"] == "check the roster"
-    noted = _call(server, token, "ledger.turn_note", {"turn_id": turn["turn_id"], "content": "ok"})
+    noted = call_tool(
+        server, token, "ledger.turn_note", {"turn_id": turn["turn_id"], "content": "ok"}
+    )
     assert [m["role"] for m in noted.structured_content["messages"]] == ["user", "agent"]
-    _call(server, token, "roster.shift.read", {"date_from": "2026-03-02", "date_to": "2026-03-03"})
+    call_tool(
+        server, token, "roster.shift.read", {"date_from": "2026-03-02", "date_to": "2026-03-03"}
+    )
     from brainframe.models import ToolCall
 
     latest = ToolCall.objects.filter(agent_id="henry").order_by("-seq").first()
     assert latest is not None and latest.requested_tool_id == "roster.shift.read"
     call_id = str(latest.pk)
-    done = _call(
+    done = call_tool(
         server,
         token,
         "ledger.turn_complete",
@@ -529,9 +443,11 @@ def test_turns_over_mcp(server: str, world: dict[str, Any]) -> None:
     )
     assert done.structured_content["status"] == "completed"
     assert done.structured_content["tool_calls"] == [call_id]
-    again = _call(server, token, "ledger.turn_complete", {"turn_id": turn["turn_id"], "answer": ""})
+    again = call_tool(
+        server, token, "ledger.turn_complete", {"turn_id": turn["turn_id"], "answer": ""}
+    )
     assert again.is_error and again.structured_content["code"] == "turn_closed"
-    compacted = _call(
+    compacted = call_tool(
         server,
         token,
         "ledger.compact",
@@ -539,11 +455,11 @@ def test_turns_over_mcp(server: str, world: dict[str, Any]) -> None:
          "summarised_through": turn["turn_id"]},
     )  # fmt: skip
     assert compacted.structured_content["turn_type"] == "compaction"
-    context = _call(server, token, "ledger.thread_context", {"thread": turn["thread"]})
+    context = call_tool(server, token, "ledger.thread_context", {"thread": turn["thread"]})
     assert context.structured_content["summary"] == "roster checked"
-    theirs = _call(server, world["reggie_token"], "ledger.turn", {"turn_id": turn["turn_id"]})
+    theirs = call_tool(server, world["reggie_token"], "ledger.turn", {"turn_id": turn["turn_id"]})
     assert theirs.is_error and theirs.structured_content["code"] == "unknown_turn"
-    whole = _call(
+    whole = call_tool(
         server,
         token,
         "ledger.turn_record",
@@ -551,5 +467,5 @@ def test_turns_over_mcp(server: str, world: dict[str, Any]) -> None:
     )
     assert whole.structured_content["status"] == "completed"
     assert [m["role"] for m in whole.structured_content["messages"]] == ["user", "agent", "answer"]
-    bad = _call(server, token, "ledger.turn", {"turn_id": "nope"})
+    bad = call_tool(server, token, "ledger.turn", {"turn_id": "nope"})
     assert bad.is_error and bad.structured_content["field"] == "turn_id"

@@ -13,7 +13,7 @@ import pytest
 
 from brainframe.models import ToolCall
 from tests.broker.api.test_remembered_agents import _generation, _sql
-from tests.broker.mcp.test_mcp import READ, server, world  # noqa: F401  (the fixtures)
+from tests.broker.mcp.conftest import READ
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -63,8 +63,8 @@ def _refused(response: httpx.Response, code: str) -> None:
     ids=["revoked", "deleted", "paused"],
 )
 def test_a_token_changed_by_sql_is_refused_from_the_next_tool_call_and_nothing_is_written(
-    server: str,  # noqa: F811
-    world: dict[str, Any],  # noqa: F811
+    server: str,
+    world: dict[str, Any],
     change: str,
     code: str,
 ) -> None:
@@ -81,8 +81,8 @@ def test_a_token_changed_by_sql_is_refused_from_the_next_tool_call_and_nothing_i
 
 
 def test_a_remembered_token_still_serves_everything_else_after_reading_it(
-    server: str,  # noqa: F811
-    world: dict[str, Any],  # noqa: F811
+    server: str,
+    world: dict[str, Any],
 ) -> None:
     token = world["henry_token"]
     _succeeds(_tool_call(server, token, "roster.shift.read", READ))
@@ -102,7 +102,7 @@ def test_a_remembered_token_still_serves_everything_else_after_reading_it(
 
 
 def test_marking_a_token_used_is_not_a_change_but_revoking_it_is(
-    world: dict[str, Any],  # noqa: F811
+    world: dict[str, Any],
 ) -> None:
     before = _generation("henry")
     _sql("UPDATE agent_tokens SET last_used_at = now() WHERE agent_id = %s", ["henry"])
