@@ -10,7 +10,7 @@ from django.test import Client
 
 from brainframe.models import Agent, AgentTask, Delegation, Turn
 from tests import factories as f
-from tests.brainframe.ledger.test_ledgers import _call
+from tests.brainframe.ledger.conftest import agent_call
 from tests.signing import SignedClient
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def test_delegation_within_and_beyond_the_depth_limit(
 ) -> None:
     settings.RABS_DELEGATION_MAX_DEPTH = 2
     f.AgentFactory(agent_id="wendy")
-    first = _call(
+    first = agent_call(
         reggie,
         "agents.delegate",
         arguments={"agent_id": "henry", "title": "Check the bus", "instructions": "Is it free?"},
@@ -39,7 +39,7 @@ def test_delegation_within_and_beyond_the_depth_limit(
     assert worker_turn.messages.get().author == "agent:reggie"
 
     # Henry, on that task, delegates on: depth 2 is allowed...
-    second = _call(
+    second = agent_call(
         henry,
         "agents.delegate",
         arguments={"agent_id": "wendy", "title": "Ask the driver", "instructions": "Call Bob"},
@@ -52,7 +52,7 @@ def test_delegation_within_and_beyond_the_depth_limit(
     from brainframe.services.access.credentials import agent_credential_issue
 
     wendy_client = SignedClient(Client(), "wendy", agent_credential_issue(agent=wendy))
-    third = _call(
+    third = agent_call(
         wendy_client,
         "agents.delegate",
         arguments={"agent_id": "henry", "title": "x", "instructions": "y"},
@@ -68,21 +68,21 @@ def test_a_worker_is_refused_what_its_manager_may_not_do(
     people: dict[str, Any], reggie: SignedClient, henry: SignedClient
 ) -> None:
     f.ToolFactory(tool_id="test.henry.only", agent_access=["henry"])
-    handed = _call(
+    handed = agent_call(
         reggie,
         "agents.delegate",
         arguments={"agent_id": "henry", "title": "Look it up", "instructions": "use your tools"},
     )["result"]
-    refused = _call(henry, "test.henry.only", task_id=handed["task_id"])
+    refused = agent_call(henry, "test.henry.only", task_id=handed["task_id"])
     assert refused["status"] == "denied" and refused["code"] == "exceeds_manager"
     assert "reggie" in refused["detail"] and "test.henry.only" in refused["detail"]
     # A knock-on call of the same chain is held to it too.
-    allowed = _call(henry, "test.notes.read", task_id=handed["task_id"])
+    allowed = agent_call(henry, "test.notes.read", task_id=handed["task_id"])
     assert allowed["status"] == "executed"
-    knock_on = _call(henry, "test.henry.only", parent_r_tag=allowed["r_tag"])
+    knock_on = agent_call(henry, "test.henry.only", parent_r_tag=allowed["r_tag"])
     assert knock_on["code"] == "exceeds_manager"
     # On his own work, Henry keeps his own permissions.
-    assert _call(henry, "test.henry.only")["status"] == "executed"
+    assert agent_call(henry, "test.henry.only")["status"] == "executed"
     page = Client()
     from django.contrib.auth import get_user_model
 
