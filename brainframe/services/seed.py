@@ -193,12 +193,18 @@ def _seed_acl(created: Counter[str]) -> None:
 
 
 def _create_missing(model: type[Model], key: str, rows: list[dict[str, Any]]) -> int:
-    """Create the rows whose ``key`` is not in the table yet; leave existing ones alone."""
-    created = 0
-    for row in rows:
-        defaults = {k: v for k, v in row.items() if k != key}
-        created += model._default_manager.get_or_create(**{key: row[key]}, defaults=defaults)[1]
-    return created
+    """Create the rows whose ``key`` is not in the table yet; leave existing ones alone. The keys
+    there are read in one query, and each missing row is saved as the model saves it (signals,
+    its own ``save``); a row another seeder wrote meanwhile fails the whole seed, which
+    writes nothing and can be run again."""
+    manager = model._default_manager
+    there = set(
+        manager.filter(**{f"{key}__in": [row[key] for row in rows]}).values_list(key, flat=True)
+    )
+    missing = [row for row in rows if row[key] not in there]
+    for row in missing:
+        manager.create(**row)
+    return len(missing)
 
 
 def _tool_defaults(tool: dict[str, Any]) -> dict[str, Any]:
