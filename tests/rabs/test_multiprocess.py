@@ -27,10 +27,12 @@ from django.utils import timezone
 
 from brainframe.models import Agent, AgentCredential, ApprovalRequest, ToolCall
 from brainframe.services.access.credentials import agent_credential_issue
+from brainframe.services.seed import seed_brainframe
 from broker.audit.verify import verify_chain
 from rabs.stack.devstack import free_port, launched
 from rabs.stack.embedded import database_url
 from tests import factories as f
+from tests.flush import database_empty
 from tests.signing import signed_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -66,8 +68,17 @@ def receiver() -> Iterator[dict[str, Any]]:
     server.server_close()
 
 
-@pytest.fixture
-def stack(transactional_db: None, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def stack_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the module's stack keeps its log and beat schedule."""
+    return tmp_path_factory.mktemp("stack")
+
+
+@pytest.fixture(scope="module")
+def stack_url(django_db_setup: Any, django_db_blocker: Any, stack_dir: Path) -> Iterator[str]:
+    """The whole stack, started once for this module's tests (a start-up is ~30 s of five
+    processes on two cores); each test empties the database after itself, and ``stack`` seeds
+    it again."""
     db = settings.DATABASES["default"]
     port = free_port()
     env = {
@@ -83,16 +94,26 @@ def stack(transactional_db: None, tmp_path: Path) -> Iterator[str]:
         "RABS_WORKER_CONCURRENCY": "2",
         "RABS_CELERY_EAGER": "false",
         "RABS_PROCESS_HEADER": "true",
-        "RABS_ADMIN_CREDENTIALS_FILE": str(tmp_path / "admin.json"),
+        "RABS_ADMIN_CREDENTIALS_FILE": str(stack_dir / "admin.json"),
     }
-    log = tmp_path / "stack.log"
+    log = stack_dir / "stack.log"
     try:
         with launched(env, log=log) as url:
             time.sleep(2)  # the workers join the queue
             yield url
     finally:
+        # What its beat and workers wrote after the last test's emptying goes too.
+        with django_db_blocker.unblock():
+            database_empty("default")
         (ROOT / "test-artifacts").mkdir(exist_ok=True)
         (ROOT / "test-artifacts" / "multiprocess-stack.log").write_bytes(log.read_bytes())
+
+
+@pytest.fixture
+def stack(stack_url: str, transactional_db: None) -> str:
+    """The module's stack, on the demo data (seeded again: the test before emptied it)."""
+    seed_brainframe()
+    return stack_url
 
 
 def _reviewer(url: str, username: str) -> httpx.Client:
@@ -137,10 +158,10 @@ def _answering_processes(url: str, *, connections: int) -> set[str]:
 
 
 def test_decisions_and_approvals_across_processes(
-    stack: str, receiver: dict[str, Any], tmp_path: Path
+    stack: str, receiver: dict[str, Any], stack_dir: Path
 ) -> None:
     # Beat keeps this stack's schedule next to its log, apart from a `make run` of the checkout.
-    assert list(tmp_path.glob("stack-beat-schedule*")), "no beat schedule next to the log"
+    assert list(stack_dir.glob("stack-beat-schedule*")), "no beat schedule next to the log"
     secret = agent_credential_issue(agent=Agent.objects.get(agent_id="henry"))
     reviewers = Group.objects.get(name="reviewers")
     for name in ("alice", "bob"):
