@@ -36,6 +36,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -104,12 +105,27 @@ def _process(args: list[str], log: Path, env: dict[str, str] | None = None) -> I
             os.killpg(process.pid, 9)
 
 
+TS_SDK = ROOT / "var" / "clients" / "ts"
+
+
 @contextmanager
-def upstream(python: Path, name: str) -> Iterator[str]:
-    """``mcp-server-time`` over stdio, exposed at ``/mcp`` by ContextForge's bridge."""
+def upstream(python: Path, name: str, kind: str) -> Iterator[str]:
+    """The upstream: ``node``, ``bench/upstream_time.mjs`` (the official TypeScript SDK's server,
+    Streamable HTTP at ``/mcp``); ``time``, ``mcp-server-time`` over stdio, exposed at ``/mcp`` by
+    ContextForge's bridge."""
     from bench.common.stack import wait_for_answer  # bench/ is not on the path at import
 
     port = _free_port()
+    if kind == "node":
+        if not (TS_SDK / "node_modules" / ".installed").exists():
+            raise SystemExit("the node upstream needs the TypeScript SDK: make clients")
+        script = TS_SDK / "upstream_time.mjs"  # beside node_modules: ES modules look there
+        shutil.copyfile(ROOT / "bench" / "upstream_time.mjs", script)
+        with _process(["node", str(script), str(port)], WORK / f"upstream-{name}.log", {**os.environ}):
+            url = f"http://127.0.0.1:{port}/mcp"
+            wait_for_answer(f"http://127.0.0.1:{port}/health", timeout=60)
+            yield url
+        return
     command = f"{python} -m mcp_server_time"
     args = [str(python), "-m", "mcpgateway.translate", "--stdio", command,
             "--expose-streamable-http", "--port", str(port)]  # fmt: skip
@@ -398,7 +414,19 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=100)
     parser.add_argument("--open-seconds", type=float, default=20)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--upstream",
+        choices=["node", "time"],
+        default="node",
+        help="node: the TypeScript SDK's server (bench/upstream_time.mjs); time: mcp-server-time "
+        "over stdio behind ContextForge's bridge (its own CPU is most of a forwarded call's)",
+    )
+    parser.add_argument(
+        "--only", default="", help="run only these gateways (comma-separated, e.g. 'ours')"
+    )
     args = parser.parse_args()
+    # A SIGTERM stops the run as Ctrl-C does: the servers it started are stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     import logging
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -409,7 +437,7 @@ def main() -> int:
     with (
         throwaway_database(DB),
         running_stack(AGENTS, web=2, name="mcp_load") as stack,
-        contextforge_and_upstreams(python) as (cf_url, jwt, cf_tool, our_upstream, lone),
+        contextforge_and_upstreams(python, args.upstream) as (cf_url, jwt, cf_tool, our_upstream, lone),
     ):
         tokens = _ours_setup(our_upstream)
         ours_url = f"{stack.url}/mcp"
@@ -423,11 +451,13 @@ def main() -> int:
             "rest": (stack.url, lambda n: list(signed_calls(stack.url, stack.secrets, n))),
             "ours, local": (ours_url, lambda n: ours_requests(ours_url, tokens, n, ROSTER_TOOL)),
         }
+        if args.only:
+            gateways = {k: v for k, v in gateways.items() if k in args.only.split(",")}
         # For scale: the upstream alone (no gateway), what neither gateway can exceed.
         alone = asyncio.run(
             closed(
                 lone,
-                cf_requests(lone, "", direct, "get_current_time", budget),
+                cf_requests(lone, "", direct, "get_current_time", budget * 3),
                 clients=args.concurrency,
                 seconds=args.seconds,
             )
@@ -460,7 +490,7 @@ def main() -> int:
                     + ("" if name == "contextforge" else f"; CPU per call {describe(c['cpu'])}")
                 )
     per_round = len(runs) // args.rounds
-    for round_ in range(args.rounds):
+    for round_ in range(args.rounds if per_round == 4 else 0):
         ours, cf, rest, local = runs[per_round * round_ : per_round * (round_ + 1)]
         print(
             f"round {round_ + 1} ratio ours/ContextForge: calls/s "
@@ -474,14 +504,16 @@ def main() -> int:
 
 
 @contextmanager
-def contextforge_and_upstreams(python: Path) -> Iterator[tuple[str, str, str, str, str]]:
+def contextforge_and_upstreams(
+    python: Path, kind: str
+) -> Iterator[tuple[str, str, str, str, str]]:
     """ContextForge (URL, JWT, tool) and three copies of the upstream: ours, ContextForge's, and
     one measured alone (a bridge that has spoken the newer protocol refuses the older one)."""
     _secrets(python)  # ContextForge's bridge refuses to start without them too
     with (
-        upstream(python, "ours") as ours,
-        upstream(python, "contextforge") as theirs,
-        upstream(python, "alone") as alone,
+        upstream(python, "ours", kind) as ours,
+        upstream(python, "contextforge", kind) as theirs,
+        upstream(python, "alone", kind) as alone,
         contextforge(python, theirs) as (url, jwt, tool),
     ):
         yield url, jwt, tool, ours, alone

@@ -35,6 +35,8 @@ from mcp.shared.exceptions import MCPError
 
 from brainframe.models import MCPUpstream
 
+from .upstream_http import NotLean, Timeout, Unavailable, lean_session
+
 log = logging.getLogger(__name__)
 
 
@@ -201,8 +203,22 @@ def upstream_call(
     meta: dict[str, Any] | None = None,
 ) -> types.CallToolResult:
     """Call ``tool`` on ``upstream``. Raises UpstreamUnavailable, UpstreamTimeout, or the
-    upstream's JSON-RPC error (MCPError)."""
+    upstream's JSON-RPC error (MCPError). Over Streamable HTTP the call is sent from this thread
+    (``upstream_http``) unless the upstream is one for the SDK's client."""
     spec = UpstreamSpec.of(upstream)
+    if spec.transport == MCPUpstream.Transport.HTTP:
+        session = lean_session(
+            spec.name, spec, spec.url, dict(spec.headers), lambda: tools_changed(spec.name)
+        )
+        if session is not None:
+            try:
+                return session.call(tool, arguments, meta or {}, timeout)
+            except NotLean as exc:  # nothing was sent for the call: the SDK's client sends it
+                log.info("upstream %s: calls go through the SDK's client (%s)", spec.name, exc)
+            except Timeout as exc:
+                raise UpstreamTimeout(str(exc)) from None
+            except Unavailable as exc:
+                raise UpstreamUnavailable(str(exc)) from exc
     return _pool.run(_pool._call(spec, tool, arguments, meta or {}), timeout)
 
 

@@ -2,7 +2,10 @@
 answer come from files the test writes: so a test can change what the upstream says a tool does
 (a "rug pull") while it runs, or make it answer with an injection.
 
-    python -m tests.mcp_servers.notes DIRECTORY
+    python -m tests.mcp_servers.notes DIRECTORY [--http PORT [--json]]
+
+Over stdio, or with ``--http`` over Streamable HTTP at ``/mcp`` (answers as event streams, or as
+JSON with ``--json``).
 
 ``DIRECTORY/description`` is the tool's description, read again whenever it changes (the tool
 list then says so: ``notifications/tools/list_changed`` to a 2025-era session, a
@@ -57,7 +60,13 @@ def main() -> None:
     async def serve() -> Any:
         async with anyio.create_task_group() as group:
             group.start_soon(watch)
-            await server.run_stdio_async()
+            if "--http" in sys.argv:
+                port = int(sys.argv[sys.argv.index("--http") + 1])
+                await server.run_streamable_http_async(
+                    port=port, json_response="--json" in sys.argv
+                )
+            else:
+                await server.run_stdio_async()
             group.cancel_scope.cancel()
 
     anyio.run(serve)
