@@ -121,7 +121,9 @@ def upstream(python: Path, name: str, kind: str) -> Iterator[str]:
             raise SystemExit("the node upstream needs the TypeScript SDK: make clients")
         script = TS_SDK / "upstream_time.mjs"  # beside node_modules: ES modules look there
         shutil.copyfile(ROOT / "bench" / "upstream_time.mjs", script)
-        with _process(["node", str(script), str(port)], WORK / f"upstream-{name}.log", {**os.environ}):
+        with _process(
+            ["node", str(script), str(port)], WORK / f"upstream-{name}.log", {**os.environ}
+        ):
             url = f"http://127.0.0.1:{port}/mcp"
             wait_for_answer(f"http://127.0.0.1:{port}/health", timeout=60)
             yield url
@@ -437,7 +439,13 @@ def main() -> int:
     with (
         throwaway_database(DB),
         running_stack(AGENTS, web=2, name="mcp_load") as stack,
-        contextforge_and_upstreams(python, args.upstream) as (cf_url, jwt, cf_tool, our_upstream, lone),
+        contextforge_and_upstreams(python, args.upstream) as (
+            cf_url,
+            jwt,
+            cf_tool,
+            our_upstream,
+            lone,
+        ),
     ):
         tokens = _ours_setup(our_upstream)
         ours_url = f"{stack.url}/mcp"
@@ -504,9 +512,7 @@ def main() -> int:
 
 
 @contextmanager
-def contextforge_and_upstreams(
-    python: Path, kind: str
-) -> Iterator[tuple[str, str, str, str, str]]:
+def contextforge_and_upstreams(python: Path, kind: str) -> Iterator[tuple[str, str, str, str, str]]:
     """ContextForge (URL, JWT, tool) and three copies of the upstream: ours, ContextForge's, and
     one measured alone (a bridge that has spoken the newer protocol refuses the older one)."""
     _secrets(python)  # ContextForge's bridge refuses to start without them too
