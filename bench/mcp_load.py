@@ -2,19 +2,25 @@
 
     .venv/bin/python bench/mcp_load.py [--concurrency 32] [--seconds 15] [--rate 100]
                                        [--open-seconds 20] [--rounds 2]
+                                       [--upstream node|time] [--only ours,rest,…]
 
 **Ours**: the whole stack (``python -m rabs.stack.devstack``, two daphne processes behind one port,
 a Celery worker, beat, PostgreSQL, Redis) on a throwaway database; 8 agents with MCP bearer tokens
-call ``time.get_current_time``, imported from an upstream ``mcp-server-time`` reached over
-Streamable HTTP: the whole pipeline (schema, Guardian on the arguments, directives, V-Pol, gate),
-the hash-chained audit, the forward to the upstream, the Guardian on its answer, the outcome.
+call ``time.get_current_time``, imported from an upstream reached over Streamable HTTP: the whole
+pipeline (schema, Guardian on the arguments, directives, V-Pol, gate), the hash-chained audit,
+the forward to the upstream, the Guardian on its answer, the outcome.
 
 **ContextForge**: ``mcp-contextforge-gateway`` 1.1.0 (installed into ``var/bench/contextforge-venv``
 from Python 3.12 on first use, never into the project's environment) with SQLite, its UI off,
 rate limiting off, stateful sessions on, forwarding to its own copy of the same upstream; its
 tool ``time-get-current-time`` called through a virtual server at ``/servers/<id>/mcp`` with a
-JWT. Each gateway has its own upstream process: ``mcp-server-time`` over stdio, exposed as
-Streamable HTTP by ContextForge's ``mcpgateway.translate`` bridge.
+JWT.
+
+**The upstream** (``--upstream``), one process per gateway and one measured alone: ``node``
+(default), ``bench/upstream_time.mjs``, the official TypeScript SDK's server (``make clients``)
+with the same tool; ``time``, ``mcp-server-time`` over stdio exposed as Streamable HTTP by
+ContextForge's ``mcpgateway.translate`` bridge (whose own CPU per call is more than a forwarded
+call's on this machine, so the ratios then mostly measure the bridge).
 
 **Beside them, on the same stack**: the REST face deciding ``roster.shift.read`` for signed
 agents (``bench/broker_load.py``'s call), and the MCP face calling that same local read (what the
@@ -424,7 +430,7 @@ def main() -> int:
         "over stdio behind ContextForge's bridge (its own CPU is most of a forwarded call's)",
     )
     parser.add_argument(
-        "--only", default="", help="run only these gateways (comma-separated, e.g. 'ours')"
+        "--only", default="", help="only these runs (ours, contextforge, rest, local; a,b)"
     )
     args = parser.parse_args()
     # A SIGTERM stops the run as Ctrl-C does: the servers it started are stopped on the way out.
@@ -459,8 +465,9 @@ def main() -> int:
             "rest": (stack.url, lambda n: list(signed_calls(stack.url, stack.secrets, n))),
             "ours, local": (ours_url, lambda n: ours_requests(ours_url, tokens, n, ROSTER_TOOL)),
         }
-        if args.only:
-            gateways = {k: v for k, v in gateways.items() if k in args.only.split(",")}
+        if args.only:  # by the names above, "local" for "ours, local"
+            chosen = {"ours, local" if n == "local" else n for n in args.only.split(",")}
+            gateways = {k: v for k, v in gateways.items() if k in chosen}
         # For scale: the upstream alone (no gateway), what neither gateway can exceed.
         alone = asyncio.run(
             closed(
@@ -498,16 +505,24 @@ def main() -> int:
                     + ("" if name == "contextforge" else f"; CPU per call {describe(c['cpu'])}")
                 )
     per_round = len(runs) // args.rounds
-    for round_ in range(args.rounds if per_round == 4 else 0):
-        ours, cf, rest, local = runs[per_round * round_ : per_round * (round_ + 1)]
-        print(
-            f"round {round_ + 1} ratio ours/ContextForge: calls/s "
-            f"{ours[1]['per_second'] / cf[1]['per_second']:.2f}, "
-            f"p50 {ours[2]['p50_ms'] / cf[2]['p50_ms']:.2f}, "
-            f"p99 {ours[2]['p99_ms'] / cf[2]['p99_ms']:.2f}; MCP/REST calls/s: forwarded "
-            f"{ours[1]['per_second'] / rest[1]['per_second']:.2f}, local "
-            f"{local[1]['per_second'] / rest[1]['per_second']:.2f}"
-        )
+    for round_ in range(args.rounds):
+        got = {name: (c, o) for name, c, o in runs[per_round * round_ : per_round * (round_ + 1)]}
+        figures = []
+        if "ours" in got and "contextforge" in got:
+            (ours, ours_o), (cf, cf_o) = got["ours"], got["contextforge"]
+            figures.append(
+                f"ours/ContextForge: calls/s {ours['per_second'] / cf['per_second']:.2f}, "
+                f"p50 {ours_o['p50_ms'] / cf_o['p50_ms']:.2f}, "
+                f"p99 {ours_o['p99_ms'] / cf_o['p99_ms']:.2f}"
+            )
+        if "rest" in got:
+            rest = got["rest"][0]["per_second"]
+            figures += [
+                f"MCP/REST calls/s, {label} {got[name][0]['per_second'] / rest:.2f}"
+                for name, label in (("ours", "forwarded"), ("ours, local", "local"))
+                if name in got
+            ]
+        print(f"round {round_ + 1} ratios: " + "; ".join(figures))
     return 0
 
 

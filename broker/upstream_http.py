@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 IDLE_SECONDS = 2.0  # a kept-alive connection idle longer is closed, never reused: servers
 # commonly close theirs after 5 s, and a call written into a closing connection may be lost.
-METHOD_NOT_FOUND = -32601
+MAX_ANSWER_BYTES = 16 * 1024 * 1024  # an upstream's answer larger than this fails the call
 
 
 class Unavailable(Exception):
@@ -136,7 +136,9 @@ class _Session:
                 keep = not response.will_close
                 return response.status, None, headers
             if kind == "application/json":
-                body = response.read()
+                body = response.read(MAX_ANSWER_BYTES + 1)
+                if len(body) > MAX_ANSWER_BYTES:
+                    raise Unavailable(f"an answer larger than {MAX_ANSWER_BYTES} bytes")
                 keep = not response.will_close
                 answer = json.loads(body) if body else None
                 return response.status, self._ours(answer, request_id), headers
@@ -245,10 +247,14 @@ class _Session:
 def _events(response: http.client.HTTPResponse, deadline: float) -> Iterator[Any]:
     """The JSON messages of a ``text/event-stream`` answer, as they arrive."""
     data: list[str] = []
+    read = 0
     while True:
         if time.monotonic() > deadline:
             raise TimeoutError
-        raw = response.readline()
+        raw = response.readline(MAX_ANSWER_BYTES + 1)
+        read += len(raw)
+        if read > MAX_ANSWER_BYTES:
+            raise Unavailable(f"an answer larger than {MAX_ANSWER_BYTES} bytes")
         if not raw:
             return
         line = raw.decode("utf-8").rstrip("\r\n")
