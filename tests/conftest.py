@@ -30,6 +30,7 @@ from rabs.stack.matrix import Homeserver, Secrets
 from rabs.stack.matrix import start as matrix_start
 from rabs.stack.procs import parent_death_signal
 from tests.flush import install as fast_flush_install
+from tests.processes import process_env
 from tests.signing import SignedClient
 
 # Run under `make test`, the suite dies with make (make's SIGTERM reaches it, but make killed
@@ -75,6 +76,30 @@ def async_tests_give_their_connection_back() -> Iterator[None]:
     executor = SyncToAsync.single_thread_executor
     if executor is not None and not getattr(executor, "_shutdown", False):
         executor.submit(connections.close_all).result(timeout=10)
+
+
+#: The longest test modules, longest first (seconds of tests on 2 cores, `--durations=0`), and
+#: run first. With ``--dist loadfile`` a worker takes the next module as it frees; a long module
+#: left to the end kept one worker busy for a minute or two while the other had nothing left.
+LONGEST_FIRST = (
+    "tests/broker/approvals/test_races.py",
+    "tests/broker/api/test_schemathesis.py",
+    "tests/rabs/test_killed_run.py",
+    "tests/agents_vm/test_service.py",
+    "tests/rabs/test_multiprocess.py",
+    "tests/broker/mcp/test_mcp.py",
+    "tests/brainframe/safety/test_pii.py",
+    "tests/brainframe/memory/test_bucket_checker.py",
+    "tests/broker/audit/test_database_down.py",
+    "tests/agents_vm/test_runtime.py",
+    "tests/browser/test_first_hour.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest modules first (``LONGEST_FIRST``), the rest in their order."""
+    rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -206,20 +231,14 @@ def live_server_url(
 ) -> Iterator[str]:
     """daphne serving the app against the test database, for the whole session (its read
     replica: the session's standby)."""
-    db = settings.DATABASES["default"]
     port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": database_url(db),
-        "REDIS_URL": settings.REDIS.cache,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DJANGO_DEBUG": "true",
+    env = process_env(
+        DJANGO_DEBUG="true",
         # Where the app says it is (status callbacks are signed for this URL).
-        "RABS_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        RABS_PUBLIC_URL=f"http://127.0.0.1:{port}",
         **matrix_plan.env(),
-        "RABS_REPLICA_URL": replica_standby["reader"] if replica_standby else "",
-    }
+        RABS_REPLICA_URL=replica_standby["reader"] if replica_standby else "",
+    )
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / f"daphne-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log"
     server = start_daphne(env, port, log=log)
@@ -266,18 +285,12 @@ MCP_PROGRESS_HOLD = 8.0
 def mcp_url(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
     """A daphne shared by the tests that drive the MCP face (and the REST API beside it) with
     outside clients: the official SDKs, agent frameworks, the agent service."""
-    db = settings.DATABASES["default"]
     port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": database_url(db),
-        "REDIS_URL": settings.REDIS.cache,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "RABS_MCP_HOLD_SECONDS": str(MCP_HOLD),
-        "RABS_MCP_APPROVAL_WAIT_SECONDS": str(MCP_PROGRESS_HOLD),
-        "RABS_MCP_PROGRESS_SECONDS": "1",
-    }
+    env = process_env(
+        RABS_MCP_HOLD_SECONDS=str(MCP_HOLD),
+        RABS_MCP_APPROVAL_WAIT_SECONDS=str(MCP_PROGRESS_HOLD),
+        RABS_MCP_PROGRESS_SECONDS="1",
+    )
     process = start_daphne(env, port)
     url = f"http://127.0.0.1:{port}"
     try:

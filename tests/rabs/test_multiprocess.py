@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
@@ -30,9 +29,9 @@ from brainframe.services.access.credentials import agent_credential_issue
 from brainframe.services.seed import seed_brainframe
 from broker.audit.verify import verify_chain
 from rabs.stack.devstack import free_port, launched
-from rabs.stack.embedded import database_url
 from tests import factories as f
 from tests.flush import database_empty
+from tests.processes import process_env
 from tests.signing import signed_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -79,23 +78,17 @@ def stack_url(django_db_setup: Any, django_db_blocker: Any, stack_dir: Path) -> 
     """The whole stack, started once for this module's tests (a start-up is ~30 s of five
     processes on two cores); each test empties the database after itself, and ``stack`` seeds
     it again."""
-    db = settings.DATABASES["default"]
     port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": database_url(db),
-        "REDIS_URL": settings.REDIS.cache,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DJANGO_DEBUG": "true",
-        "RABS_PORT": str(port),
-        "RABS_WEB_PROCESSES": "2",
-        "RABS_WORKER_PROCESSES": "2",
-        "RABS_WORKER_CONCURRENCY": "2",
-        "RABS_CELERY_EAGER": "false",
-        "RABS_PROCESS_HEADER": "true",
-        "RABS_ADMIN_CREDENTIALS_FILE": str(stack_dir / "admin.json"),
-    }
+    env = process_env(
+        DJANGO_DEBUG="true",
+        RABS_PORT=str(port),
+        RABS_WEB_PROCESSES="2",
+        RABS_WORKER_PROCESSES="2",
+        RABS_WORKER_CONCURRENCY="2",
+        RABS_CELERY_EAGER="false",
+        RABS_PROCESS_HEADER="true",
+        RABS_ADMIN_CREDENTIALS_FILE=str(stack_dir / "admin.json"),
+    )
     log = stack_dir / "stack.log"
     try:
         with launched(env, log=log) as url:

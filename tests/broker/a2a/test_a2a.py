@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 import time
 import uuid
@@ -28,7 +27,6 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from django.conf import settings
 from google.protobuf.json_format import ParseDict
 from google.protobuf.struct_pb2 import Struct
 
@@ -37,7 +35,7 @@ from brainframe.services.access.credentials import agent_credential_issue, agent
 from brainframe.services.eventlog.webhooks import webhooks_run
 from brainframe.services.seed import seed_brainframe
 from rabs.stack.devstack import free_port, start_daphne, wait_until_up
-from rabs.stack.embedded import database_url
+from tests.processes import process_env
 from tests.signing import signed_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -45,17 +43,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture(scope="module")
 def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
-    db = settings.DATABASES["default"]
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": database_url(db),
-        "REDIS_URL": settings.REDIS.cache,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "RABS_PUBLIC_URL": url,
-    }
+    env = process_env(RABS_PUBLIC_URL=url)
     process = start_daphne(env, port)
     wait_until_up(url, process)
     yield url

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -17,25 +16,17 @@ from brainframe.models import Agent, ToolCall
 from broker.audit.hashing import arguments_hash
 from broker.services.approvals import approval_decide
 from rabs.celery import app as celery_app
-from rabs.stack.embedded import database_url
 from tests import factories as f
 from tests.mail_servers import SMTPServer, WebhookReceiver
+from tests.processes import process_env
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def _start_worker(settings: Any, **extra_env: str) -> subprocess.Popen[bytes]:
-    db = settings.DATABASES["default"]
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": database_url(db),
-        "REDIS_URL": settings.REDIS.cache,
-        # The worker publishes for real too (a retry is a new message, not an eager call).
-        "RABS_CELERY_EAGER": "false",
-        **extra_env,
-    }
+    # The worker publishes for real too (a retry is a new message, not an eager call).
+    env = process_env(RABS_CELERY_EAGER="false", **extra_env)
     process = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "celery"),

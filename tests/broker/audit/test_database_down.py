@@ -4,14 +4,13 @@ where nothing listens."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import httpx
 import pytest
-from django.conf import settings
 
 from rabs.stack.devstack import free_port, start_daphne, wait_until_up
+from tests.processes import process_env
 from tests.signing import signed_request
 
 pytestmark = pytest.mark.slow
@@ -20,13 +19,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_database_unreachable_is_503(tmp_path: Path) -> None:
     port, dead = free_port(), free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": f"postgres://nobody@127.0.0.1:{dead}/nothing",
-        "REDIS_URL": settings.REDIS.cache,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-    }
+    env = process_env(DATABASE_URL=f"postgres://nobody@127.0.0.1:{dead}/nothing")
     server = start_daphne(env, port)
     url = f"http://127.0.0.1:{port}"
     try:

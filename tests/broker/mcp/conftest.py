@@ -5,14 +5,12 @@ uses it gets a server no MCP request has reached), ``world``, the agents and tok
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Group
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -22,8 +20,8 @@ from brainframe.models import Agent
 from brainframe.services.access.credentials import agent_token_issue
 from brainframe.services.seed import seed_brainframe
 from rabs.stack.devstack import free_port, start_daphne, wait_until_up
-from rabs.stack.embedded import database_url
 from tests import factories as f
+from tests.processes import process_env
 
 WAIT = 3.0  # the server's RABS_MCP_APPROVAL_WAIT_SECONDS in these tests
 READ = {"date_from": "2026-03-02", "date_to": "2026-03-02"}
@@ -40,16 +38,8 @@ BOOK = {
 @pytest.fixture(scope="module")
 def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
     """A daphne of this module's own: no MCP request has reached it before the first test."""
-    db = settings.DATABASES["default"]
     port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "rabs.settings.test",
-        "DATABASE_URL": database_url(db),
-        "REDIS_URL": settings.REDIS.cache,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "RABS_MCP_APPROVAL_WAIT_SECONDS": str(WAIT),
-    }
+    env = process_env(RABS_MCP_APPROVAL_WAIT_SECONDS=str(WAIT))
     process = start_daphne(env, port)
     url = f"http://127.0.0.1:{port}"
     wait_until_up(url, process)

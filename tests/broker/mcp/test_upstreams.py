@@ -20,7 +20,7 @@ from broker.services.upstreams import (
     upstream_change_dismiss,
     upstream_import,
 )
-from broker.upstream_client import upstream_stale, upstream_tools
+from broker.upstream_client import upstream_listed, upstream_stale, upstream_tools
 from tests import factories as f
 from tests.signing import SignedClient
 
@@ -112,6 +112,9 @@ def notes(tmp_path: Path, seeded: None) -> tuple[MCPUpstream, Path]:
         transport="stdio",
         command=[sys.executable, "-m", "tests.mcp_servers.notes", str(tmp_path)],
     )
+    # A change notice an earlier test's server sent leaves "notes" stale in this process (that
+    # test's listing never commits, so nothing clears it): this test waits for its own.
+    upstream_listed("notes")
     return upstream, tmp_path
 
 
