@@ -1,16 +1,19 @@
 """A forward to an upstream over Streamable HTTP, sent from the deciding thread
 (``broker.upstream_http``): the same answers as the SDK's client gives, from a real SDK server
-answering with event streams or with JSON; an upstream that restarts (its session forgotten), and
-one that never answers."""
+answering with event streams or with JSON; an upstream that restarts (its session forgotten), one
+that never answers, one that trickles its answer or sends an endless error page, and answers that
+are not MCP."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +166,94 @@ def test_an_upstream_that_never_answers_times_out_on_time(silent: int, db: None)
     with pytest.raises(UpstreamTimeout):
         upstream_call(upstream, "lookup", {}, timeout=1.5)
     assert time.monotonic() - started < 5
+
+
+class _Odd(BaseHTTPRequestHandler):
+    """An upstream that greets properly, then answers a call as ``server.mode`` says."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _json(self, status: int, body: Any, **headers: str) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def do_POST(self) -> None:
+        message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if message.get("method") == "initialize":
+            result = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {}}
+            self._json(
+                200, {"jsonrpc": "2.0", "id": 0, "result": result}, **{"Mcp-Session-Id": "s"}
+            )
+            return
+        if "id" not in message:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.server.calls += 1  # type: ignore[attr-defined]
+        mode = self.server.mode  # type: ignore[attr-defined]
+        if mode in ("trickle", "endless-error"):
+            self.send_response(200 if mode == "trickle" else 500)
+            self.send_header(
+                "Content-Type", "application/json" if mode == "trickle" else "text/html"
+            )
+            self.send_header("Content-Length", "100000000")
+            self.end_headers()
+            try:
+                for _ in range(600):  # a byte every 50 ms, each read well within its timeout
+                    self.wfile.write(b" " if mode == "trickle" else b"<p>" * 20000)
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass
+            return
+        answers = {
+            "not-a-result": {"jsonrpc": "2.0", "id": message["id"], "result": "nope"},
+            "odd-error": {"jsonrpc": "2.0", "id": message["id"], "error": "broken"},
+            "other-id": {"jsonrpc": "2.0", "id": 999, "result": {"content": []}},
+        }
+        self._json(200, answers[mode])
+
+
+@pytest.fixture
+def odd() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
+    server.daemon_threads = True
+    server.calls = 0  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("mode", ["trickle", "endless-error"])
+def test_an_upstream_that_trickles_or_never_ends_is_cut_off_at_the_calls_time(
+    odd: ThreadingHTTPServer, mode: str, db: None
+) -> None:
+    odd.mode = mode  # type: ignore[attr-defined]
+    upstream = _upstream(f"odd-{mode}", odd.server_address[1])
+    started = time.monotonic()
+    with pytest.raises((UpstreamTimeout, UpstreamUnavailable)):
+        upstream_call(upstream, "lookup", {}, timeout=1.0)
+    assert time.monotonic() - started < 3  # the call's time, not each read's
+    assert odd.calls == 1  # and sent once
+
+
+@pytest.mark.parametrize("mode", ["not-a-result", "odd-error", "other-id"])
+def test_an_answer_that_is_not_mcp_is_a_clean_failure(
+    odd: ThreadingHTTPServer, mode: str, db: None
+) -> None:
+    odd.mode = mode  # type: ignore[attr-defined]
+    upstream = _upstream(f"odd-{mode}", odd.server_address[1])
+    with pytest.raises(UpstreamUnavailable):
+        upstream_call(upstream, "lookup", {}, timeout=5)
+    assert odd.calls == 1
