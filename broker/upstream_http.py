@@ -124,7 +124,7 @@ _reaper = _Reaper()
 def _tls() -> ssl.SSLContext:
     """The certificates the SDK's client (httpx) trusts: certifi's, when it is installed."""
     try:
-        import certifi
+        import certifi  # optional here: httpx's dependency, not ours; absent, the system's
 
         return ssl.create_default_context(cafile=certifi.where())
     except ImportError:
