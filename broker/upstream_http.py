@@ -25,6 +25,7 @@ page (never read), or an answer that is not MCP fails the call.
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import http.client
 import itertools
@@ -121,8 +122,10 @@ class _Reaper:
 _reaper = _Reaper()
 
 
+@functools.cache
 def _tls() -> ssl.SSLContext:
-    """The certificates the SDK's client (httpx) trusts: certifi's, when it is installed."""
+    """The certificates the SDK's client (httpx) trusts: certifi's, when it is installed (read
+    once per process, not per connection)."""
     try:
         import certifi  # optional here: httpx's dependency, not ours; absent, the system's
 
@@ -417,10 +420,3 @@ def lean_session(
             found = _sessions[name] = (key, _Session(url, headers, on_list_changed))
     session = found[1]
     return session if session.lean else None
-
-
-def lean_drop(name: str) -> None:
-    with _sessions_lock:
-        found = _sessions.pop(name, None)
-    if found is not None:
-        found[1].close()
