@@ -1,6 +1,6 @@
 """Score the Guardian and the PII filter on the kept-back RABS sets (eval/heldout/).
 
-    .venv/bin/python eval/heldout_eval.py [--part guardian|pii|both]
+    .venv/bin/python eval/heldout_eval.py [--part guardian|pii|both] [--set 1|2]
 
 The kept-back sets were written before the rules they measure and are not used to tune them:
 this prints totals per family only, never the texts (there is deliberately no option to list
@@ -25,10 +25,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.typecheck")
 HELDOUT = ROOT / "eval" / "heldout"
 
 
-def guardian() -> None:
+SETS = {"1": "", "2": "-2"}
+
+
+def guardian(suffix: str) -> None:
     from brainframe.safety.guardian.core import assess
 
-    rows = [json.loads(line) for line in (HELDOUT / "guardian-heldout.jsonl").open()]
+    rows = [json.loads(line) for line in (HELDOUT / f"guardian-heldout{suffix}.jsonl").open()]
     right: Counter[tuple[str, str]] = Counter()
     total: Counter[tuple[str, str]] = Counter()
     for row in rows:
@@ -44,10 +47,10 @@ def guardian() -> None:
             print(f"  {key[1]:14s} {right[key]:3d}/{total[key]:3d}")
 
 
-def pii() -> None:
+def pii(suffix: str) -> None:
     from brainframe.safety.pii.filter import pii_find
 
-    rows = [json.loads(line) for line in (HELDOUT / "pii-heldout.jsonl").open()]
+    rows = [json.loads(line) for line in (HELDOUT / f"pii-heldout{suffix}.jsonl").open()]
     details = leaked = keeps = redacted = 0
     leaks: Counter[str] = Counter()
     for row in rows:
@@ -72,11 +75,12 @@ def pii() -> None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--part", choices=["guardian", "pii", "both"], default="both")
+    parser.add_argument("--set", choices=sorted(SETS), default="1")
     args = parser.parse_args()
     if args.part in ("guardian", "both"):
-        guardian()
+        guardian(SETS[args.set])
     if args.part in ("pii", "both"):
-        pii()
+        pii(SETS[args.set])
     return 0
 
 
