@@ -18,7 +18,8 @@ change), its token found by bisection over the tokens' ends and the words looked
 the same scores, a third of the cost. The models multiply their matrices through numpy's
 OpenBLAS on one thread rather than through blis, which is twice as slow on these machines;
 OpenBLAS's own threads only burn the other core (the same CPU time again), so they are held to
-one for the length of a call.
+one for the length of a call. spaCy, presidio, thinc and threadpoolctl are imported inside the
+functions that use them (seconds of start-up no other path should pay).
 """
 
 from __future__ import annotations
