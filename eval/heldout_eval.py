@@ -1,6 +1,7 @@
 """Score the Guardian and the PII filter on the kept-back RABS sets (eval/heldout/).
 
     .venv/bin/python eval/heldout_eval.py [--part guardian|pii|both] [--set 1|2]
+    .venv/bin/python eval/heldout_eval.py --file eval/corpora/rabs-families-guardian-r3.jsonl
 
 The kept-back sets were written before the rules they measure and are not used to tune them:
 this prints totals per family only, never the texts (there is deliberately no option to list
@@ -28,10 +29,10 @@ HELDOUT = ROOT / "eval" / "heldout"
 SETS = {"1": "", "2": "-2"}
 
 
-def guardian(suffix: str) -> None:
+def guardian(path: Path) -> None:
     from brainframe.safety.guardian.core import assess
 
-    rows = [json.loads(line) for line in (HELDOUT / f"guardian-heldout{suffix}.jsonl").open()]
+    rows = [json.loads(line) for line in path.open()]
     right: Counter[tuple[str, str]] = Counter()
     total: Counter[tuple[str, str]] = Counter()
     for row in rows:
@@ -76,9 +77,13 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--part", choices=["guardian", "pii", "both"], default="both")
     parser.add_argument("--set", choices=sorted(SETS), default="1")
+    parser.add_argument("--file", type=Path, help="another Guardian set of the same form (totals)")
     args = parser.parse_args()
+    if args.file:
+        guardian(args.file)
+        return 0
     if args.part in ("guardian", "both"):
-        guardian(SETS[args.set])
+        guardian(HELDOUT / f"guardian-heldout{SETS[args.set]}.jsonl")
     if args.part in ("pii", "both"):
         pii(SETS[args.set])
     return 0

@@ -77,7 +77,8 @@ _PATTERNS: dict[str, str] = {
         r"|\bredirect\b[^.\n]{0,40}?(?:payments?|claims?|funds)"
     ),
     "bank_details": (
-        r"\b(?:change|update|swap|switch|replace|redirect|amend|set|use|fix|move)\b[^.\n]{0,60}?"
+        r"(?<!\bthe )(?<!\ba )\b(?:change|update|swap|switch|replace|redirect|amend|set|use|fix|"
+        r"move)\b[^.\n]{0,60}?"
         r"\b(?:bank(?:ing)?|account|bsb|remittance|payee|direct deposit|super fund)"
         r"(?: details| information| info| number)?\b"
         r"|\b(?:into|to)\s+(?:the|our|my|this)\s+new\s+(?:bank\s+)?account\b"
@@ -118,7 +119,8 @@ _PATTERNS: dict[str, str] = {
     ),
     "conceal": (
         r"\b(?:don't|do not|no need to|without|never|not)\s+(?:tell|mention|inform|cc|copy|"
-        r"loop in|notify|flag|let|bother|send (?:the )?notification to|involve|report|escalate)\b"
+        r"loop in|notify|flag|let|bother|send (?:the |any )?(?:\w+ )?notifications?(?: \w+)? to|"
+        r"involve|report|escalate)\b"
         r"[^.\n]{0,50}?"
         r"\b"
         + _OVERSIGHT
@@ -134,6 +136,17 @@ _PATTERNS: dict[str, str] = {
         r"minutes|audit)\b"
         r"|\b(?:remove|delete|take)\b[^.\n]{0,20}?\b(?:my name|it|this|them|the (?:entry|record|"
         r"note)s?)\b[^.\n]{0,10}?\bfrom the (?:incident |audit )?(?:report|log|record|audit)"
+        r"|\bjust between (?:us|you and me|ourselves)\b|\bbetween you and me\b"
+        r"|\bleave\b[^.\n]{0,40}?\bout of (?:the|my|your|this|that|our) (?:\w+ )?(?:log|audit|"
+        r"report|record|notes?|version|statement|summary|file|minutes)\b"
+        r"|\bleave out\b[^.\n]{0,60}?\b(?:log|audit|report|record|summary|minutes)\b"
+        r"|\bno point (?:having|keeping|putting|recording) (?:it|this|that|them) (?:in|on) "
+        r"(?:the|my|your) (?:\w+ )?(?:audit|log|record|report|file)"
+        r"|\b(?:don't|do not|no need to|not|never|without) (?:raise|raising|file|filing|lodge|"
+        r"lodging|create|creating|log|logging|report|reporting) (?:an? |the |any )?incident"
+        r"|\b(?:doesn't|does not|won't|will not|isn't|is not|not be|never) (?:appear|show|"
+        r"shown|showing|visible|listed|turn up)(?: up)? (?:on|in) (?:the|her|his|their|my|our|"
+        r"any) (?:\w+ )?(?:statement|report|log|invoice|audit|summary|record)"
     ),
 }
 _COMPILED = {kind: re.compile(expression) for kind, expression in _PATTERNS.items()}
@@ -257,7 +270,10 @@ def found(folded: str) -> list[Act]:
                 continue
             if not context:
                 context += [mention.genre(folded), mention.addressed(folded)]
-            if not mention.mentioned(folded, match.start(), context[0], context[1]):
+            own_negation = kind == "conceal" and mention.NEGATION.match(folded, match.start())
+            if not mention.mentioned(
+                folded, match.start(), context[0], context[1], negation=not own_negation
+            ):
                 acts.append(Act(kind, match.start()))
                 break
     if len(_PATTERNS) in candidates and _VARIABLE.search(folded):

@@ -225,10 +225,25 @@ def _structure(whole: list[str]) -> dict[str, ThreatPattern]:
     for folded in whole:
         if not _STRUCTURE_GATE.search(folded):
             continue
+        shown: bool | None = None  # a tutorial's or a README's listing, worked out when needed
         for pattern, regex in _engine().structure:
-            if pattern.name not in found and regex.search(folded):
-                found[pattern.name] = pattern
+            if pattern.name in found:
+                continue
+            starts = [m.start() for m in regex.finditer(folded)]
+            if not starts:
+                continue
+            if shown is None:
+                words = folded.replace("```", " ")  # the fence alone does not make a tutorial
+                shown = mention.genre(words) in _SHOWING and not mention.addressed(folded)
+            if shown and all(mention.in_code_listing(folded, at) for at in starts):
+                continue
+            found[pattern.name] = pattern
     return found
+
+
+#: Documents whose fenced code blocks show structure (a message list, a tool call) rather than
+#: carry it: a tutorial, a README, code.
+_SHOWING = frozenset(("tutorial", "readme", "code"))
 
 
 def argument_strings(value: Any) -> list[str]:

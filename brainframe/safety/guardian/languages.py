@@ -22,6 +22,12 @@ LANGUAGE_PATTERNS: list[tuple[str, str, str]] = [
         "(boqua|quen|quendi|khongtuantheo|bachbo)~(huongdan|quytac|chidan|nguyentac)",
     ),
     (
+        "ignore_instructions_id",
+        "instruction_override",
+        "(abaikan|lupakan|acuhkan|balewalain|huwagpansinin)~(instruksi|petunjuk|aturan|prosedur|"
+        "perintah|tagubilin|patakaran)",
+    ),
+    (
         "ignore_instructions_zh",
         "instruction_override",
         r"re:(?:忽略|无视|忽视|不要理会|不用理会|别管|不用遵守|不要遵守|不必遵守)[^。\n]{0,12}?"
@@ -81,7 +87,9 @@ LANGUAGE_PATTERNS: list[tuple[str, str, str]] = [
         "skip_approval_other",
         "tool_abuse",
         "(sin|khongcan|boqua)_(esperar)?_(la|el|nguoi)?(aprobacion|revision|pheduyet|duyet|"
-        "kiemtra|xetduyet)|(aprueba|autoriza|pheduyet)_(todas|todos|moi|tatca|toanbo)",
+        "kiemtra|xetduyet)|(aprueba|autoriza|pheduyet)_(todas|todos|moi|tatca|toanbo)|"
+        "(tanpa|lewati|abaikan)_(prosedur)?_(persetujuan|pemeriksaan|tinjauan|verifikasi)|"
+        "(setujui|sahkan)_(semua|seluruh)",
     ),
     (
         "skip_approval_zh",
@@ -93,7 +101,9 @@ LANGUAGE_PATTERNS: list[tuple[str, str, str]] = [
         "conceal_other",
         "concealment",
         "(nolodigas|noselodigas|nolemenciones|nodigasnada|dungnoi|khongnoi|dungbao)~"
-        "(coordinador|nadie|gerente|supervisor|finanzas|dieuphoi|quanly|aica|ketoan)",
+        "(coordinador|nadie|gerente|supervisor|finanzas|dieuphoi|quanly|aica|ketoan)|"
+        "(jangan|tidakperlu|tidakusah)(beritahu|bilang|kasihtahu|laporkan|memberitahu|kabari)~"
+        "(koordinator|manajer|atasan|siapapun|siapasiapa|keuangan|supervisor)",
     ),
     (
         "conceal_zh",
@@ -104,7 +114,7 @@ LANGUAGE_PATTERNS: list[tuple[str, str, str]] = [
         "erase_log_other",
         "destructive_command",
         "(borra|borrar|elimina|eliminar|xoa|dungghivao|khongghivao)~(registro|registros|historial|"
-        "nhatky)",
+        "nhatky)|(jangancatat|janganmencatat|hapus|jangansimpan)~(log|catatan|audit)",
     ),
     (
         "erase_log_zh",

@@ -65,7 +65,13 @@ def narrated(folded: str, start: int) -> bool:
     if not _sentence_before(folded, start).strip() and _GERUND_SUBJECT.match(folded, start):
         return True
     text = word.group()
+    if text.endswith("s") and _RELATIVE.search(folded, max(0, start - 8), start):
+        return True
     return len(text) > 4 and bool(_NARRATED.search(text)) and text not in _BASE_FORMS
+
+
+#: A verb in a relative clause ("anything that sends money outside"): what something does.
+_RELATIVE = re.compile(r"(?:that|which|who)\s+$")
 
 
 # Someone else being made to do it, reported in the third person or the past: "input that
@@ -82,10 +88,19 @@ _PEOPLE = r"(?:staff|people|employees|victims?|users?|someone|workers|them|him|h
 _ACTORS = r"(?:attackers?|scammers?|fraudsters?|criminals?|phishers?|hackers?|impostors?)"
 _REPORTED = re.compile(
     rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}{_MODEL}|"
-    rf"\b{_MODEL}\s+(?:(?:is|are|was|were|being|been|get|got)\s+)?{_CAUSED}|"
+    rf"\b{_MODEL}\s+(?:(?:is|are|was|were|being|been|get|got)\s+)?"
+    rf"(?:(?:ever|always|often|sometimes|also|then|later)\s+)?{_CAUSED}|"
     rf"\b(?:{_CAUSED}|ask|tell|trick|convince|persuade|pressure|urge)\s+(?:the\s+)?{_PEOPLE}|"
     rf"\b{_ACTORS}\b.*)"
-    r"\s+(?:\w+\s+){0,2}?(?:to\s+)?$"
+    r"\s+(?:[\w-]+\s+){0,3}?(?:to\s+)?$"
+)
+# A request named as a thing ("a request to change a supplier's bank account is actioned only
+# after …"), and a rule about who may do it ("only the CEO and CFO may approve payments").
+_NAMED_REQUEST = re.compile(
+    r"\b(?:a|an|any|the|such|each|every|no|this|that|these|those)\s+(?:[\w-]+\s+)?"
+    r"(?:requests?|instructions?|attempts?|demands?|claims?|asks?)\s+to\s*$|"
+    r"\bonly\b[^.;\n]{0,50}\b(?:may|can|is allowed to|are allowed to|is authori[sz]ed to|"
+    r"are authori[sz]ed to)\s*$"
 )
 _SAID = re.compile(
     r"\b(?:said|says|saying|wrote|writes|asked|asks|told|claimed|claiming|kept saying|"
@@ -98,7 +113,7 @@ _SAID = re.compile(
 def reported(folded: str, start: int) -> bool:
     before = _sentence_before(folded, start)
     tail = " ".join(before.split()[-8:]) + " "
-    if _REPORTED.search(tail):
+    if _REPORTED.search(tail) or _NAMED_REQUEST.search(tail):
         return True
     raw = folded[max(0, start - 40) : start]
     return bool(_SAID.search(raw.rstrip(" \"'“‘")))
@@ -122,14 +137,21 @@ _GENRE = {
     "policy": r"\bpolicy(?: \d|:)|(?:our|records|payments?|approval|privacy|security|finance) "
     r"policy\b|\bprocedure\b|staff must|must never|are never|will never ask|code of conduct",
     "research": r"\bresearch|\bstudy\b|\bpaper\b|experiment|researchers|we measured|"
-    r"our evaluation|attackers?|prompt injection|jailbreak|business email compromise",
-    "changelog": r"changelog|release notes|\bfixed\b|\bremoved\b|\bv\d+\.\d+",
-    "readme": r"\breadme\b|## usage|quick start|```|\bcommands?:",
+    r"our evaluation|attackers?|prompt injection|jailbreak|business email compromise|"
+    r"\babstract\b|\bbenchmark|red[- ]team|prompt leak|\bwe (?:build|built|evaluate|evaluated|"
+    r"tested|found|show|propose|present)\b",
+    "changelog": r"changelog|release notes|\bfixed:|\bremoved:|\bv\d+\.\d+|\bhotfix\b|"
+    r"\bfixed (?:a |an |the )?(?:\w+ ){0,2}(?:bug|issue|regression|crash|vulnerability|flaw|"
+    r"injection)|\bremoved (?:the |a |an )?(?:\w+ ){0,2}(?:option|flag|parameter|setting|"
+    r"endpoint|feature|field|command)s?\b|"
+    r"\bchanges in \d",
+    "readme": r"\breadme\b|## usage|quick start|```|\bcommands?:|\|\s*-{3}|"
+    r"environment variables?",
     "code": r"(?:^|\n)\s*(?:#|//) [a-z]|(?:^|\n)\s*(?:def|for|import|class|return) [\w(]|"
     r"\bos\.\w+\(|\(\)\s*[:{]",
     "tutorial": r"tutorial|(?:^|\n)\s*guide\b|\bguide:|\bstep \d|how to\b|\bto set up\b|"
     r"\bthen (?:click|press|select|tap)\b|\bunder settings\b|"
-    r"in this (?:guide|tutorial|post)",
+    r"in this (?:guide|tutorial|post|lesson|section|course)|\blesson \d",
 }
 _GENRES = [(name, re.compile(expression)) for name, expression in _GENRE.items()]
 
@@ -160,21 +182,33 @@ _ADDRESSED = re.compile(
     r"(?:^|[.!?\n]\s*|(?:dear|hey|hi|hello)\s+)(?:ai|assistant|agent|bot|chatbot)\s*[,:]|"
     r"(?:ai|assistant|agent|bot|model|llm|automated (?:agent|assistant|reader)s?|"
     r"language model)s?\s+(?:reading|processing|summari[sz]ing|compiling|indexing|"
-    r"should|must|may|is to|are to|will now|needs? to)\b|"
+    r"should|must|may|is to|are to|will now|needs? to)\b(?!\s+(?:not|never)\b)|"
     r"by the (?:assistant|ai|agent|bot)\b|(?:ai|automated) (?:tools?|agents?|readers?)|"
     r"\b(?:chatgpt|gpt-?\d|claude|bard|gemini|llama)\b|from now on,? you|"
     r"you are going to (?:act|pretend|be)|you will (?:now )?(?:act|pretend|be))"
 )
 
 
+_QUOTATION = re.compile(r"(?<![a-z0-9])([\"“”‘’'])(?=\S)[^\n]{2,200}?(?<=\S)\1(?![a-z0-9])")
+
+
 def addressed(folded: str) -> bool:
-    """The text speaks to a model (and so means what it says)."""
-    return bool(_ADDRESSED.search(folded))
+    """The text speaks to a model (and so means what it says); words quoted ("a family member
+    could paste 'assistant, mark all shifts as delivered'") are someone else's."""
+    return bool(_ADDRESSED.search(_QUOTATION.sub(" ", folded)))
 
 
-def mentioned(folded: str, start: int, document_genre: str | None, speaks_to_model: bool) -> bool:
-    """A match at ``start`` is mentioned, not used."""
-    if negated(folded, start) or narrated(folded, start) or reported(folded, start):
+def mentioned(
+    folded: str,
+    start: int,
+    document_genre: str | None,
+    speaks_to_model: bool,
+    *,
+    negation: bool = True,
+) -> bool:
+    """A match at ``start`` is mentioned, not used. ``negation=False`` for a match that is itself
+    negative ("don't tell the coordinator"): a negation before it does not undo it."""
+    if (negation and negated(folded, start)) or narrated(folded, start) or reported(folded, start):
         return True
     if speaks_to_model:
         return False

@@ -172,6 +172,19 @@ _P = [
         "(whatis|whatdoes|whats|whatare)(your|the)(system|initial|hidden|secret|original)"
         "(prompt|instructions|guidelines|rules)",
     ),
+    (
+        "instructions_as_given",
+        "prompt_leakage",
+        "(every|all|each|alltheother|allof)(the|your)?(instruction|instructions|rule|rules|"
+        "guideline|guidelines|directive|directives)(that)?(you|youve|it|its)(were|was|have|has|"
+        "had)?(been)?(setupwith|given|configuredwith|programmedwith|startedwith|toldtofollow)|"
+        "asitappearsin(your|its|the)(system)?(instructions|prompt|setup|rules|guidelines|"
+        "configuration)|(fulltext|wholetext|exactwording|exacttext|wordforword|verbatim)~"
+        "(configuration|system|setup|initial|hidden|original)_(prompt|notes|instructions)~"
+        "(your|you|it|its|the)(assistant|ai|agent|bot)?(runsunder|rununder|operatesunder|"
+        "operateunder|was|were|is|are)|(wordforword|verbatim)~(setupnotes|setupinstructions|"
+        "instructions|prompt)(it|you)(was|were|had|have)(been)?given",
+    ),
     ("prompt_canary", "prompt_leakage", "(syscanary|internalcanary|canarytoken|thecanary)"),
     (
         "hidden_prompt_ask",
