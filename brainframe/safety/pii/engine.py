@@ -212,16 +212,22 @@ def coordinated_names(doc: Any) -> list[tuple[int, int]]:
     named = {i for e in people for i in range(e.start_char, e.end_char)}
     with one_blas_thread():
         parsed = _parser()(doc.text)
-    found = []
-    for token in parsed:
-        if token.dep_ not in ("conj", "appos") or token.pos_ != "PROPN":
-            continue
-        head = token.head
-        if head.pos_ != "PROPN":
-            continue
-        pair = [(t.idx, t.idx + len(t)) for t in (head, token)]
+    pairs = [
+        [(t.idx, t.idx + len(t)) for t in (token.head, token)]
+        for token in parsed
+        if token.dep_ in ("conj", "appos") and token.pos_ == "PROPN" and token.head.pos_ == "PROPN"
+    ]
+    # In text order, a name added counts for the pairs after it: in "Efimiya, Mary, Ariana,
+    # Isabel and Jodi" every name hangs off the first, which "Mary" (found) makes a name, and so
+    # the rest. (Going round again to a fixed point gained one name on the synthetic set and
+    # five more false ones.)
+    found: list[tuple[int, int]] = []
+    for pair in pairs:
         if any(a in named for a, _ in pair):
-            found += [(a, b) for a, b in pair if a not in named]
+            for a, b in pair:
+                if a not in named:
+                    named.update(range(a, b))
+                    found.append((a, b))
     return found
 
 

@@ -146,6 +146,7 @@ _ADDRESS_CUE = re.compile(
     r"(?i:\b(?:address(?:\s+is)?\s*:?|lives at|live at|living at|moved to|located at|"
     r"corner of|ship(?:ped)? to|deliver(?:ed)? to|post(?:ed)? to)\s+)"
 )
+_ADDRESSEE = re.compile(r"((?:[^\W\d_][\w'’.-]*[ \t]?){1,4}?)(?=(?:[ \t]{2,}|[ \t]*[,\n][ \t]*)\d)")
 _HOUSE_NUMBER = re.compile(r"(?<![\w.:/-])\d{1,6}[A-Za-z]?\s+(?=[^\W\d_])")
 _ADDRESS_WORD = re.compile(
     r"(?i:\b(?:apt|apartment|suite|unit|box|street|str|st|road|rd|avenue|ave|lane|drive|"
@@ -159,7 +160,12 @@ def address_regions(text: str) -> list[tuple[int, int]]:
     regions = []
     for match in _ADDRESS_CUE.finditer(text):
         end = _region_end(text, match.end())
-        regions.append((match.end(), end))
+        # "Billing address: Sara Schwarz     28245 Puruntie 82": the addressee's name comes
+        # first, set off by a wide gap, a comma or a line break; the address starts at the number.
+        named = _ADDRESSEE.match(text, match.end())
+        if named and _ADDRESS_WORD.search(named.group(1)):
+            named = None  # "Lachlan Street, 4 …": a street, not a name
+        regions.append((named.end(1) if named else match.end(), end))
     for match in _HOUSE_NUMBER.finditer(text):
         end = _region_end(text, match.end())
         rest = text[match.end() : end]

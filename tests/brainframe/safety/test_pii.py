@@ -93,6 +93,19 @@ def test_a_name_coordinated_with_a_name_the_model_found() -> None:
     assert {"Ahmed Khan", "Okonkwo"} <= _spans(text, "PERSON")
 
 
+def test_every_name_in_a_list_with_one_the_model_found() -> None:
+    text = "They had four grandchildren: Efimiya, Mary, Isabel and Jodi."
+    assert _spans(text, "PERSON") == {"Efimiya", "Mary", "Isabel", "Jodi"}
+
+
+def test_the_addressee_before_an_address_is_a_name() -> None:
+    text = "Billing address: Sara Whitlock     28 Puruntie Road, Albury NSW 2640"
+    assert _spans(text, "PERSON") == {"Sara Whitlock"}
+    assert _spans(text, "AU_ADDRESS") == {"28 Puruntie Road, Albury NSW 2640"}
+    # a street name after the cue is still part of the address, not a name
+    assert not _spans("Address: Lachlan Street, 4 Hay NSW 2711", "PERSON")
+
+
 def test_an_iban_in_lower_case() -> None:
     assert _spans("refund to gb82west12345698765432 please", "IBAN_CODE")
 
