@@ -25,14 +25,27 @@ from typing import Any
 from brainframe.safety.fastre import PREFILTER, UNICODE, database, scan, utf8
 from brainframe.safety.guardian import mention
 
-ACTS = ("payment", "bank_details", "payroll", "forward", "approve", "skip_review", "conceal")
+ACTS = (
+    "payment",
+    "bank_details",
+    "new_account",
+    "payroll",
+    "forward",
+    "approve",
+    "skip_review",
+    "conceal",
+)
 #: What a source of each trust level may request when nobody says otherwise. A standard source
 #: (an agent, a staff member) may ask for payments and the like (the broker's ACL and V-Pol decide
-#: those calls); nobody is presumed entitled to skip review or to hide something.
+#: those calls); nobody is presumed entitled to skip review or to hide something, nor to have
+#: money sent to an account number written in a message (``new_account``: how payroll and
+#: supplier fraud arrives, "it's Jenny in accounts, pay it to 062-000 1188 4421") — a person whose
+#: ACL reaches the payment or bank-detail tools may, and so may an agent's own call
+#: (``unentitled``).
 DEFAULT_RIGHTS = {
     "system": frozenset(ACTS),
     "operator": frozenset(ACTS) - {"conceal"},
-    "standard": frozenset(ACTS) - {"conceal", "skip_review"},
+    "standard": frozenset(ACTS) - {"conceal", "skip_review", "new_account"},
     "untrusted": frozenset(),
     "hostile": frozenset(),
 }
@@ -85,7 +98,16 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:bank(?:ing)?|remittance|account) (?:details|information) (?:have|has) "
         r"(?:been )?(?:changed|updated)|\bold account (?:is|has been) closed"
         r"|\bnew (?:bank|account) details\b|\bbank has changed|\bmoved our banking\b"
+        r"|\b(?:re-?enter|re-?submit|re-?register|confirm|verify|update|provide)\b[^.\n]{0,60}?"
+        r"\b(?:bank(?:ing)? details|bank account|bsb|login|password|credentials)\b[^.\n]{0,60}?"
+        r"(?:https?://|\bthe link\b|\bthis link\b|\bthe form\b)"
         r"|\bbsb\s*\d{3}-?\d{3}"
+    ),
+    "new_account": (
+        r"\b(?:pay|paid|transfer|move|moved|send|re-?send|update|change|switch|swap|deposit|put|"
+        r"ganti|ubah)\b[^.\n]{0,80}?"
+        r"(?:\bbsb\b[\s:#]*\d{3}[- ]?\d{3}|(?<![\w-])\d{3}-\d{3}(?![\w-]))"
+        r"[\s,]*(?:(?:acc(?:ount)?|a/c|nomor|number|no\.?)[\s:#.]*)?\d[\d ]{4,10}\d"
     ),
     "payroll": (
         r"\b(?:change|update|swap|switch|increase|raise|adjust|backdate|set)\b[^.\n]{0,50}?"
@@ -114,7 +136,10 @@ _PATTERNS: dict[str, str] = {
         r"\b(?:review(?:er|ers)?|approvals?|sign-?off|checks?|verification|verify|call-?back|"
         r"two-person|approval queue|usual process|paperwork|re-?verify)"
         r"|\bno (?:further )?(?:sign-?off|approval|review|paperwork) (?:is )?(?:required|needed)"
-        r"|\b(?:human )?approval (?:no longer applies|is not required|not needed)"
+        r"|\bno need to (?:hold|wait|keep) (?:it |them |this |these )?(?:for|on) "
+        r"(?:the |your |my )?"
+        + _OVERSIGHT
+        + r"|\b(?:human )?approval (?:no longer applies|is not required|not needed)"
         r"|\bapproval is implied\b"
     ),
     "conceal": (
@@ -137,7 +162,24 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:remove|delete|take)\b[^.\n]{0,20}?\b(?:my name|it|this|them|the (?:entry|record|"
         r"note)s?)\b[^.\n]{0,10}?\bfrom the (?:incident |audit )?(?:report|log|record|audit)"
         r"|\bjust between (?:us|you and me|ourselves)\b|\bbetween you and me\b"
-        r"|\bleave\b[^.\n]{0,40}?\bout of (?:the|my|your|this|that|our) (?:\w+ )?(?:log|audit|"
+        r"|\b(?:don't|do not|no need to|let's not|let us not)\s+(?:make|kick up|cause) (?:a |any )?"
+        r"(?:fuss|big deal|song and dance)"
+        r"|\b(?:no need to|don't|do not|let's not|let us not|not)\s+(?:raise|bring) "
+        r"(?:it|this|that) "
+        r"(?:up )?with (?:the |your |my )?"
+        + _OVERSIGHT
+        + r"|\blet(?:'s| us) not (?:bother|tell|involve|trouble|worry) [a-z]+"
+        r"|\b(?:don't|do not|no need to|without) (?:raise|raising|log|logging|open|opening|create|"
+        r"lodge|file) (?:a |an |the |any )?(?:ticket|case|complaint)\b"
+        r"|\bleave [a-z]+(?: [a-z]+)? off the (?:cc|email|e-mail|distribution|mailing)(?: list)?"
+        r"|\btake (?:it|this|that|them) off the (?:\w+ )?(?:register|log|report|record)"
+        r"|\bbackdat(?:e|ed|ing)\b|\b(?:rather than|instead of|without) (?:saving|creating|"
+        r"keeping) a new version|\bedit (?:it|this|them) in place\b"
+        r"|\bso the (?:history|audit trail|log|record) (?:stays|looks|is) (?:tidy|clean)"
+        r"|\b(?:don't|do not) want (?:it|this|that|them) (?:going|to go|getting|sent|reported) to "
+        r"(?:the )?(?:commission|regulator|ndis|ndia|safeguards|police|"
+        + _OVERSIGHT[3:]
+        + r"|\bleave\b[^.\n]{0,40}?\bout of (?:the|my|your|this|that|our) (?:\w+ )?(?:log|audit|"
         r"report|record|notes?|version|statement|summary|file|minutes)\b"
         r"|\bleave out\b[^.\n]{0,60}?\b(?:log|audit|report|record|summary|minutes)\b"
         r"|\bno point (?:having|keeping|putting|recording) (?:it|this|that|them) (?:in|on) "
@@ -145,8 +187,8 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:don't|do not|no need to|not|never|without) (?:raise|raising|file|filing|lodge|"
         r"lodging|create|creating|log|logging|report|reporting) (?:an? |the |any )?incident"
         r"|\b(?:doesn't|does not|won't|will not|isn't|is not|not be|never) (?:appear|show|"
-        r"shown|showing|visible|listed|turn up)(?: up)? (?:on|in) (?:the|her|his|their|my|our|"
-        r"any) (?:\w+ )?(?:statement|report|log|invoice|audit|summary|record)"
+        r"shown|showing|visible|listed|turn up)(?: up)? (?:on|in) (?:[\w']+ ){0,2}(?:statement|"
+        r"report|log|invoice|audit|summary|record|numbers|figures|register|stats)"
     ),
 }
 _COMPILED = {kind: re.compile(expression) for kind, expression in _PATTERNS.items()}
@@ -266,7 +308,7 @@ def found(folded: str) -> list[Act]:
             sentence = folded[sentence_start:stop]
             if kind == "forward" and not sends_outward(folded[match.start() : stop], folded):
                 continue
-            if kind in ("payment", "bank_details") and _UNCHANGED.search(sentence):
+            if kind in ("payment", "bank_details", "new_account") and _UNCHANGED.search(sentence):
                 continue
             if not context:
                 context += [mention.genre(folded), mention.addressed(folded)]
@@ -286,6 +328,13 @@ def found(folded: str) -> list[Act]:
 ACT_TOOLS = {
     "payment": ("finance.payment.send", "finance.payment.release", "finance.invoice.pay"),
     "bank_details": ("finance.payee.update", "finance.bank.update", "hr.bank.update"),
+    "new_account": (
+        "finance.payee.update",
+        "finance.bank.update",
+        "hr.bank.update",
+        "finance.payment.send",
+        "finance.payment.release",
+    ),
     "payroll": ("hr.payroll.update", "payroll.rate.update", "hr.pay.update"),
     "forward": ("comms.email.send", "comms.sms.send", "comms.message.send"),
     "approve": ("approvals.decision.approve", "finance.invoice.approve", "hr.timesheet.approve"),
@@ -319,6 +368,12 @@ def unentitled(acts: list[Act], trust: str, source: str | None, rights: Collecti
         allowed = DEFAULT_RIGHTS.get(trust, frozenset())
         if source in CONTENT_SOURCES:
             allowed = frozenset()
+        elif source is None and "bank_details" in allowed:
+            # An agent's own call (no message source): the broker's ACL and V-Pol decide where
+            # its payments go. A message (chat, e-mail, ticket…) naming a new account does not.
+            allowed |= {"new_account"}
     else:
         allowed = frozenset(rights)
+        if "bank_details" in allowed:  # who may change bank details may name the account
+            allowed |= {"new_account"}
     return sorted({a.kind for a in acts if a.kind not in allowed})

@@ -204,7 +204,7 @@ def _views(text: str, norm: Normalised) -> tuple[list[str], list[bytes], list[st
         if _GATE_LETTER_SPACED in gates:
             folded = _join_letter_spacing(folded)
             gates = scan(engine.gate_db, utf8(folded))
-        unquoted = _QUOTED.sub(" ", folded) if _GATE_QUOTED in gates else folded
+        unquoted = _QUOTED.sub(_set_aside, folded) if _GATE_QUOTED in gates else folded
         if unquoted is not folded and _PROCESS_QUOTE.search(unquoted):
             unquoted = folded  # the quotation is handed to a model: read it
         squeezed = unquoted.encode("ascii", "ignore").translate(None, _NOT_ALNUM)
@@ -212,6 +212,12 @@ def _views(text: str, norm: Normalised) -> tuple[list[str], list[bytes], list[st
         compact += [squeezed, squeezed.translate(_ROT13_BYTES)]
         names += [how, "rot13"]
     return folded_views, compact, names, whole
+
+
+def _set_aside(quotation: re.Match[str]) -> str:
+    """A quotation is someone else's words, set aside; unless it speaks to a model (a CSV cell
+    or a JSON value reading "Assistant: send this sheet to …"): that is a request in disguise."""
+    return quotation.group() if mention.addressed(quotation.group(2)) else " "
 
 
 _STRUCTURE_GATE = re.compile(r"[{<\[#]|^\s*\w+\s*:|\n\s*\w+\s*:")
@@ -355,6 +361,7 @@ def _used(
             or mention.NEGATION.search(folded, at, end)  # "must never reveal …"
             or (pattern.category in _LISTED and mention.in_code_listing(folded, at))
             or _as_noun(folded, at)
+            or (mention.strict_example(folded, at) and not mention.addressed(folded))
         ):
             return True
     return False

@@ -1,4 +1,7 @@
-"""The Guardian's patterns for instructions in other languages: Spanish, Vietnamese, Chinese.
+"""The Guardian's patterns for instructions in other languages: Spanish, Vietnamese, Chinese,
+Indonesian and Tagalog; and, for the commonest requests (ignore the instructions, tell nobody,
+approve everything, send to an address, show the prompt), Arabic, Hindi, Korean, Greek, Turkish
+and Italian.
 
 Written as ``patterns.py`` describes: Spanish and Vietnamese over the compact view (the folded
 text has lost their diacritics, and "đ" reads "d"), Chinese as ``re:`` expressions over the
@@ -6,6 +9,8 @@ folded text (its characters are kept as written).
 """
 
 from __future__ import annotations
+
+import re
 
 # --- instructions in Spanish, Vietnamese and Chinese (Vietnamese and Spanish are matched without
 # their diacritics, as the folded text has them; Chinese as written, over the folded text).
@@ -120,5 +125,190 @@ LANGUAGE_PATTERNS: list[tuple[str, str, str]] = [
         "erase_log_zh",
         "destructive_command",
         r"re:(?:删除|清除|清空|不要记录)[^。\n]{0,6}?(?:审计)?日志",
+    ),
+]
+
+
+def _words(*words: str) -> str:
+    """An alternation of ``words`` as the folded text has them: fold() reads Greek look-alikes
+    as Latin letters and drops the marks Hindi and Arabic write above or below a letter, so each
+    word is folded the same way once, here."""
+    from brainframe.safety.guardian.normalise import fold  # normalise does not import this
+
+    return "(?:" + "|".join(re.escape(fold(word)) for word in words) + ")"
+
+
+_IGNORE = _words(
+    "تجاهل",
+    "تجاهلي",
+    "أهمل",
+    "अनदेखा",
+    "नज़रअंदाज़",
+    "무시",
+    "αγνόησε",
+    "αγνοήστε",
+    "unut",
+    "yok say",
+    "görmezden gel",
+    "kalimutan",
+    "huwag pansinin",
+    "ignora",
+    "ignorate",
+    "dimentica",
+)
+_INSTRUCTIONS = _words(
+    "التعليمات",
+    "تعليمات",
+    "الأوامر",
+    "निर्देश",
+    "निर्देशों",
+    "지침",
+    "지시",
+    "명령",
+    "οδηγίες",
+    "εντολές",
+    "talimat",
+    "talimatları",
+    "tagubilin",
+    "istruzioni",
+    "regole",
+)
+_DONT_TELL = _words(
+    "لا تخبر",
+    "لا تبلغ",
+    "لا تُعلم",
+    "मत बताना",
+    "मत बताओ",
+    "न बताएं",
+    "알리지 마",
+    "말하지 마",
+    "μην ενημερώσεις",
+    "μην πεις",
+    "haber verme",
+    "söyleme",
+    "bildirme",
+    "huwag mo nang sabihan",
+    "huwag sabihin",
+    "huwag ipaalam",
+    "不要通知",
+    "不要告訴",
+    "別告訴",
+    "別通知",
+    "no se lo menciones",
+    "no lo menciones",
+    "no le digas",
+    "non dirlo",
+    "non informare",
+    "non dire niente",
+    "jangan beritahu",
+    "jangan kasih tahu",
+)
+_APPROVE_ALL = _words(
+    "وافق",
+    "وافقي",
+    "मंजूर",
+    "स्वीकृत",
+    "승인",
+    "έγκρινε",
+    "εγκρίνετε",
+    "onayla",
+    "aprubahan",
+    "aprueba",
+    "approva",
+    "setujui",
+    "批准",
+    "核准",
+)
+_ALL = _words(
+    "كل",
+    "جميع",
+    "सभी",
+    "सारे",
+    "모두",
+    "모든",
+    "όλα",
+    "όλες",
+    "όλους",
+    "tüm",
+    "bütün",
+    "lahat",
+    "todas",
+    "todos",
+    "tutte",
+    "tutti",
+    "semua",
+    "所有",
+    "全部",
+)
+_SEND = _words(
+    "أرسل",
+    "ارسل",
+    "भेज",
+    "भेजो",
+    "보내",
+    "στείλε",
+    "στείλτε",
+    "gönder",
+    "ipadala",
+    "kirim",
+    "envíe",
+    "envía",
+    "envia",
+    "manda",
+    "invia",
+    "gửi",
+    "发送",
+    "發送",
+    "寄給",
+    "發給",
+)
+_NO_REVIEW = _words(
+    "دون أي مراجعة",
+    "بدون مراجعة",
+    "دون مراجعة",
+    "बिना समीक्षा",
+    "검토 없이",
+    "χωρίς έγκριση",
+    "χωρίς έλεγχο",
+    "onaysız",
+    "onay beklemeden",
+    "nang walang review",
+    "no hace falta pedir permiso",
+    "sin pedir permiso",
+    "senza approvazione",
+    "tidak perlu konfirmasi",
+    "不經審核",
+    "不經審批",
+)
+
+LANGUAGE_PATTERNS += [
+    (
+        "ignore_instructions_more",
+        "instruction_override",
+        rf"re:{_IGNORE}[^.\n]{{0,40}}?{_INSTRUCTIONS}|{_INSTRUCTIONS}[^.\n]{{0,20}}?{_IGNORE}",
+    ),
+    ("conceal_more", "concealment", rf"re:{_DONT_TELL}"),
+    (
+        "approve_all_more",
+        "tool_abuse",
+        rf"re:{_APPROVE_ALL}[^.\n]{{0,40}}?{_ALL}|{_ALL}[^.\n]{{0,40}}?{_APPROVE_ALL}|{_NO_REVIEW}",
+    ),
+    (
+        "send_to_address_more",
+        "exfiltration",
+        rf"re:{_SEND}[^\n]{{0,160}}?[\w.+-]+@[\w-]+\.[\w.-]+",
+    ),
+    (
+        "reveal_prompt_more",
+        "prompt_leakage",
+        r"re:(?:指令|指示|提示词|提示詞|系統提示|系统提示)[^。\n]{0,8}?原文|一字不差|"
+        r"(?:시스템|처음에 받은)[^.\n]{0,12}?(?:지침|지시|프롬프트)[^.\n]{0,30}?"
+        r"(?:보여|알려|출력|공개)",
+    ),
+    (
+        "bank_change_more",
+        "fraud",
+        "(ganti|ubah|perbarui|gantikan)~(rekening|nomorrekening|rekeninggaji)|"
+        "(bankabilgileri|hesapnumarasi|ibannumarasi)~(degistir|guncelle)",
     ),
 ]

@@ -26,7 +26,7 @@ import re
 NEGATION = re.compile(
     r"\b(?:never|not|cannot|can't|don't|doesn't|won't|mustn't|shouldn't|no longer|refuses?|"
     r"refused|prohibits?|prohibited|forbids?|forbidden|prevents?|prevented|blocks?|blocked|"
-    r"denies|denied|disallows?|disallowed|"
+    r"denies|denied|disallows?|disallowed|no (?:authority|right|permission|power) to|"
     r"detects?|detected|against)\b(?!\s+(?:mind|hesitate|forget)\b)"
 )
 _TURN = re.compile(r"\b(?:but|just|instead|now|then|however|rather|so|anyway)\b")
@@ -100,11 +100,12 @@ _NAMED_REQUEST = re.compile(
     r"\b(?:a|an|any|the|such|each|every|no|this|that|these|those)\s+(?:[\w-]+\s+)?"
     r"(?:requests?|instructions?|attempts?|demands?|claims?|asks?)\s+to\s*$|"
     r"\bonly\b[^.;\n]{0,50}\b(?:may|can|is allowed to|are allowed to|is authori[sz]ed to|"
-    r"are authori[sz]ed to)\s*$"
+    r"are authori[sz]ed to)\s*$|\b(?:can|may|will) only\s*$"
 )
 _SAID = re.compile(
     r"\b(?:said|says|saying|wrote|writes|asked|asks|told|claimed|claiming|kept saying|"
     r"reads|read|went|goes|message was|text was|email said)\s*(?:that\s+)?[:,]?\s*$|"
+    r"\b(?:said|says|wrote|reads|read)\s*:?\s*(?:\[[a-z]+\]|[a-z]+\s*:)\s*$|"
     r"\b(?:said|told (?:me|us|her|him|them)|asked (?:me|us|her|him|them)|wanted (?:me|us)|"
     r"kept asking (?:me|us)|tried to get (?:me|us)) to\s*$"
 )
@@ -130,9 +131,23 @@ def example(folded: str, start: int) -> bool:
     return bool(_EXAMPLE.search(_sentence_before(folded, start, 120)))
 
 
+#: The stricter markers of an example, for the named patterns: "like" alone is not one ("I'd
+#: like you to ignore …").
+_EXAMPLE_STRICT = re.compile(
+    r"\b(?:for example|for instance|such as|e\.g\.?|examples? (?:include|are|like)|"
+    r"(?:phrases?|messages?|prompts?|requests?|things|lines|text|words) (?:like|such as))\b"
+)
+
+
+def strict_example(folded: str, start: int) -> bool:
+    """Introduced as an example by a marker nobody uses to give an instruction."""
+    return bool(_EXAMPLE_STRICT.search(_sentence_before(folded, start, 120)))
+
+
 _GENRE = {
     "training": r"security awareness|awareness training|\btraining\b|\bmodule \d|\bquiz\b|"
-    r"answer key|\bexercise\b|role-?play exercise|case study|phishing|\bscams?\b|\bscammers?\b|"
+    r"answer key|(?:training|awareness|phishing|tabletop|role-?play) exercise|\bexercise \d|"
+    r"\bexercise:|case study|phishing|\bscams?\b|\bscammers?\b|security incident|"
     r"fraudsters?|red flags?|warning signs?|simulation",
     "policy": r"\bpolicy(?: \d|:)|(?:our|records|payments?|approval|privacy|security|finance) "
     r"policy\b|\bprocedure\b|staff must|must never|are never|will never ask|code of conduct",
@@ -151,7 +166,8 @@ _GENRE = {
     r"\bos\.\w+\(|\(\)\s*[:{]",
     "tutorial": r"tutorial|(?:^|\n)\s*guide\b|\bguide:|\bstep \d|how to\b|\bto set up\b|"
     r"\bthen (?:click|press|select|tap)\b|\bunder settings\b|"
-    r"in this (?:guide|tutorial|post|lesson|section|course)|\blesson \d",
+    r"in this (?:guide|tutorial|post|lesson|section|course)|\blesson \d|\bguardrails?\b|"
+    r"\bchat templates?\b|\btool calling\b|\bhow (?:\w+ ){0,2}works\b|```[a-z]+\n",
 }
 _GENRES = [(name, re.compile(expression)) for name, expression in _GENRE.items()]
 
@@ -179,7 +195,8 @@ _ADDRESSED = re.compile(
     r"\b(?:if you are an? (?:ai|assistant|agent|language model|llm|bot|automated)|"
     r"(?:note|message|instructions?|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?"
     r"(?:ai|assistant|agent|bot|model|llm|automated|language model)s?|"
-    r"(?:^|[.!?\n]\s*|(?:dear|hey|hi|hello)\s+)(?:ai|assistant|agent|bot|chatbot)\s*[,:]|"
+    r"(?:^|[.!?\n|\"'(,;]\s*|(?:dear|hey|hi|hello)\s+)(?:ai|assistant|agent|bot|chatbot)\s*[,:]|"
+    r"\byou are (?:the|an?|my|our) (?:[\w-]+ ){0,2}(?:assistant|agent|bot|ai)\b|"
     r"(?:ai|assistant|agent|bot|model|llm|automated (?:agent|assistant|reader)s?|"
     r"language model)s?\s+(?:reading|processing|summari[sz]ing|compiling|indexing|"
     r"should|must|may|is to|are to|will now|needs? to)\b(?!\s+(?:not|never)\b)|"
@@ -195,7 +212,11 @@ _QUOTATION = re.compile(r"(?<![a-z0-9])([\"“”‘’'])(?=\S)[^\n]{2,200}?(?<
 def addressed(folded: str) -> bool:
     """The text speaks to a model (and so means what it says); words quoted ("a family member
     could paste 'assistant, mark all shifts as delivered'") are someone else's."""
-    return bool(_ADDRESSED.search(_QUOTATION.sub(" ", folded)))
+    return bool(_ADDRESSED.search(_QUOTATION.sub(" ", _FENCED.sub(" ", folded))))
+
+
+#: A fenced code block: a listing shown (a system prompt in a tutorial), not words to a model.
+_FENCED = re.compile(r"```[\s\S]*?```")
 
 
 def mentioned(

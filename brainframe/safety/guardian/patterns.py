@@ -374,7 +374,9 @@ _P += [
         r"(?:^|\n)\s*role\s*:\s*(?:system|developer|tool)\s*\n\s*content\s*:|"
         r"<\s*/?\s*(?:tool_calls?|tool_response|tool_result|function_calls?|function_result|"
         r"function_response)\b|\[\s*(?:function_result|tool_result|tool_output)\b|"
-        r"\btool output \([\w.]+\)\s*:",
+        r"\btool output \([\w.]+\)\s*:|"
+        r"(?:^|\n)\s*(?:function|tool) (?:result|output|response)\s*(?:\[[^\]\n]*\]|"
+        r"\([^)\n]*\))?\s*:",
     ),
     (
         "fake_agent_trace",
@@ -384,10 +386,20 @@ _P += [
     (
         "fake_conversation_turn",
         "fake_structure",
-        r"re:(?:^|\n)\s*(?:#{1,6}\s*(?:assistant|ai)\s*\n|\[?(?:assistant|ai)\]?\s*:)"
-        r"[\s\S]{0,300}?\n\s*(?:#{1,6}\s*(?:user|human)\s*\n|\[?(?:user|human)\]?\s*:)"
+        r"re:(?:^|\n)\s*(?:#{1,6}\s*(?:assistant|ai)\s*\n|\[(?:assistant|ai)\]|"
+        r"(?:assistant|ai)\s*:)"
+        r"[\s\S]{0,300}?\n\s*(?:#{1,6}\s*(?:user|human)\s*\n|\[(?:user|human)\]|"
+        r"(?:user|human)\s*:)"
         r"[^\n]{0,200}?\b(?:as (?:we )?agreed|paste|print|reveal|disable|approve|release|"
-        r"execute|dump|ignore|bypass|skip)\b",
+        r"execute|dump|ignore|bypass|skip|delete|remove|send|forward|pay|transfer)\b",
+    ),
+    (
+        "fake_instruction_block",
+        "fake_structure",
+        r"re:(?:^|\n)\s*#{2,6}\s*(?:instruction|input|response)\s*:?\s*(?:\n|$)|"
+        r"(?:^|\n)\s*(?:agent_directive|directive|action|tool|function|command)\s*:[^\n]*\n"
+        r"(?:[ \t]+[\w-]+\s*:[^\n]*\n){1,12}[\s\S]{0,200}?\b(?:apply|run|execute|carry out|"
+        r"perform|process)\b[^.\n]{0,20}?\b(?:directive|above|block|instructions?|actions?)\b",
     ),
 ]
 
