@@ -2,6 +2,7 @@
 
     .venv/bin/python eval/heldout_eval.py [--part guardian|pii|both] [--set 1|2]
     .venv/bin/python eval/heldout_eval.py --file eval/corpora/rabs-families-guardian-r3.jsonl
+    .venv/bin/python eval/heldout_eval.py --part pii --file eval/pii-tuning-r3.jsonl
 
 The kept-back sets were written before the rules they measure and are not used to tune them:
 this prints totals per family only, never the texts (there is deliberately no option to list
@@ -48,10 +49,10 @@ def guardian(path: Path) -> None:
             print(f"  {key[1]:14s} {right[key]:3d}/{total[key]:3d}")
 
 
-def pii(suffix: str) -> None:
+def pii(path: Path) -> None:
     from brainframe.safety.pii.filter import pii_find
 
-    rows = [json.loads(line) for line in (HELDOUT / f"pii-heldout{suffix}.jsonl").open()]
+    rows = [json.loads(line) for line in path.open()]
     details = leaked = keeps = redacted = 0
     leaks: Counter[str] = Counter()
     for row in rows:
@@ -77,15 +78,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--part", choices=["guardian", "pii", "both"], default="both")
     parser.add_argument("--set", choices=sorted(SETS), default="1")
-    parser.add_argument("--file", type=Path, help="another Guardian set of the same form (totals)")
+    parser.add_argument("--file", type=Path, help="another set of the same form (totals)")
     args = parser.parse_args()
     if args.file:
-        guardian(args.file)
+        (pii if args.part == "pii" else guardian)(args.file)
         return 0
     if args.part in ("guardian", "both"):
         guardian(HELDOUT / f"guardian-heldout{SETS[args.set]}.jsonl")
     if args.part in ("pii", "both"):
-        pii(SETS[args.set])
+        pii(HELDOUT / f"pii-heldout{SETS[args.set]}.jsonl")
     return 0
 
 

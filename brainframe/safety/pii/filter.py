@@ -231,7 +231,8 @@ def _group_recognizer_class() -> Any:
     from presidio_analyzer import EntityRecognizer, RecognizerResult
 
     class GroupRecognizer(EntityRecognizer):
-        """A regex whose first group is the entity (the cue words around it are not)."""
+        """A regex whose first group that took part in the match is the entity (the cue words
+        around it are not)."""
 
         def __init__(self, entity: str, regex: str, score: float) -> None:
             super().__init__(
@@ -243,10 +244,13 @@ def _group_recognizer_class() -> Any:
             pass
 
         def analyze(self, text: str, entities: list[str], nlp_artifacts: Any = None) -> list[Any]:
-            return [
-                RecognizerResult(self.entity, m.start(1), m.end(1), self.score)
-                for m in self.regex.finditer(text)
-            ]
+            found = []
+            for m in self.regex.finditer(text):
+                group = next(g for g in range(1, len(m.groups()) + 1) if m.group(g) is not None)
+                found.append(
+                    RecognizerResult(self.entity, m.start(group), m.end(group), self.score)
+                )
+            return found
 
     return GroupRecognizer
 

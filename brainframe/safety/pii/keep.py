@@ -86,10 +86,23 @@ NDIS_NUMBER = (
 _NDIS = re.compile(NDIS_NUMBER)
 
 
+#: Words that are also names, used as words in this business's writing: "grace period", a
+#: "frank discussion", "the bill for the cleaner", a Webster pack (a medication blister pack),
+#: Manual Handling (a training course), the Kia Carnival or the Hiace (the vans).
+_WORDS_NOT_NAMES = re.compile(
+    r"\b(?:grace period|frank (?:discussion|feedback|conversation|talk|chat|comments?|exchange)|"
+    r"(?:the|a|this|that|your|his|her|their|our) bill|bill (?:for|of|is due|was paid)|"
+    r"webster[- ]?(?:pack|pak)s?|manual handling|kia carnival|(?:toyota )?hiace|"
+    r"(?:joy|hope) and (?:joy|hope)|reset mfa|\bmfa\b)\b",
+    re.IGNORECASE,
+)
+
+
 def kept_spans(text: str) -> list[tuple[int, int]]:
     """Spans no finding may overlap: service numbers, agency names, doses and drugs before
-    their dose."""
+    their dose, and words that are names only by coincidence ("grace period")."""
     spans = [m.span() for m in _SERVICE.finditer(text)]
+    spans += [m.span() for m in _WORDS_NOT_NAMES.finditer(text)]
     spans += [m.span() for m in _AGENCY.finditer(text)]
     spans += [m.span() for m in _DOSE.finditer(text)]
     spans += [m.span(1) for m in _DRUG_BEFORE_DOSE.finditer(text)]

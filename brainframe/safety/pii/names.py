@@ -145,7 +145,8 @@ _CUE = re.compile(
     r"\b(?:client|participant|resident|customer|patient|carer|worker|nominee|guardian|"
     r"mr|mrs|ms|miss|mx|dr|prof|sir|madam|"
     r"hi|hello|hey|dear|morning|afternoon|evening|thanks|thank you|cheers|regards|"
-    r"kia ora|tena koe|malo e lelei|bula|talofa|chao|xin chao|"
+    r"kia ora|tena koe|malo e lelei|bula|talofa|chao|xin chao|salam|salaam|as-?salamu alaikum|"
+    r"namaste|sat sri akal|ni hao|annyeong|g'?day|hiya|"
     r"son|daughter|mum|mother|dad|father|sister|brother|wife|husband|partner|aunt|uncle|"
     r"grandmother|grandfather|nan|nana|cousin|named|called|"
     r"call|ring|text|phone|ask|tell|thank|remind)\b\.?,?\s+",
@@ -285,6 +286,7 @@ def cued_names(text: str) -> list[tuple[int, int]]:
             at = token.end() + gap.end()
         if count:
             spans.append((cue.end(), end))
+    spans += _introduced(text)
     tokens = list(_TOKEN.finditer(text))
     for a, b in pairwise(tokens):
         if not (a.group()[0].isupper() and b.group()[0].isupper()):
@@ -300,6 +302,40 @@ def cued_names(text: str) -> list[tuple[int, int]]:
         if first_rank and last_rank and known_name(a.group()) and known_name(b.group()):
             spans.append((a.start(), b.end()))
     return spans
+
+
+#: "hey its losa, …", "this is Ana from …", "gurdeep here", "Łukasz — can you …", "Võ Văn Hùng,
+#: 67, lives with …": a known name introducing the writer, addressed at the start, or with an age.
+_SELF = re.compile(
+    r"(?:^|[.!?\n]\s*|(?:hi|hey|hello|morning)\b[ ,]*)(?:it'?s|its|this is|i'?m|im)\s+"
+    r"([^\W\d_]+)\b(?!['’]s)",
+    re.IGNORECASE,
+)
+_HERE = re.compile(r"(?:^|[.!?,\n]\s*)([^\W\d_]+)\s+here\b", re.IGNORECASE)
+_VOCATIVE = re.compile(r"^\s*([^\W\d_]+)\s*[—–:,-]\s")
+_AGED = re.compile(r"\b([^\W\d_]+(?:\s+[^\W\d_]+){0,3}),\s*(?:aged\s+)?\d{1,3}\s*,")
+
+
+def _introduced(text: str) -> list[tuple[int, int]]:
+    spans = []
+    lower_case = not any(c.isupper() for c in text)
+    for expression in (_SELF, _HERE, _VOCATIVE):
+        for match in expression.finditer(text):
+            word = match.group(1)
+            if (known_name(word) and not _common(word)) or _unknown_word(word, lower_case):
+                spans.append(match.span(1))
+    for match in _AGED.finditer(text):
+        words = match.group(1).split()
+        capitalised = [w for w in words if w[0].isupper()]
+        if capitalised and all(known_name(w, within=True) for w in capitalised):
+            start = match.start(1) + match.group(1).index(capitalised[0])
+            spans.append((start, match.end(1)))
+    return spans
+
+
+def _common(word: str) -> bool:
+    """A name that is also an everyday word ("sunny", "will", "grace")."""
+    return word.lower() in _common_words() or _plain(word) in _common_words()
 
 
 _WORD = re.compile(r"\w+")

@@ -37,6 +37,9 @@ _DATE = (
 DATE_OF_BIRTH = (
     r"(?i:\b(?:d\.?o\.?b\.?|date\s+of\s+birth|birth\s*date|birthday|born(?:\s+on)?)"
     r"\s*(?:is|was|:|-)?\s*)(" + _DATE + r")"
+    # "the DOB we have on file for your mother … is 08/04/1951": the date later in the sentence
+    r"|(?i:\b(?:d\.?o\.?b\.?|date\s+of\s+birth|birth\s*date)\b[^.;!?\n\d]{1,70}?\b(?:is|was|as|:)"
+    r"\s*)(" + _DATE + r")"
 )
 BSB = r"(?i:\bBSB\s*(?:no\.?|number|#)?\s*[:#-]?\s*)(\d{3}[- ]?\d{3})(?!\d)"
 BANK_ACCOUNT = (
@@ -55,6 +58,17 @@ ANY_EMAIL = r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+(?![\w@-])"
 #: Words that are never a name on their own: titles, pronouns, form labels, job titles.
 _NOT_NAMES = frozenset(
     (
+        # days as rosters write them
+        "mon",
+        "tue",
+        "tues",
+        "wed",
+        "thu",
+        "thur",
+        "thurs",
+        "fri",
+        "sat",
+        "sun",
         "name",
         "names",
         "client",
@@ -131,13 +145,23 @@ _NOT_NAMES = frozenset(
     )
 )
 _NOT_NAME_PHRASES = frozenset(
-    ("personal info", "directed by", "e-mail", "zip code", "mission statement")
+    ("personal info", "directed by", "e-mail", "zip code", "mission statement", "manual handling")
+)
+#: Places, not people: a span ending in one of these ("Harris Park", "Leichhardt Marketplace").
+_PLACE_AFTER = re.compile(
+    r"^(?:Park|Marketplace|Market|Centre|Center|Plaza|Mall|Station|Square|Gardens|Reserve|"
+    r"Beach|Heights|Village|Junction|Shopping|Library|Pool|Oval)$"
 )
 #: A list of surnames with a firm's ending, or named as where someone works: a firm.
 _FIRM_AFTER = re.compile(
     r"^[\w ,&'’-]{0,60}?\b(?:Orchestra|Technologies|Technology|Inc|LLC|Ltd|Pty|Group|"
     r"Corporation|Corp|Company|Partners|Associates|Foundation|Bank|Hospital|Club|Band|Law|"
-    r"Solutions|Services|Systems|Industries|Holdings)\b"
+    r"Solutions|Services|Systems|Industries|Holdings|Supports|Care|Health|Physio|Physiotherapy|"
+    r"Therapy|Therapies|Podiatry|Disability|Community|Pharmacy|Transport|Plan Management)\b"
+)
+_FIRM_NEXT = re.compile(
+    r" (?:Supports|Care|Health|Physio|Physiotherapy|Therapy|Therapies|Podiatry|Disability|"
+    r"Pharmacy|Transport|Services|Solutions|Group|Pty|Ltd|Inc|Foundation)\b"
 )
 _FIRM_LIST = re.compile(r"[A-Z][\w'’-]+(?:,\s+[A-Z][\w'’-]+)+,?\s+(?:and|&)\s+[A-Z][\w'’-]+")
 _FIRM_BEFORE = re.compile(r"\b(?:from|at|of|by|for|with|joined|The)\s+$")
@@ -147,7 +171,15 @@ _ADDRESS_CUE = re.compile(
     r"corner of|ship(?:ped)? to|deliver(?:ed)? to|post(?:ed)? to)\s+)"
 )
 _ADDRESSEE = re.compile(r"((?:[^\W\d_][\w'’.-]*[ \t]?){1,4}?)(?=(?:[ \t]{2,}|[ \t]*[,\n][ \t]*)\d)")
-_HOUSE_NUMBER = re.compile(r"(?<![\w.:/-])\d{1,6}[A-Za-z]?\s+(?=[^\W\d_])")
+_HOUSE_NUMBER = re.compile(
+    r"(?<![\w.:/-])(?!0)\d{1,6}[A-Za-z]?\s+(?=[^\W\d_])"  # a house number never starts with 0
+    # a date, a dose, a time or a quantity is no house number ("20 April", "25 mg", "10 units")
+    r"(?!(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|mon(?:day)?|tue(?:s(?:day)?)?|"
+    r"wed(?:nesday)?|thu(?:rs(?:day)?)?|fri(?:day)?|sat(?:urday)?|sun(?:day)?|"
+    r"mg|mcg|ml|units?|tablets?|am|pm|hours?|hrs?|min|mins|minutes|years?|yrs?|kg|km|weeks?|"
+    r"days?|times)\b)"
+)
 _ADDRESS_WORD = re.compile(
     r"(?i:\b(?:apt|apartment|suite|unit|box|street|str|st|road|rd|avenue|ave|lane|drive|"
     r"floor|\w+(?:vej|gade|katu|strasse|straße|straat|gatan|veien|weg|ulica|utca))\b\.?)"
@@ -206,11 +238,16 @@ def not_a_name(text: str, start: int, end: int, regions: list[tuple[int, int]]) 
     """A PERSON span that is a label, title, pronoun or job title; part of a firm's name
     ("Hawkins, Richardson and Santana", "the Davis, Reynolds and Williamson Orchestra"); or
     inside an address."""
-    span = text[start:end].strip(" .,:")
+    # judged by its first line: the model's span may run over one ("Tavita Leaupepe\nCommunity")
+    span = text[start:end].strip(" .,:\n").split("\n")[0]
     if span.lower() in _NOT_NAMES or span.lower() in _NOT_NAME_PHRASES:
         return True
     if _FIRM_AFTER.match(span.split()[-1] if span.split() else ""):
         return True  # "Rand Corporation", "Williamson Orchestra"
+    if "\n" not in text[start:end] and _FIRM_NEXT.match(text, end):
+        return True  # "Brightpath" in "Brightpath Supports"
+    if len(span.split()) > 1 and _PLACE_AFTER.match(span.split()[-1]):
+        return True  # "Harris Park", "Leichhardt Marketplace"
     for firm in _FIRM_LIST.finditer(text, max(0, start - 80), min(len(text), end + 80)):
         inside = firm.start() <= start and end <= firm.end()
         if inside and (

@@ -106,6 +106,39 @@ def test_the_addressee_before_an_address_is_a_name() -> None:
     assert not _spans("Address: Lachlan Street, 4 Hay NSW 2711", "PERSON")
 
 
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("hey its losa, running late for the 3pm pickup", "losa"),
+        ("hi manpreet, gurdeep here. car wont start", "gurdeep"),
+        ("Łukasz — can you swap your Friday PM with the late shift?", "Łukasz"),
+        ("New referral: Võ Văn Hùng, 67, lives with his wife in Bankstown.", "Võ Văn Hùng"),
+        ("salam khaled, the OT tomorrow is at 2", "khaled"),
+    ],
+)
+def test_names_that_introduce_or_are_addressed(text: str, name: str) -> None:
+    assert name in _spans(text, "PERSON"), pii_find(text)
+
+
+def test_everyday_words_days_places_and_firms_are_not_names() -> None:
+    text = (
+        "Sat 20 April: Giorgos Karagiannis went to Harris Park with his Webster pack. The grace "
+        "period ends soon; we had a frank discussion about the bill for the cleaner. Thanks, "
+        "Brightpath Supports"
+    )
+    assert _spans(text, "PERSON") == {"Giorgos Karagiannis"}
+    # a time, a dose or a date before a word is no house number that starts an address
+    dose = "Endep 25 mg twice (0800 and 0830). GP Dr Ahmed Nasser at Mt Druitt called."
+    assert "Ahmed Nasser" in _spans(dose, "PERSON")
+    assert not _spans(dose, "AU_ADDRESS")
+
+
+def test_a_date_of_birth_later_in_its_sentence() -> None:
+    text = "The DOB we have on file for your mother is 08/04/1951, can you confirm?"
+    assert _spans(text, "DATE_OF_BIRTH") == {"08/04/1951"}
+    assert not _spans("The DOB field moved; the meeting is 08/04/2026.", "DATE_OF_BIRTH")
+
+
 def test_an_iban_in_lower_case() -> None:
     assert _spans("refund to gb82west12345698765432 please", "IBAN_CODE")
 
