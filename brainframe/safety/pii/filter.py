@@ -445,7 +445,7 @@ def pii_find(text: str) -> list[Finding]:
     found = _cued(text, regions, found)
     keep = kept_spans(text)  # service numbers, helplines, doses (pii_keep)
     found = [f for f in found if all(f.end <= a or f.start >= b for a, b in keep)]
-    found.sort(key=lambda f: (-f.score, f.type not in CUED, f.start))
+    found.sort(key=lambda f: (-f.score, f.type not in CUED, f.start - f.end, f.start))
     kept: list[Finding] = []
     for finding in found:
         if all(finding.end <= k.start or finding.start >= k.end for k in kept):

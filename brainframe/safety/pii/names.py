@@ -242,6 +242,10 @@ _DOMAIN_WORDS = frozenset(
         "teams",
         "okay",
         "ok",
+        "iban",
+        "bsb",
+        "abn",
+        "tfn",
     ]
 )
 
@@ -287,6 +291,7 @@ def cued_names(text: str) -> list[tuple[int, int]]:
         if count:
             spans.append((cue.end(), end))
     spans += _introduced(text)
+    spans += _lone_names(text, lower_case)
     tokens = list(_TOKEN.finditer(text))
     for a, b in pairwise(tokens):
         if not (a.group()[0].isupper() and b.group()[0].isupper()):
@@ -330,6 +335,38 @@ def _introduced(text: str) -> list[tuple[int, int]]:
         if capitalised and all(known_name(w, within=True) for w in capitalised):
             start = match.start(1) + match.group(1).index(capitalised[0])
             spans.append((start, match.end(1)))
+    return spans
+
+
+#: How high a name must rank (in some country's list) to be taken alone, without a cue.
+LONE_RANK = 1000
+_PLACE_NEXT = re.compile(r"\s*(?:\d|(?:u|ul|str|rkp|út|útja|utca)\.?\s)", re.IGNORECASE)
+_PLACE_BEFORE = re.compile(r"(?:\d\s*|\b(?:de|da|do|del|della|di|la|ul\.|u\.|rua|calle|via)\s+)$")
+_DETERMINER = re.compile(r"\b(?:the|a|an|this|that|these|those|our|your|their)\s+$", re.IGNORECASE)
+
+
+def _lone_names(text: str, lower_case: bool) -> list[tuple[int, int]]:
+    """A word that is a well-known name somewhere and no English word at all ("Took Farida and
+    Bashir to the pool", "Tigist's walker"), capitalised (any word, in a text all in lower case);
+    not after a determiner ("the Kia")."""
+    spans = []
+    for token in _TOKEN.finditer(text):
+        word = token.group()
+        if len(word) < 3 or not (lower_case or (word[0].isupper() and not word.isupper())):
+            continue
+        first, last = _rank(word)
+        best = min(r for r in (first, last, MAX_RANK + 1) if r)
+        if best > LONE_RANK or _common(word) or word.lower() in _DOMAIN_WORDS:
+            continue
+        if not known_name(word, strict=True):
+            continue
+        if _DETERMINER.search(text, max(0, token.start() - 12), token.start()):
+            continue
+        if _PLACE_NEXT.match(text, token.end()) or _PLACE_BEFORE.search(
+            text, max(0, token.start() - 12), token.start()
+        ):
+            continue  # "Stefana 28", "Király u. 15", "Quinta de São Tiago": a street or a place
+        spans.append(token.span())
     return spans
 
 

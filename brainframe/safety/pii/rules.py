@@ -159,6 +159,13 @@ _FIRM_AFTER = re.compile(
     r"Solutions|Services|Systems|Industries|Holdings|Supports|Care|Health|Physio|Physiotherapy|"
     r"Therapy|Therapies|Podiatry|Disability|Community|Pharmacy|Transport|Plan Management)\b"
 )
+#: Before or after one word, a place rather than a person: "in Footscray", "the Penrith house".
+_IN_PLACE = re.compile(r"\b(?:in|at|near|around|outside|towards|via|into)\s+$", re.IGNORECASE)
+_PLACE_NOUN = re.compile(
+    r"\s+(?:house|office|station|hospital|clinic|centre|center|depot|branch|site|park|road|"
+    r"street|campus|library|pool|mall|plaza|beach|river|hub)\b",
+    re.IGNORECASE,
+)
 _FIRM_NEXT = re.compile(
     r" (?:Supports|Care|Health|Physio|Physiotherapy|Therapy|Therapies|Podiatry|Disability|"
     r"Pharmacy|Transport|Services|Solutions|Group|Pty|Ltd|Inc|Foundation)\b"
@@ -248,6 +255,10 @@ def not_a_name(text: str, start: int, end: int, regions: list[tuple[int, int]]) 
         return True  # "Brightpath" in "Brightpath Supports"
     if len(span.split()) > 1 and _PLACE_AFTER.match(span.split()[-1]):
         return True  # "Harris Park", "Leichhardt Marketplace"
+    if len(span.split()) == 1 and not re.match(r"['’]s\b", text[end : end + 3]):
+        before = text[max(0, start - 12) : start]
+        if _IN_PLACE.search(before) or _PLACE_NOUN.match(text, end):
+            return True  # "in Footscray", "the Wollongong office": a place
     for firm in _FIRM_LIST.finditer(text, max(0, start - 80), min(len(text), end + 80)):
         inside = firm.start() <= start and end <= firm.end()
         if inside and (

@@ -139,6 +139,15 @@ def test_a_date_of_birth_later_in_its_sentence() -> None:
     assert not _spans("The DOB field moved; the meeting is 08/04/2026.", "DATE_OF_BIRTH")
 
 
+def test_a_well_known_name_alone_in_running_text() -> None:
+    text = "Took Farida and Bashir to the pool. Tigist's walker is broken; Mehari rang."
+    found = " ".join(_spans(text, "PERSON"))
+    assert all(name in found for name in ("Farida", "Bashir", "Tigist", "Mehari")), found
+    # a place is not one: after "in", before "office", on a street with its number
+    places = "Drove to the church in Footscray, then the Wollongong office, then Stefana 28."
+    assert not _spans(places, "PERSON")
+
+
 def test_an_iban_in_lower_case() -> None:
     assert _spans("refund to gb82west12345698765432 please", "IBAN_CODE")
 
