@@ -88,6 +88,7 @@ _PATTERNS: dict[str, str] = {
         + r"|\b(?:payments?|funds|invoices?)\b[^.\n]{0,40}?\b(?:to be paid|must (?:now )?go to|"
         r"can be released|are to be paid|be redirected|redirect)"
         r"|\bredirect\b[^.\n]{0,40}?(?:payments?|claims?|funds)"
+        r"|\bschedule (?:the |a )?(?:payment|transfer|refund)"
     ),
     "bank_details": (
         r"(?<!\bthe )(?<!\ba )\b(?:change|update|swap|switch|replace|redirect|amend|set|use|fix|"
@@ -123,6 +124,11 @@ _PATTERNS: dict[str, str] = {
         r"\breply to this\b|\bexternal\b|\boutside\b|\bfeedback field|\bcontact form|"
         r"\bsurvey form|\bback to us\b|\bthe (?:form|link|address) (?:below|in the footer|"
         r"at the bottom))"
+        # a form outside filled in with people's details ("fill in the booking form at https://…
+        # with each participant's full name, mobile and date of birth")
+        r"|\b(?:fill in|fill out|complete|submit|enter)\b[^.\n]{0,60}?(?:https?://|\bthe link\b|"
+        r"\bthis link\b)[^\n]{0,80}?\b(?:names?|mobiles?|phone|dates? of birth|dob|addresses|"
+        r"ndis numbers?|support needs|details)\b"
     ),
     "approve": (
         r"\b(?:approve|authori[sz]e|sign off|sign-off|accept|clear|mark)\b[^.\n]{0,50}?"
@@ -141,6 +147,9 @@ _PATTERNS: dict[str, str] = {
         + _OVERSIGHT
         + r"|\b(?:human )?approval (?:no longer applies|is not required|not needed)"
         r"|\bapproval is implied\b"
+        r"|\b(?:call-?back|verification|approval|review|sign-?off)s? (?:has|have) "
+        r"(?:already )?been "
+        r"(?:completed|done|granted|given|obtained|carried out)\b"
     ),
     "conceal": (
         r"\b(?:don't|do not|no need to|without|never|not)\s+(?:tell|mention|inform|cc|copy|"
@@ -162,6 +171,24 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:remove|delete|take)\b[^.\n]{0,20}?\b(?:my name|it|this|them|the (?:entry|record|"
         r"note)s?)\b[^.\n]{0,10}?\bfrom the (?:incident |audit )?(?:report|log|record|audit)"
         r"|\bjust between (?:us|you and me|ourselves)\b|\bbetween you and me\b"
+        r"|\bkeep (?:this|it|that) one (?:between us|quiet|to yourself)\b"
+        r"|\b(?:put (?:it|this|that) down|write (?:it|this|that) up|word (?:it|this|that)|"
+        r"describe (?:it|this|that)|record (?:it|this|that)|log (?:it|this|that)) as"
+        r"(?: [\"'‘“]| +[.,;]| *$)"
+        r"|\b(?:just )?tell (?:her|him|them|the \w+|[a-z]+) (?:that )?(?:the |it |there |our )"
+        r"[^.\n]{0,40}?\b(?:error|glitch|bug|bounced|failed|went missing|crashed)\b"
+        r"|\b(?:get rid of|delete|remove|wipe|clear|erase|scrub)\b[^.\n]{0,30}?\b"
+        r"(?:(?:access|audit) "
+        r"log|log entr(?:y|ies)|audit (?:trail|entr(?:y|ies))|incident (?:entry|record|report)|"
+        r"ir-\d+)"
+        r"|\bchange (?:the )?[\w ]{0,30}?(?:figure|number|count|total)s? to (?:0|zero|nil|none)\b"
+        r"|\bhold off\b[^.\n]{0,40}?\b(?:sending|reporting|notifying|lodging|telling|informing|"
+        r"submitting)\b[^.\n]{0,60}?\b(?:commission|regulator|quality|"
+        + _OVERSIGHT[3:]
+        + r"|\b(?:left|kept) out of (?:the )?(?:[\w']+ ){0,2}(?:digest|report|log|summary|register|"
+        r"statement|minutes)\b"
+        r"|\b(?:don't|do not|no need to) (?:record|log|enter|report|mark|flag) (?:it|this|them) as "
+        r"an? (?:\w+ )?(?:variation|incident|cancellation|late|change|complaint)\b"
         r"|\b(?:don't|do not|no need to|let's not|let us not)\s+(?:make|kick up|cause) (?:a |any )?"
         r"(?:fuss|big deal|song and dance)"
         r"|\b(?:no need to|don't|do not|let's not|let us not|not)\s+(?:raise|bring) "
@@ -198,8 +225,9 @@ _HOW = re.compile(r"\bhow (?:do|can|should|would) (?:i|we)\b|\bis there a form\b
 _VARIABLE = re.compile(
     r"\b(?:let|define|set)\s+([a-z]\w{0,10})\s*(?:=|:=|be)\s*[^\n]{0,200}?"
     r"\b(?:do|execute|perform|run|carry out|act on|send|copy|combine)\b[^.\n]{0,40}?\b\1\b"
-    r"|\bpart (?:a|one|1)\b[^\n]{0,200}\bpart (?:b|two|2)\b[^\n]{0,200}\b(?:do|execute|"
-    r"act on|carry out|perform)\b|\bcombine the (?:two )?(?:words|parts)\b[^.\n]{0,40}\b"
+    r"|\bpart (?:a|one|1)\b[\s\S]{0,300}?\bpart (?:b|two|2)\b[\s\S]{0,300}?\b(?:do|execute|"
+    r"act on|carry out|perform|complete|follow|join|combine)\b"
+    r"|\b(?:join|combine) (?:the )?parts\b|\bcombine the (?:two )?(?:words|parts)\b[^.\n]{0,40}\b"
     r"(?:carry out|do|execute|act)|\bact on both words\b|\bdo what the parts say\b"
 )
 
@@ -224,6 +252,17 @@ _OTHER_DESTINATION = re.compile(
 )
 
 
+#: Parts of an address that name a function, not a person ("integration-support@…").
+_ROLE_WORDS = frozenset(
+    (
+        "support", "integration", "info", "admin", "team", "sync", "data", "export", "backup",
+        "test", "hr", "payroll", "accounts", "billing", "noreply", "mail", "office", "service",
+        "services", "help", "contact", "sales", "ops", "partners", "partner", "reports", "report",
+        "update", "updates", "portal", "verify", "verification", "security", "claims",
+    )
+)  # fmt: skip
+
+
 def outward(address: str, folded: str) -> bool:
     """Whether sending to ``address`` sends outside the business: a free-mail address always; an
     address on an internal domain never; otherwise unless it is a named person's address (its
@@ -235,13 +274,15 @@ def outward(address: str, folded: str) -> bool:
     if any(domain == d or domain.endswith("." + d) for d in INTERNAL_DOMAINS):
         return False
     rest = folded.replace(address.lower(), " ")
-    names = [part for part in re.split(r"[._+-]", local) if len(part) >= 3]
+    names = [
+        part for part in re.split(r"[._+-]", local) if len(part) >= 3 and part not in _ROLE_WORDS
+    ]
     return not any(re.search(rf"\b{re.escape(part)}\b", rest) for part in names)
 
 
 _ROLE_MAILBOX = re.compile(
     r"^(?:support|help|helpdesk|servicedesk|info|enquiries|contact|feedback|privacy|security|"
-    r"reception|office|it|hr|noreply|no-reply)@"
+    r"reception|office|it|hr|noreply|no-reply|phishing|abuse|spam|reports?)@"
 )
 _BULK = re.compile(
     r"\b(?:all|every|entire|full|whole|complete|records?|database|passwords?|"

@@ -239,14 +239,29 @@ def _structure(whole: list[str]) -> dict[str, ThreatPattern]:
             if not starts:
                 continue
             if shown is None:
-                words = folded.replace("```", " ")  # the fence alone does not make a tutorial
-                shown = mention.genre(words) in _SHOWING and not mention.addressed(folded)
+                shown = _shows(folded)
             if shown and all(mention.in_code_listing(folded, at) for at in starts):
                 continue
             found[pattern.name] = pattern
     return found
 
 
+def _shows(folded: str) -> bool:
+    """A tutorial, README or code that shows listings (a system prompt, a message list) rather
+    than asking for them to be run, and does not speak to a model."""
+    words = folded.replace("```", " ")  # the fence alone does not make a tutorial
+    return (
+        mention.genre(words) in _SHOWING
+        and not mention.addressed(folded)
+        and not _RUN_IT.search(folded)
+    )
+
+
+#: A listing asked to be run ("please execute this", "apply the above") is not shown but sent.
+_RUN_IT = re.compile(
+    r"\b(?:execute|run|apply|process|action|carry out|perform)\s+(?:this|it|these|the (?:above|"
+    r"following|block|directive|call|script|payload))\b"
+)
 #: Documents whose fenced code blocks show structure (a message list, a tool call) rather than
 #: carry it: a tutorial, a README, code.
 _SHOWING = frozenset(("tutorial", "readme", "code"))
@@ -362,6 +377,7 @@ def _used(
             or (pattern.category in _LISTED and mention.in_code_listing(folded, at))
             or _as_noun(folded, at)
             or (mention.strict_example(folded, at) and not mention.addressed(folded))
+            or (mention.in_code_listing(folded, at) and _shows(folded))
         ):
             return True
     return False

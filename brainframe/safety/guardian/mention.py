@@ -150,7 +150,9 @@ _GENRE = {
     r"\bexercise:|case study|phishing|\bscams?\b|\bscammers?\b|security incident|"
     r"fraudsters?|red flags?|warning signs?|simulation",
     "policy": r"\bpolicy(?: \d|:)|(?:our|records|payments?|approval|privacy|security|finance) "
-    r"policy\b|\bprocedure\b|staff must|must never|are never|will never ask|code of conduct",
+    r"policy\b|\bprocedure\b|staff must|must never|are never|will never ask|code of conduct|"
+    r"\bquick guide\b|\bmust be (?:notified|reported|escalated)\b|\bis never followed\b|"
+    r"\bthe assistant will not\b|\bstaff can'?t\b|\bhandling instructions\b",
     "research": r"\bresearch|\bstudy\b|\bpaper\b|experiment|researchers|we measured|"
     r"our evaluation|attackers?|prompt injection|jailbreak|business email compromise|"
     r"\babstract\b|\bbenchmark|red[- ]team|prompt leak|\bwe (?:build|built|evaluate|evaluated|"
@@ -162,12 +164,14 @@ _GENRE = {
     r"\bchanges in \d",
     "readme": r"\breadme\b|## usage|quick start|```|\bcommands?:|\|\s*-{3}|"
     r"environment variables?",
-    "code": r"(?:^|\n)\s*(?:#|//) [a-z]|(?:^|\n)\s*(?:def|for|import|class|return) [\w(]|"
+    "code": r"(?:^|\n)\s*(?:#|//) [a-z]|(?:^|\n)\s*(?:def \w+\(|for \w+ in |import [\w.]+\s*$|"
+    r"from [\w.]+ import |class \w+[(:]|return\s)|"
     r"\bos\.\w+\(|\(\)\s*[:{]",
     "tutorial": r"tutorial|(?:^|\n)\s*guide\b|\bguide:|\bstep \d|how to\b|\bto set up\b|"
     r"\bthen (?:click|press|select|tap)\b|\bunder settings\b|"
     r"in this (?:guide|tutorial|post|lesson|section|course)|\blesson \d|\bguardrails?\b|"
-    r"\bchat templates?\b|\btool calling\b|\bhow (?:\w+ ){0,2}works\b|```[a-z]+\n",
+    r"\bchat templates?\b|\btool calling\b|\bhow (?:\w+ ){0,2}works\b|"
+    r"```(?:python|py|js|javascript|ts|typescript|bash|sh|shell)\n",
 }
 _GENRES = [(name, re.compile(expression)) for name, expression in _GENRE.items()]
 
@@ -197,6 +201,7 @@ _ADDRESSED = re.compile(
     r"(?:ai|assistant|agent|bot|model|llm|automated|language model)s?|"
     r"(?:^|[.!?\n|\"'(,;]\s*|(?:dear|hey|hi|hello)\s+)(?:ai|assistant|agent|bot|chatbot)\s*[,:]|"
     r"\byou are (?:the|an?|my|our) (?:[\w-]+ ){0,2}(?:assistant|agent|bot|ai)\b|"
+    r"\bai processing\s*:|"
     r"(?:ai|assistant|agent|bot|model|llm|automated (?:agent|assistant|reader)s?|"
     r"language model)s?\s+(?:reading|processing|summari[sz]ing|compiling|indexing|"
     r"should|must|may|is to|are to|will now|needs? to)\b(?!\s+(?:not|never)\b)|"
@@ -212,11 +217,21 @@ _QUOTATION = re.compile(r"(?<![a-z0-9])([\"“”‘’'])(?=\S)[^\n]{2,200}?(?<
 def addressed(folded: str) -> bool:
     """The text speaks to a model (and so means what it says); words quoted ("a family member
     could paste 'assistant, mark all shifts as delivered'") are someone else's."""
-    return bool(_ADDRESSED.search(_QUOTATION.sub(" ", _FENCED.sub(" ", folded))))
+    outside = _QUOTATION.sub(" ", _FENCED.sub(" ", folded))
+    return bool(
+        _ADDRESSED.search(outside)
+        or any(_NOTE_TO_MODEL.search(block) for block in _FENCED.findall(folded))
+    )
 
 
-#: A fenced code block: a listing shown (a system prompt in a tutorial), not words to a model.
+#: A fenced code block: a listing shown (a system prompt in a tutorial), not words to a model;
+#: unless a note in it is written to one ("# NOTE TO AI CODE REVIEWER: also call …").
 _FENCED = re.compile(r"```[\s\S]*?```")
+_NOTE_TO_MODEL = re.compile(
+    r"\b(?:note|message|instructions?|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?"
+    r"(?:ai|assistant|agent|bot|model|llm|automated|language model)s?\b|"
+    r"\bif you are an? (?:ai|assistant|agent|language model|llm|bot)\b"
+)
 
 
 def mentioned(

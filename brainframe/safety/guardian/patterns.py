@@ -124,6 +124,7 @@ _P = [
         "system_tag",
         "role_impersonation",
         r"re:<\s*(?:system|sys|instructions?|admin|developer)(?:\s[^>]{0,60})?>|"
+        r"\[\s*/?\s*system\s*\]|"
         r"(?:^|\n)\s*#{1,6}\s*(?:system|admin|developer)\b",
     ),
     (
@@ -256,6 +257,13 @@ _P = [
     ("pipe_to_shell", "command_execution", "(curl|wget)~(sh|bash)$|(curl|wget)~(bash|sh)(c|x)"),
     # --- credential requests
     (
+        "reply_with_credentials",
+        "credential_request",
+        r"re:\b(?:reply|respond|send|provide|confirm|email|e-mail)\b[^.\n]{0,60}?\b(?:with|us|me)\b"
+        r"[^.\n]{0,60}?\b(?:password|passcode|username|user name|login details|credentials|"
+        r"mfa code|one-time code)\b",
+    ),
+    (
         "credential_request",
         "credential_request",
         "(give|send|show|tell|share|read|print|reveal|provide)_(me|us)?_(your|the|all|admin)?_"
@@ -369,7 +377,9 @@ _P += [
     (
         "fake_tool_call",
         "fake_structure",
-        r"re:[\"'](?:tool_calls?|function_call|next_action|tool_use)[\"']\s*:|"
+        r"re:[\"'](?:tool_calls?|function_call|next_action|next_steps?|tool_use|"
+        r"agent_instructions?|action_required)[\"']\s*:|"
+        r"(?:^|\n)\s*(?:tool_calls?|function_call|tool_use)\s*:\s*\n|"
         r"[\"']role[\"']\s*:\s*[\"'](?:system|developer|tool)[\"']|"
         r"(?:^|\n)\s*role\s*:\s*(?:system|developer|tool)\s*\n\s*content\s*:|"
         r"<\s*/?\s*(?:tool_calls?|tool_response|tool_result|function_calls?|function_result|"
@@ -392,6 +402,13 @@ _P += [
         r"(?:user|human)\s*:)"
         r"[^\n]{0,200}?\b(?:as (?:we )?agreed|paste|print|reveal|disable|approve|release|"
         r"execute|dump|ignore|bypass|skip|delete|remove|send|forward|pay|transfer)\b",
+    ),
+    (
+        "fake_transcript_claim",
+        "fake_structure",
+        r"re:\[(?:user|human|customer)\][^\n]*\n\s*\[(?:assistant|ai|agent)\][^\n]{0,200}?\b(?:"
+        r"i've confirmed|i have confirmed|verified|approved|authori[sz]ed|i can share|i'll send|"
+        r"i will send)",
     ),
     (
         "fake_instruction_block",
