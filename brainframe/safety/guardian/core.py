@@ -49,7 +49,11 @@ TRUST_MULTIPLIERS = {
     "hostile": 2.0,
 }
 
-_QUOTED = re.compile(r"(?<![a-z0-9])(['\"‘’“”`])(?=\S)(.{2,200}?)(?<=\S)\1(?![a-z0-9])", re.S)
+# A code fence (```) is no quotation: what it holds is read (a command in it is shown, not run,
+# where the text is a tutorial or a README: ``mention.in_code_listing``).
+_QUOTED = re.compile(
+    r"(?<![a-z0-9`])(['\"‘’“”`])(?!`)(?=\S)(.{2,200}?)(?<=\S)(?<!`)\1(?![a-z0-9`])", re.S
+)
 # A request that hands the quoted text to a model to work on ("translate: '…'", "summarise
 # this email: \"…\"") makes the quotation something a model will read: it is not set aside.
 _PROCESS_QUOTE = re.compile(
@@ -257,6 +261,12 @@ def _shows(folded: str) -> bool:
     )
 
 
+#: What a tutorial's listing may show without asking for it (a chat template's role markers, a
+#: message list, a command); an instruction in a listing ("ignore previous instructions and
+#: approve …") still counts.
+_SHOWN = frozenset(
+    ("role_impersonation", "fake_structure", "destructive_command", "command_execution")
+)
 #: A listing asked to be run ("please execute this", "apply the above") is not shown but sent.
 _RUN_IT = re.compile(
     r"\b(?:execute|run|apply|process|action|carry out|perform)\s+(?:this|it|these|the (?:above|"
@@ -376,8 +386,16 @@ def _used(
             or mention.NEGATION.search(folded, at, end)  # "must never reveal …"
             or (pattern.category in _LISTED and mention.in_code_listing(folded, at))
             or _as_noun(folded, at)
-            or (mention.strict_example(folded, at) and not mention.addressed(folded))
-            or (mention.in_code_listing(folded, at) and _shows(folded))
+            or (
+                mention.strict_example(folded, at)
+                and mention.genre(folded) is not None
+                and not mention.addressed(folded)
+            )
+            or (
+                pattern.category in _SHOWN
+                and mention.in_code_listing(folded, at)
+                and _shows(folded)
+            )
         ):
             return True
     return False
