@@ -243,38 +243,11 @@ def _structure(whole: list[str]) -> dict[str, ThreatPattern]:
             if not starts:
                 continue
             if shown is None:
-                shown = _shows(folded)
+                shown = mention.shows(folded)
             if shown and all(mention.in_code_listing(folded, at) for at in starts):
                 continue
             found[pattern.name] = pattern
     return found
-
-
-def _shows(folded: str) -> bool:
-    """A tutorial, README or code that shows listings (a system prompt, a message list) rather
-    than asking for them to be run, and does not speak to a model."""
-    words = folded.replace("```", " ")  # the fence alone does not make a tutorial
-    return (
-        mention.genre(words) in _SHOWING
-        and not mention.addressed(folded)
-        and not _RUN_IT.search(folded)
-    )
-
-
-#: What a tutorial's listing may show without asking for it (a chat template's role markers, a
-#: message list, a command); an instruction in a listing ("ignore previous instructions and
-#: approve …") still counts.
-_SHOWN = frozenset(
-    ("role_impersonation", "fake_structure", "destructive_command", "command_execution")
-)
-#: A listing asked to be run ("please execute this", "apply the above") is not shown but sent.
-_RUN_IT = re.compile(
-    r"\b(?:execute|run|apply|process|action|carry out|perform)\s+(?:this|it|these|the (?:above|"
-    r"following|block|directive|call|script|payload))\b"
-)
-#: Documents whose fenced code blocks show structure (a message list, a tool call) rather than
-#: carry it: a tutorial, a README, code.
-_SHOWING = frozenset(("tutorial", "readme", "code"))
 
 
 def argument_strings(value: Any) -> list[str]:
@@ -392,9 +365,9 @@ def _used(
                 and not mention.addressed(folded)
             )
             or (
-                pattern.category in _SHOWN
+                pattern.category in mention.SHOWN
                 and mention.in_code_listing(folded, at)
-                and _shows(folded)
+                and mention.shows(folded)
             )
         ):
             return True

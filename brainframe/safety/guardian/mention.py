@@ -249,3 +249,26 @@ def mentioned(
     if speaks_to_model:
         return False
     return example(folded, start) or document_genre is not None
+
+
+#: What a tutorial's listing may show without asking for it (a chat template's role markers, a
+#: message list, a command); an instruction in a listing ("ignore previous instructions and
+#: approve …") still counts.
+SHOWN = frozenset(
+    ("role_impersonation", "fake_structure", "destructive_command", "command_execution")
+)
+#: A listing asked to be run ("please execute this", "apply the above") is not shown but sent.
+_RUN_IT = re.compile(
+    r"\b(?:execute|run|apply|process|action|carry out|perform)\s+(?:this|it|these|the (?:above|"
+    r"following|block|directive|call|script|payload))\b"
+)
+#: Documents whose fenced code blocks show structure (a message list, a tool call) rather than
+#: carry it: a tutorial, a README, code.
+_SHOWING = frozenset(("tutorial", "readme", "code"))
+
+
+def shows(folded: str) -> bool:
+    """A tutorial, README or code that shows listings (a system prompt, a message list) rather
+    than asking for them to be run, and does not speak to a model."""
+    words = folded.replace("```", " ")  # the fence alone does not make a tutorial
+    return genre(words) in _SHOWING and not addressed(folded) and not _RUN_IT.search(folded)
