@@ -49,11 +49,6 @@ TRUST_MULTIPLIERS = {
     "hostile": 2.0,
 }
 
-# A code fence (```) is no quotation: what it holds is read (a command in it is shown, not run,
-# where the text is a tutorial or a README: ``mention.in_code_listing``).
-_QUOTED = re.compile(
-    r"(?<![a-z0-9`])(['\"‘’“”`])(?!`)(?=\S)(.{2,200}?)(?<=\S)(?<!`)\1(?![a-z0-9`])", re.S
-)
 # A request that hands the quoted text to a model to work on ("translate: '…'", "summarise
 # this email: \"…\"") makes the quotation something a model will read: it is not set aside.
 _PROCESS_QUOTE = re.compile(
@@ -175,7 +170,7 @@ def _engine() -> _Engine:
         compact_db=database([r.pattern for _, r in compact], [_JOINED] * len(compact)),
         folded_db=database([r.pattern for _, r in folded], [_JOINED | UNICODE] * len(folded)),
         gate_db=database(
-            [_LETTER_SPACED.pattern, _QUOTED.pattern],
+            [_LETTER_SPACED.pattern, mention.QUOTED.pattern],
             [PREFILTER | UNICODE, PREFILTER | UNICODE | hyperscan.HS_FLAG_DOTALL],
         ),
     )
@@ -208,7 +203,7 @@ def _views(text: str, norm: Normalised) -> tuple[list[str], list[bytes], list[st
         if _GATE_LETTER_SPACED in gates:
             folded = _join_letter_spacing(folded)
             gates = scan(engine.gate_db, utf8(folded))
-        unquoted = _QUOTED.sub(_set_aside, folded) if _GATE_QUOTED in gates else folded
+        unquoted = mention.QUOTED.sub(_set_aside, folded) if _GATE_QUOTED in gates else folded
         if unquoted is not folded and _PROCESS_QUOTE.search(unquoted):
             unquoted = folded  # the quotation is handed to a model: read it
         squeezed = unquoted.encode("ascii", "ignore").translate(None, _NOT_ALNUM)

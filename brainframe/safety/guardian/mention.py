@@ -211,13 +211,18 @@ _ADDRESSED = re.compile(
 )
 
 
-_QUOTATION = re.compile(r"(?<![a-z0-9])([\"“”‘’'])(?=\S)[^\n]{2,200}?(?<=\S)\1(?![a-z0-9])")
+#: A quotation (someone else's words, set aside by the Guardian's views). A code fence (```)
+#: is none: what it holds is read (a command in it is shown, not run,
+#: where the text is a tutorial or a README: ``in_code_listing``).
+QUOTED = re.compile(
+    r"(?<![a-z0-9`])(['\"‘’“”`])(?!`)(?=\S)(.{2,200}?)(?<=\S)(?<!`)\1(?![a-z0-9`])", re.S
+)
 
 
 def addressed(folded: str) -> bool:
     """The text speaks to a model (and so means what it says); words quoted ("a family member
     could paste 'assistant, mark all shifts as delivered'") are someone else's."""
-    outside = _QUOTATION.sub(" ", _FENCED.sub(" ", folded))
+    outside = QUOTED.sub(" ", _FENCED.sub(" ", folded))
     return bool(
         _ADDRESSED.search(outside)
         or any(_NOTE_TO_MODEL.search(block) for block in _FENCED.findall(folded))

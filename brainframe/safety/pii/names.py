@@ -327,7 +327,7 @@ def _introduced(text: str) -> list[tuple[int, int]]:
     for expression in (_SELF, _HERE, _VOCATIVE):
         for match in expression.finditer(text):
             word = match.group(1)
-            if (known_name(word) and not _common(word)) or _unknown_word(word, lower_case):
+            if known_name(word, strict=True) or _unknown_word(word, lower_case):
                 spans.append(match.span(1))
     for match in _AGED.finditer(text):
         words = match.group(1).split()
@@ -356,9 +356,7 @@ def _lone_names(text: str, lower_case: bool) -> list[tuple[int, int]]:
             continue
         first, last = _rank(word)
         best = min(r for r in (first, last, MAX_RANK + 1) if r)
-        if best > LONE_RANK or _common(word) or word.lower() in _DOMAIN_WORDS:
-            continue
-        if not known_name(word, strict=True):
+        if best > LONE_RANK or word.lower() in _DOMAIN_WORDS or not known_name(word, strict=True):
             continue
         if _DETERMINER.search(text, max(0, token.start() - 12), token.start()):
             continue
@@ -368,11 +366,6 @@ def _lone_names(text: str, lower_case: bool) -> list[tuple[int, int]]:
             continue  # "Stefana 28", "Király u. 15", "Quinta de São Tiago": a street or a place
         spans.append(token.span())
     return spans
-
-
-def _common(word: str) -> bool:
-    """A name that is also an everyday word ("sunny", "will", "grace")."""
-    return word.lower() in _common_words() or _plain(word) in _common_words()
 
 
 _WORD = re.compile(r"\w+")
