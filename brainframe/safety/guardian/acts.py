@@ -349,7 +349,9 @@ def found(folded: str) -> list[Act]:
             sentence = folded[sentence_start:stop]
             if kind == "forward" and not sends_outward(folded[match.start() : stop], folded):
                 continue
-            if kind in ("payment", "bank_details", "new_account") and _UNCHANGED.search(sentence):
+            # "as usual" may say a payee is unchanged; it cannot make a typed account number so
+            # (the sender says it, and the sender is who is in question): new_account stands
+            if kind in ("payment", "bank_details") and _UNCHANGED.search(sentence):
                 continue
             if not context:
                 context += [mention.genre(folded), mention.addressed(folded)]

@@ -392,9 +392,9 @@ def test_an_account_number_in_a_message_is_not_a_staff_members_to_give() -> None
     assert assess(ask, "standard", source="chat", rights={"payment", "bank_details"}).action == (
         "allow"
     )
-    # the same account "as usual", or a card number, is no new account
+    # calling it "as usual" does not vouch for a typed account number; a card number is none
     usual = "Pay the linen invoice to 062-000 1188 4421 as usual."
-    assert assess(usual, "standard", source="chat").action == "allow"
+    assert "act:new_account" in assess(usual, "standard", source="chat").patterns
     card = "Need to change the billing date of my card 4111 1111 1111 1111."
     assert "act:new_account" not in assess(card, "untrusted").patterns
 
