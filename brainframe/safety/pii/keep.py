@@ -93,7 +93,7 @@ _WORDS_NOT_NAMES = re.compile(
     r"\b(?:grace period|frank (?:discussion|feedback|conversation|talk|chat|comments?|exchange)|"
     r"(?:the|a|this|that|your|his|her|their|our) bill|bill (?:for|of|is due|was paid)|"
     r"webster[- ]?(?:pack|pak)s?|manual handling|kia carnival|(?:toyota )?hiace|"
-    r"(?:joy|hope) and (?:joy|hope)|reset mfa|\bmfa\b)\b",
+    r"(?:joy|hope) and (?:joy|hope)|(?:reset )?mfa)\b",
     re.IGNORECASE,
 )
 

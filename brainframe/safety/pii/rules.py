@@ -145,7 +145,7 @@ _NOT_NAMES = frozenset(
     )
 )
 _NOT_NAME_PHRASES = frozenset(
-    ("personal info", "directed by", "e-mail", "zip code", "mission statement", "manual handling")
+    ("personal info", "directed by", "e-mail", "zip code", "mission statement")
 )
 #: Places, not people: a span ending in one of these ("Harris Park", "Leichhardt Marketplace").
 _PLACE_AFTER = re.compile(
