@@ -86,6 +86,20 @@ def test_phone_numbers_anywhere_in_a_long_text() -> None:
     assert _spans(text, "PHONE_NUMBER") == {"+61 412 345 678", "(02) 9876 5432", "07 3040 1199"}
 
 
+def test_a_second_number_of_another_region_in_the_same_stretch() -> None:
+    # The regions are tried in order until every run of digits in a stretch is a number: an
+    # Australian number read first does not stop a Canadian one beside it from being read.
+    text = "Ring 0412 345 678 or 613-555-0199 after two."
+    assert _spans(text, "PHONE_NUMBER") == {"0412 345 678", "613-555-0199"}
+
+
+def test_no_warning_logged_per_number_or_date(caplog: pytest.LogCaptureFixture) -> None:
+    # The model's other entities (numbers, dates, money) are not read, and not logged per call.
+    with caplog.at_level("INFO"):
+        pii_find("On 3 May we paid $120 for 2 tickets; call Mary Brown on 0412 345 678.")
+    assert [r.getMessage() for r in caplog.records if r.levelname != "DEBUG"] == []
+
+
 def test_a_name_coordinated_with_a_name_the_model_found() -> None:
     text = "Minutes taken by Sarah Jones and Tuilagi."
     assert _spans(text, "PERSON") == {"Sarah Jones", "Tuilagi"}
