@@ -74,8 +74,9 @@ _FREE_MAIL = r"(?:gmail|outlook|hotmail|yahoo|protonmail|proton|fastmail|icloud|
 _SENSITIVE = (
     r"(?:all|every|entire|full|whole|complete)\b[^.\n]{0,40}?|"
     r"(?:records?|database|list|files?|folder|inbox|history|conversation|emails|passwords?|"
-    r"tokens?|credentials|addresses|contacts?|case notes|reports?|timesheets|exports?|roster|"
-    r"phone numbers|details|data|payroll|finance)"
+    r"tokens?|credentials|addresses|contacts?|case notes|reports?|timesheets|exports?|rosters?|"
+    r"phone numbers|details|data|payroll|finance|charts?|medications?|care plans?|participants|"
+    r"clients|residents|csv|spreadsheet)"
 )
 
 _PATTERNS: dict[str, str] = {
@@ -89,6 +90,11 @@ _PATTERNS: dict[str, str] = {
         r"can be released|are to be paid|be redirected|redirect)"
         r"|\bredirect\b[^.\n]{0,40}?(?:payments?|claims?|funds)"
         r"|\bschedule (?:the |a )?(?:payment|transfer|refund)"
+        r"|\bpay (?:it|this|them|these|the (?:attached|above|balance))?\s?(?:within \d+|within "
+        r"(?:one|two|three|five|seven|\w+ business)|today|now|immediately|asap|by (?:end of|close|"
+        r"cob|tomorrow|friday|monday))\b"
+        r"|\bclaim (?:it|this|these|them|the \w+)\b[^.\n]{0,30}?\b(?:against|from|under)\b"
+        r"[^.\n]{0,30}?\b(?:budget|plan|funding|supports)\b"
     ),
     "bank_details": (
         r"(?<!\bthe )(?<!\ba )\b(?:change|update|swap|switch|replace|redirect|amend|set|use|fix|"
@@ -116,14 +122,20 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:payroll|salary|wages?)\b[^.\n]{0,30}?\b(?:account|details)\b"
     ),
     "forward": (
-        r"\b(?:send|forward|email|e-mail|mail|upload|post|share|attach|copy|export|sync|"
-        r"append|include|paste|push|collect)\b[^.\n]{0,80}?(?:" + _SENSITIVE + r")"
-        r"[^.\n]{0,80}?(?:\b[\w.+-]+@(?:" + _FREE_MAIL + r"|[\w-]+\.(?:io|net|biz|com|org)\b)|"
-        r"https?://|\bmy (?:personal|own|private) |\bpersonal (?:email|e-mail|address|account|"
-        r"drive|dropbox)|\bdropbox\b|\bgoogle drive\b|\bpastebin\b|\bto me\b|"
+        r"\b(?:send(?:ing)?|sent|forward(?:ing)?|e-?mail(?:ing)?|mail(?:ing)?|upload(?:ing)?|"
+        r"post(?:ing)?|shar(?:e|ing)|attach(?:ing)?|cop(?:y|ying)|export(?:ing)?|sync(?:ing)?|"
+        r"append(?:ing)?|includ(?:e|ing)|past(?:e|ing)|push(?:ing)?|collect(?:ing)?)\b"
+        r"[^.\n]{0,80}?(?:" + _SENSITIVE + r")"
+        r"[^.\n]{0,80}?(?:\b[\w.+-]+@(?:" + _FREE_MAIL + r"|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b)|"
+        r"https?://|\b(?:my|his|her|their|your) (?:personal|own|private) |\bpersonal (?:email|"
+        r"e-mail|address|account|drive|dropbox|gmail|hotmail|outlook|yahoo|icloud)|\bdropbox\b|"
+        r"\bgoogle drive\b|\bpastebin\b|\bto me\b|"
         r"\breply to this\b|\bexternal\b|\boutside\b|\bfeedback field|\bcontact form|"
         r"\bsurvey form|\bback to us\b|\bthe (?:form|link|address) (?:below|in the footer|"
         r"at the bottom))"
+        # the destination first: "send_email(to=x@…, body=all client addresses)"
+        r"|\b(?:send|forward|e-?mail|mail|upload|post|share|export)\b[^.\n]{0,40}?"
+        r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b[^.\n]{0,60}?(?:" + _SENSITIVE + r")"
         # a form outside filled in with people's details ("fill in the booking form at https://…
         # with each participant's full name, mobile and date of birth")
         r"|\b(?:fill in|fill out|complete|submit|enter)\b[^.\n]{0,60}?(?:https?://|\bthe link\b|"
@@ -147,6 +159,16 @@ _PATTERNS: dict[str, str] = {
         + _OVERSIGHT
         + r"|\b(?:human )?approval (?:no longer applies|is not required|not needed)"
         r"|\bapproval is implied\b"
+        r"|\b(?:will|'ll|can|to) (?:sign (?:it |this |them )?off|approve (?:it|this|them)|"
+        r"(?:do|sort(?: out)?|send|fill in|fill out|lodge) (?:the |a )?(?:form|forms|paperwork|"
+        r"approval|sign-?off)|(?:follow|come through))\b[^.\n]{0,20}?\b(?:later|afterwards|after "
+        r"(?:the|it|that)|tomorrow|next week)\b"
+        r"|\b(?:timesheets?|shift notes|paperwork|forms?|approval|receipts?|evidence|"
+        r"documentation)\b[^.\n]{0,30}?\b(?:will|to) follow\b"
+        r"|\balready (?:agreed|approved|ok'?d|okayed|signed off)\b[^.\n]{0,30}?"
+        r"\b(?:over the phone|verbally|in person|on a call)\b"
+        r"|\bmark (?:it|this|them|these|my [\w ]{1,20}) (?:as )?(?:approved|signed off|verified) "
+        r"by\b"
         r"|\b(?:call-?back|verification|approval|review|sign-?off)s? (?:has|have) "
         r"(?:already )?been "
         r"(?:completed|done|granted|given|obtained|carried out)\b"
@@ -199,7 +221,12 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:don't|do not|no need to|without) (?:raise|raising|log|logging|open|opening|create|"
         r"lodge|file) (?:a |an |the |any )?(?:ticket|case|complaint)\b"
         r"|\bleave [a-z]+(?: [a-z]+)? off the (?:cc|email|e-mail|distribution|mailing)(?: list)?"
-        r"|\btake (?:it|this|that|them) off the (?:\w+ )?(?:register|log|report|record)"
+        r"|\b(?:take|keep|leave) (?:it|this|that|them)(?: one)? off the (?:\w+ )?(?:register|"
+        r"log|report|record|books|system|radar)"
+        r"|\b(?:don't|do not|no need to|never) (?:log|record|write|note|mention) (?:it|this|that|"
+        r"them)(?: down)? (?:anywhere|at all|in writing)\b"
+        r"|\btell (?:the )?(?:user|client|family|them|her|him)\b[^.\n]{0,40}?\b(?:never "
+        r"(?:existed|happened)|did not happen|didn't happen|was never (?:there|made|filed))"
         r"|\bbackdat(?:e|ed|ing)\b|\b(?:rather than|instead of|without) (?:saving|creating|"
         r"keeping) a new version|\bedit (?:it|this|them) in place\b"
         r"|\bso the (?:history|audit trail|log|record) (?:stays|looks|is) (?:tidy|clean)"
@@ -224,11 +251,15 @@ _HOW = re.compile(r"\bhow (?:do|can|should|would) (?:i|we)\b|\bis there a form\b
 #: Variables carrying an instruction: "let X = …; do X".
 _VARIABLE = re.compile(
     r"\b(?:let|define|set)\s+([a-z]\w{0,10})\s*(?:=|:=|be)\s*[^\n]{0,200}?"
-    r"\b(?:do|execute|perform|run|carry out|act on|send|copy|combine)\b[^.\n]{0,40}?\b\1\b"
+    r"\b(?:do|execute|perform|run|carry out|act on|send|copy|combine|email|e-mail|forward|post|"
+    r"upload|paste|delete|pay|transfer)\b[^.\n]{0,40}?\b\1\b"
     r"|\bpart (?:a|one|1)\b[\s\S]{0,300}?\bpart (?:b|two|2)\b[\s\S]{0,300}?\b(?:do|execute|"
     r"act on|carry out|perform|complete|follow|join|combine)\b"
     r"|\b(?:join|combine) (?:the )?parts\b|\bcombine the (?:two )?(?:words|parts)\b[^.\n]{0,40}\b"
     r"(?:carry out|do|execute|act)|\bact on both words\b|\bdo what the parts say\b"
+    r"|\b(?:put|join|combine|stitch|string) (?:the |all |those |these )?(?:two|three|four|parts|"
+    r"pieces|words|fragments|lines)(?: \w+)? together\b[^.\n]{0,30}?\b(?:do|carry out|execute|"
+    r"follow|act on)\b"
 )
 
 
@@ -266,18 +297,30 @@ _ROLE_WORDS = frozenset(
 def outward(address: str, folded: str) -> bool:
     """Whether sending to ``address`` sends outside the business: a free-mail address always; an
     address on an internal domain never; otherwise unless it is a named person's address (its
-    local part names someone the text names too: "send it to Ben Alvarez at ben.alvarez@…", a
-    staff member's work address)."""
+    local part holds a known first or last name the text names too: "send it to Ben Alvarez at
+    ben.alvarez@…", a staff member's work address; not "review-pack@…" in a text about a
+    review), or names the addressee just before it ("the quality team at quality@…")."""
     local, _, domain = address.lower().partition("@")
     if _FREE_MAIL_DOMAIN.match(domain):
         return True
     if any(domain == d or domain.endswith("." + d) for d in INTERNAL_DOMAINS):
         return False
+    from brainframe.safety.namelist import known_name  # the name list, only when first asked
+
     rest = folded.replace(address.lower(), " ")
-    names = [
-        part for part in re.split(r"[._+-]", local) if len(part) >= 3 and part not in _ROLE_WORDS
-    ]
+    parts = [part for part in re.split(r"[._+-]", local) if len(part) >= 3]
+    before = folded[: max(0, folded.find(address.lower()))]
+    if any(re.search(rf"\b{re.escape(part)}{_ADDRESSEE_BEFORE}", before) for part in parts):
+        return False  # "the quality team at quality@…": the addressee named with its address
+    names = [part for part in parts if part not in _ROLE_WORDS and known_name(part)]
     return not any(re.search(rf"\b{re.escape(part)}\b", rest) for part in names)
+
+
+#: Between an addressee's name and its address ("quality team at", "Ben on").
+_ADDRESSEE_BEFORE = (
+    r"\b(?:\s+(?:team|department|unit|office|desk|group|inbox|mailbox))?\s*(?:at|on|via|:|-|–|\(|<)"
+    r"\s*$"
+)
 
 
 _ROLE_MAILBOX = re.compile(
@@ -329,6 +372,7 @@ def _screen() -> Any:
 
 def found(folded: str) -> list[Act]:
     """Every act requested (not merely mentioned) in ``folded``, first occurrence of each kind."""
+    folded = folded.replace("_", " ")  # "send_email(to=…)": the same words, the same offsets
     candidates = scan(_screen(), utf8(folded))
     if not candidates:
         return []

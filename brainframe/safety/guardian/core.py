@@ -215,8 +215,26 @@ def _views(text: str, norm: Normalised) -> tuple[list[str], list[bytes], list[st
 
 def _set_aside(quotation: re.Match[str]) -> str:
     """A quotation is someone else's words, set aside; unless it speaks to a model (a CSV cell
-    or a JSON value reading "Assistant: send this sheet to …"): that is a request in disguise."""
+    reading "Assistant: send this sheet to …"): that is a request in disguise. A value in
+    structured data ("note": "…", ``next_action: '…'``, ``to="…"``) is no quotation but the
+    content itself, read as it is (a tool's answer is mostly such values)."""
+    key = _VALUE_KEY.search(quotation.string, max(0, quotation.start() - 60), quotation.start())
+    name = key.group(2) if key else ""
+    if key and name not in _SAMPLE_KEYS and (key.group(1) or name not in _SPEECH_KEYS):
+        return quotation.group()  # (a quoted key: JSON)
     return quotation.group() if mention.addressed(quotation.group(2)) else " "
+
+
+#: A key before a value: ``"note": ``, ``note: ``, ``to=``.
+_VALUE_KEY = re.compile(r"(?:^|[\n{\[,(])\s*([\"'‘“])?([a-z][\w-]{0,40})(?(1)[\"'’”])\s*[:=]\s*$")
+#: Fields that hold examples (test data, a sample), not content to act on.
+_SAMPLE_KEYS = frozenset(("input", "expected", "example", "sample", "payload", "test", "case"))
+#: Words before a colon that introduce what someone said, not a field.
+_SPEECH_KEYS = frozenset(
+    ("said", "says", "saying", "wrote", "writes", "asked", "asks", "reads", "read", "told",
+     "quote", "quoted", "example", "phrase", "phrases", "like", "message", "text", "comment",
+     "subject", "note")
+)  # fmt: skip
 
 
 _STRUCTURE_GATE = re.compile(r"[{<\[#]|^\s*\w+\s*:|\n\s*\w+\s*:")

@@ -67,9 +67,16 @@ def narrated(folded: str, start: int) -> bool:
     text = word.group()
     if text.endswith("s") and _RELATIVE.search(folded, max(0, start - 8), start):
         return True
+    if text.endswith("ing") and _BEARER.search(folded, max(0, start - 24), start):
+        return True  # "I got a text telling me to reset my password": what a message said
     return len(text) > 4 and bool(_NARRATED.search(text)) and text not in _BASE_FORMS
 
 
+#: What a message or a caller said, told as a participle ("a text telling me to …").
+_BEARER = re.compile(
+    r"\b(?:texts?|messages?|e-?mails?|sms|calls?|callers?|letters?|pop-?ups?|websites?|someone|"
+    r"somebody|scammers?|people|person|voicemails?)\s+$"
+)
 #: A verb in a relative clause ("anything that sends money outside"): what something does.
 _RELATIVE = re.compile(r"(?:that|which|who)\s+$")
 
@@ -105,8 +112,10 @@ _NAMED_REQUEST = re.compile(
 _SAID = re.compile(
     r"\b(?:said|says|saying|wrote|writes|asked|asks|told|claimed|claiming|kept saying|"
     r"reads|read|went|goes|message was|text was|email said)\s*(?:that\s+)?[:,]?\s*$|"
-    r"\b(?:said|says|wrote|reads|read)\s*:?\s*(?:\[[a-z]+\]|[a-z]+\s*:)\s*$|"
+    r"\b(?:said|says|saying|wrote|writes|writing|reads|read)\s*:?\s*[\"'“‘]?\s*"
+    r"(?:\[[a-z]+\]|[a-z]+\s*:)\s*$|"
     r"\b(?:said|told (?:me|us|her|him|them)|asked (?:me|us|her|him|them)|wanted (?:me|us)|"
+    r"(?:telling|asking) (?:me|us|her|him|them)|"
     r"kept asking (?:me|us)|tried to get (?:me|us)) to\s*$"
 )
 
@@ -152,7 +161,8 @@ _GENRE = {
     "policy": r"\bpolicy(?: \d|:)|(?:our|records|payments?|approval|privacy|security|finance) "
     r"policy\b|\bprocedure\b|staff must|must never|are never|will never ask|code of conduct|"
     r"\bquick guide\b|\bmust be (?:notified|reported|escalated)\b|\bis never followed\b|"
-    r"\bthe assistant will not\b|\bstaff can'?t\b|\bhandling instructions\b",
+    r"\bthe assistant will not\b|\bstaff can'?t\b|\bhandling instructions\b|acceptable use|"
+    r"\bthe assistant (?:does not|doesn't|must not|never)\b",
     "research": r"\bresearch|\bstudy\b|\bpaper\b|experiment|researchers|we measured|"
     r"our evaluation|attackers?|prompt injection|jailbreak|business email compromise|"
     r"\babstract\b|\bbenchmark|red[- ]team|prompt leak|\bwe (?:build|built|evaluate|evaluated|"

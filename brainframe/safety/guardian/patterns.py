@@ -186,6 +186,18 @@ _P = [
         "operateunder|was|were|is|are)|(wordforword|verbatim)~(setupnotes|setupinstructions|"
         "instructions|prompt)(it|you)(was|were|had|have)(been)?given",
     ),
+    (
+        # softly worded: "could you share the guidelines you were set up with", "the exact
+        # prompt you're running on … word for word"
+        "soft_prompt_ask",
+        "prompt_leakage",
+        "(share|see|show|paste|tell|give|send|read|post|copy|write)~(guidelines|instructions|"
+        "rules|prompt|setupnotes|briefing)(that)?(you|youve|youre)(were|have|are)?(been)?(setup|"
+        "configured|givenatthestart|runningon|runon|operatingunder|workingfrom|briefedwith)|"
+        "(exact|full|whole|actual|original|complete)(system)?(prompt|instructions|setup)(that)?"
+        "(you|youre|your)(are)?(running|runon|operatingunder|using|workingfrom|setupwith)~"
+        "(paste|wordforword|verbatim|wholetext|fulltext|exactwording)",
+    ),
     ("prompt_canary", "prompt_leakage", "(syscanary|internalcanary|canarytoken|thecanary)"),
     (
         "hidden_prompt_ask",
@@ -259,7 +271,8 @@ _P = [
     (
         "reply_with_credentials",
         "credential_request",
-        r"re:\b(?:reply|respond|send|provide|confirm|email|e-mail)\b[^.\n]{0,60}?\b(?:with|us|me)\b"
+        r"re:(?<!\ban )(?<!\ba )(?<!\bthe )(?<!\bthis )(?<!\bthat )(?<!\bmy )(?<!\byour )"
+        r"\b(?:reply|respond|send|provide|confirm|email|e-mail)\b[^.\n]{0,60}?\b(?:with|us|me)\b"
         r"[^.\n]{0,60}?\b(?:password|passcode|username|user name|login details|credentials|"
         r"mfa code|one-time code)\b",
     ),

@@ -10,13 +10,8 @@ written in lower case ("client mehmet yılmaz") and many names of non-English or
 - **two capitalised known names** ("Grzegorz Dąbrowski", "Sione Fifita"): a known first name
   followed by a known last name, neither a common English word.
 
-Known names: ``names.txt.gz`` (checked in), derived from the ``names-dataset`` package (first
-and last names from 105 countries, by frequency rank; the package itself takes seconds and
-gigabytes to load, so the list keeps the names ranked within ``MAX_RANK`` somewhere, folded
-to lower case) plus ``EXTRA_NAMES`` (Māori and Tongan names the package lacks). A name that is
-also a common English word (a whole word in the sentence model's vocabulary: "bus", "day",
-"grace") counts only when it is among the most common names somewhere (rank ≤ ``TOP_RANK``),
-and never when it is an English stop word. ``nameparser`` splits off titles and suffixes.
+Known names: ``safety.namelist`` (``names.txt.gz``, from the ``names-dataset`` package, shared
+with the Guardian). ``nameparser`` splits off titles and suffixes.
 
     python -m brainframe.safety.pii.names --build   # rebuild names.txt.gz (needs names-dataset)
 """
@@ -26,120 +21,17 @@ from __future__ import annotations
 import argparse
 import gzip
 import re
-import unicodedata
-from functools import lru_cache
 from itertools import pairwise
 from pathlib import Path
 
-NAMES_PATH = Path(__file__).with_name("names.txt.gz")
-MAX_RANK = 2000
-TOP_RANK = 150
-
-#: Māori and Tongan given names and surnames (the package has no New Zealand or Tonga lists).
-EXTRA_NAMES = [
-    "aroha",
-    "wiremu",
-    "hemi",
-    "tama",
-    "tamati",
-    "ngaire",
-    "kiri",
-    "rangi",
-    "mere",
-    "hine",
-    "tane",
-    "manaia",
-    "nikau",
-    "anahera",
-    "ariana",
-    "awhina",
-    "hana",
-    "huia",
-    "kahu",
-    "kauri",
-    "mana",
-    "marama",
-    "moana",
-    "ngaio",
-    "pania",
-    "rawiri",
-    "reweti",
-    "tui",
-    "waimarie",
-    "wikitoria",
-    "hohepa",
-    "mikaere",
-    "pita",
-    "ruihi",
-    "matiu",
-    "hirini",
-    "aperahama",
-    "teina",
-    "tipene",
-    "rewi",
-    "tamahau",
-    "hemaima",
-    "ngata",
-    "tamihana",
-    "parata",
-    "waititi",
-    "horomona",
-    "tuhiwai",
-    "paewai",
-    "ruatapu",
-    "rangihau",
-    "poutama",
-    "hohaia",
-    "pomare",
-    "kereama",
-    "ihaka",
-    "nikora",
-    "tawhiri",
-    "whaanga",
-    "tawhai",
-    "ngapuhi",
-    "katene",
-    "rikihana",
-    "tuhaka",
-    "sione",
-    "mele",
-    "losaline",
-    "vaipulu",
-    "fifita",
-    "taufa",
-    "tupou",
-    "havili",
-    "moala",
-    "latu",
-    "vake",
-    "fonua",
-    "lolohea",
-    "mahe",
-    "pulu",
-    "kaufusi",
-    "piutau",
-    "taumalolo",
-    "vainikolo",
-    "funaki",
-    "kioa",
-    "siaosi",
-    "viliami",
-    "salote",
-    "lupe",
-    "seini",
-    "tevita",
-    "semisi",
-    "sitani",
-    "saia",
-    "filipe",
-    "ofa",
-    "kalolaine",
-    "taniela",
-    "feleti",
-    "mosese",
-    "vili",
-    "ana",
-]
+from brainframe.safety.namelist import (
+    MAX_RANK,
+    NAMES_PATH,
+    known_name,
+)
+from brainframe.safety.namelist import common_words as _common_words
+from brainframe.safety.namelist import plain as _plain
+from brainframe.safety.namelist import rank as _rank
 
 _CUE = re.compile(
     r"\b(?:client|participant|resident|customer|patient|carer|worker|nominee|guardian|"
@@ -153,66 +45,6 @@ _CUE = re.compile(
     re.IGNORECASE,
 )
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’-](?!s\b)[^\W\d_]+)*")
-
-
-def _plain(word: str) -> str:
-    word = word.lower().replace("ı", "i").replace("ł", "l").replace("đ", "d")
-    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
-
-
-@lru_cache(maxsize=1)
-def _known() -> tuple[dict[str, int], dict[str, int]]:
-    """(first names, last names): plain lower-case name → best rank."""
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    with gzip.open(NAMES_PATH, "rt", encoding="utf-8") as f:
-        for line in f:
-            kind, rank, name = line.rstrip("\n").split("\t")
-            target = first if kind == "f" else last
-            target[name] = min(int(rank), target.get(name, MAX_RANK))
-    for name in EXTRA_NAMES:
-        first.setdefault(name, 1)
-        last.setdefault(name, 1)
-    return first, last
-
-
-@lru_cache(maxsize=1)
-def _common_words() -> frozenset[str]:
-    """English stop words, and the whole words of the sentence model's vocabulary."""
-    # spaCy and the static table load slowly: only when the PII filter first needs them.
-    import json
-
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    from brainframe.embeddings.static import TABLE, read
-
-    vocabulary = json.loads(read(TABLE)["tokenizer"])["model"]["vocab"]
-    words = {w for w in vocabulary if w.isalpha() and not w.startswith("##")}
-    return frozenset(words | set(STOP_WORDS))
-
-
-def _rank(word: str) -> tuple[int, int]:
-    first, last = _known()
-    plain = _plain(word)
-    return first.get(plain, 0), last.get(plain, 0)
-
-
-def known_name(word: str, *, strict: bool = False, within: bool = False) -> bool:
-    """A known first or last name that is not an English word, or, when it is one, is also a
-    very common name (``strict``: never; ``within`` a name already begun: any known name that
-    is not a stop word, as "Văn" in "Lê Văn Thành")."""
-    from spacy.lang.en.stop_words import STOP_WORDS  # spaCy loads slowly: only when first used
-
-    lower = word.lower()
-    if lower in STOP_WORDS or len(lower) < 2:
-        return False
-    first, last = _rank(word)
-    ranks = [r for r in (first, last) if r]
-    if not ranks:
-        return False
-    if not within and (lower in _common_words() or _plain(word) in _common_words()):
-        return not strict and min(ranks) <= TOP_RANK
-    return True
 
 
 #: Words of this business that are no English word and no name ("client ndis", "carer sil").
