@@ -47,6 +47,7 @@ from brainframe.models import (
     Thread,
     Turn,
 )
+from brainframe.safety.guardian.acts import rights_from_tools
 from brainframe.safety.guardian.core import assess
 from brainframe.services.access.acl import acl_for, principal_of
 from brainframe.services.ledger.channels import channel_context, message_parse
@@ -248,7 +249,15 @@ def message_receive(adapter: ChannelAdapter, payload: Any) -> MessageResult:
         agent = adapter.agent
         if acl.allows and acl.route_to and acl.route_to != agent.agent_id:
             agent = Agent.objects.get(pk=acl.route_to)
-        assessment = assess(message.text, trust="standard" if person else "untrusted")
+        # A request to act in the message (pay, change bank details, send data outward…) is
+        # judged by what the sender's ACL permissions let them ask for, not by trust alone.
+        rights = rights_from_tools(acl.tools) if acl.allows else frozenset()
+        assessment = assess(
+            message.text,
+            trust="standard" if person else "untrusted",
+            source=adapter.channel,
+            rights=rights,
+        )
         origin = OriginRegistry.objects.create(
             origin_type=adapter.channel,
             source_ref=f"{adapter.name}:{message.external_id}",
