@@ -425,25 +425,25 @@ def pii_find(text: str) -> list[Finding]:
     if upper != text and len(upper) == len(text):  # IBANs written in lower case
         results += _iban_recognizer().analyze(upper, ["IBAN_CODE"])
     found = []
+    keep = kept_spans(text)  # service numbers, helplines, doses (pii_keep)
     regions: list[tuple[int, int]] | None = None
     for result in results:
         kind = "PHONE_NUMBER" if result.entity_type == "AU_PHONE" else result.entity_type
         if kind == "PERSON":
-            regions = address_regions(text) if regions is None else regions
+            regions = _regions(text, keep) if regions is None else regions
             if not_a_name(text, result.start, result.end, regions):
                 continue
         if kind == "PERSON" and (
             result.end - result.start < 2
             or any(c.isdigit() for c in text[result.start : result.end])
-            or (read is not text and only_common_words(text[result.start : result.end]))
+            or only_common_words(text[result.start : result.end], any_rank=read is text)
         ):
             continue  # a name has no digits ("+31", "0)20" are the model misreading a number)
         if kind == "PHONE_NUMBER" and not_a_phone(text, result.start, result.end):
             continue
         if result.score >= MIN_SCORE.get(kind, DEFAULT_MIN_SCORE):
             found.append(Finding(kind, result.start, result.end, round(result.score, 3)))
-    found = _cued(text, regions, found)
-    keep = kept_spans(text)  # service numbers, helplines, doses (pii_keep)
+    found = _cued(text, _regions(text, keep) if regions is None else regions, found)
     found = [f for f in found if all(f.end <= a or f.start >= b for a, b in keep)]
     found.sort(key=lambda f: (-f.score, f.type not in CUED, f.start - f.end, f.start))
     kept: list[Finding] = []
@@ -451,6 +451,12 @@ def pii_find(text: str) -> list[Finding]:
         if all(finding.end <= k.start or finding.start >= k.end for k in kept):
             kept.append(finding)
     return sorted(kept, key=lambda f: f.start)
+
+
+def _regions(text: str, keep: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Addresses, less those read from a number that is a service number ("… 13 11 14 and
+    Beyond Blue …" is no house number)."""
+    return [r for r in address_regions(text) if not any(a <= r[0] < b for a, b in keep)]
 
 
 def _cued(text: str, regions: list[tuple[int, int]] | None, found: list[Finding]) -> list[Finding]:

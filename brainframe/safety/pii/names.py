@@ -41,7 +41,9 @@ _CUE = re.compile(
     r"namaste|sat sri akal|ni hao|annyeong|g'?day|hiya|"
     r"son|daughter|mum|mother|dad|father|sister|brother|wife|husband|partner|aunt|uncle|"
     r"grandmother|grandfather|nan|nana|cousin|named|called|"
-    r"call|ring|text|phone|ask|tell|thank|remind)\b\.?,?\s+",
+    r"call|ring|text|phone|ask|tell|thank|remind|"
+    r"surname|family name|last name|given names?|first names?|full name|preferred name)"
+    r"\b\.?,?:?(?:\s*\(\s*|\s+)",
     re.IGNORECASE,
 )
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’-](?!s\b)[^\W\d_]+)*")
@@ -78,14 +80,21 @@ _DOMAIN_WORDS = frozenset(
         "bsb",
         "abn",
         "tfn",
+        "handover",
     ]
 )
 
 
-def only_common_words(span: str) -> bool:
-    """A span of a text in lower case that the model took for a name but that is only common
-    English words, none of them a very common name ("she loved it" → "loved")."""
+def only_common_words(span: str, *, any_rank: bool = False) -> bool:
+    """A span the model took for a name that is only common English words: in a text in lower
+    case, none of them a very common name ("she loved it" → "loved"); with capitals
+    (``any_rank``), none of them a name anywhere in the list ("Guilty Pleasures", "Wisdom and
+    Discipline"; but "Gary", "Reed" are names somewhere)."""
     words = _TOKEN.findall(span)
+    if any_rank:
+        return bool(words) and all(
+            w.lower() in _common_words() and not any(_rank(w)) for w in words
+        )
     return bool(words) and all(w.lower() in _common_words() and not known_name(w) for w in words)
 
 
@@ -102,6 +111,14 @@ def _unknown_word(word: str, lower_case: bool) -> bool:
     )
 
 
+def _known_token(word: str, *, within: bool) -> bool:
+    """A known name; a hyphenated one ("Soo-ah", "Jean-Luc") when each part is a name."""
+    if known_name(word, within=within):
+        return True
+    parts = word.split("-")
+    return len(parts) > 1 and all(p and known_name(p, within=True) for p in parts)
+
+
 def cued_names(text: str) -> list[tuple[int, int]]:
     """Spans of names after a cue, and of two capitalised known names in a row."""
     spans: list[tuple[int, int]] = []
@@ -111,7 +128,7 @@ def cued_names(text: str) -> list[tuple[int, int]]:
         while count < 4:
             token = _TOKEN.match(text, at)
             if token is None or not (
-                known_name(token.group(), within=count > 0)
+                _known_token(token.group(), within=count > 0)
                 or _unknown_word(token.group(), lower_case)
             ):
                 break
@@ -150,16 +167,25 @@ _SELF = re.compile(
 )
 _HERE = re.compile(r"(?:^|[.!?,\n]\s*)([^\W\d_]+)\s+here\b", re.IGNORECASE)
 _VOCATIVE = re.compile(r"^\s*([^\W\d_]+)\s*[—–:,-]\s")
+#: A sign-off: a dash and one word at the end of a message ("… 0487 320 916 - lakshmi").
+_SIGNED = re.compile(r"(?:^|\s)[—–-]+\s*([^\W\d_]+)[\s.!]*$")
 _AGED = re.compile(r"\b([^\W\d_]+(?:\s+[^\W\d_]+){0,3}),\s*(?:aged\s+)?\d{1,3}\s*,")
 
 
 def _introduced(text: str) -> list[tuple[int, int]]:
     spans = []
     lower_case = not any(c.isupper() for c in text)
-    for expression in (_SELF, _HERE, _VOCATIVE):
+    for expression in (_SELF, _HERE, _VOCATIVE, _SIGNED):
         for match in expression.finditer(text):
             word = match.group(1)
-            if known_name(word, strict=True) or _unknown_word(word, lower_case):
+            # a capital in a text that has capitals vouches for a name that is also a word
+            # ("it's Marguerite", "— Lakshmi"); in lower case only a name no word is
+            capital = expression is _SELF and not lower_case and word[0].isupper()
+            if (
+                known_name(word, strict=True, within=capital)
+                or _unknown_word(word, lower_case)
+                or (expression is _SIGNED and known_name(word, within=True))
+            ):
                 spans.append(match.span(1))
     for match in _AGED.finditer(text):
         words = match.group(1).split()

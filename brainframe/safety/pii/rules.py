@@ -241,6 +241,11 @@ def _region_end(text: str, start: int) -> int:
     return stop.start() if stop else min(len(text), start + 120)
 
 
+#: Abbreviations of this business's services and roles, never part of a person's name.
+_SERVICE_WORDS = frozenset(("sil", "sda", "ndis", "ndia", "gp", "ot", "lac", "rn", "pt", "ssc"))
+_TITLE_BEFORE = re.compile(r"\b(?:mr|mrs|ms|miss|mx|dr)\.?\s+$", re.IGNORECASE)
+
+
 def not_a_name(text: str, start: int, end: int, regions: list[tuple[int, int]]) -> bool:
     """A PERSON span that is a label, title, pronoun or job title; part of a firm's name
     ("Hawkins, Richardson and Santana", "the Davis, Reynolds and Williamson Orchestra"); or
@@ -249,12 +254,15 @@ def not_a_name(text: str, start: int, end: int, regions: list[tuple[int, int]]) 
     span = text[start:end].strip(" .,:\n").split("\n")[0]
     if span.lower() in _NOT_NAMES or span.lower() in _NOT_NAME_PHRASES:
         return True
+    if _SERVICE_WORDS.intersection(span.lower().split()):
+        return True  # "Quakers Hill SIL", "His GP": a service, not a person
     if _FIRM_AFTER.match(span.split()[-1] if span.split() else ""):
         return True  # "Rand Corporation", "Williamson Orchestra"
     if "\n" not in text[start:end] and _FIRM_NEXT.match(text, end):
         return True  # "Brightpath" in "Brightpath Supports"
-    if len(span.split()) > 1 and _PLACE_AFTER.match(span.split()[-1]):
-        return True  # "Harris Park", "Leichhardt Marketplace"
+    titled = _TITLE_BEFORE.search(text, max(0, start - 6), start)
+    if len(span.split()) > 1 and _PLACE_AFTER.match(span.split()[-1]) and not titled:
+        return True  # "Harris Park", "Leichhardt Marketplace"; not "Mrs Soo-ah Park"
     if len(span.split()) == 1 and not re.match(r"['’]s\b", text[end : end + 3]):
         before = text[max(0, start - 12) : start]
         if _IN_PLACE.search(before) or _PLACE_NOUN.match(text, end):

@@ -359,3 +359,24 @@ def test_a_personal_number_beside_a_service_number_is_still_redacted() -> None:
     assert (
         "1800 022 222" in redacted and "0413 882 771" not in redacted and "Tomasz" not in redacted
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Participant record. Surname: OKONKWO. Given name: Chiamaka.", "OKONKWO"),
+        ("Mrs Hye-jin Park declined her evening tablets.", "Hye-jin Park"),
+        ("running late, be there by 6 - priyanka", "priyanka"),
+        ("Hi, it's Marguerite from the plan manager's office.", "Marguerite"),
+        ("Dad (Teodoro) will collect her at four.", "Teodoro"),
+        # a service number is no house number: the name after it is still read
+        ("Gave him Lifeline 13 11 14 again. His GP, Dr Wei Zhang, knows.", "Wei Zhang"),
+    ],
+)
+def test_names_after_labels_titles_sign_offs_and_brackets(text: str, name: str) -> None:
+    assert name in _spans(text, "PERSON"), pii_find(text)
+
+
+def test_words_and_services_the_model_takes_for_names_are_kept() -> None:
+    text = "Dear Accounts, the Quakers Hill SIL invoice is attached. See Guilty Pleasures, p. 4."
+    assert not _spans(text, "PERSON"), pii_find(text)
