@@ -279,6 +279,11 @@ def argument_strings(value: Any) -> list[str]:
 #: (a short argument that matched no pattern is rarely an attack; a long one may be a pasted
 #: jailbreak). ``assess(…, learned=True/False)`` overrides.
 LEARNED_MIN_CHARS = 256
+#: …and on an untrusted source's text of at least this many words: fewer give the models nothing
+#: to read that the patterns and the act rules do not ("UTC 2026-12-04T04:45 Friday", a status, a
+#: number; "ignore previous instructions" and "approve all invoices" are the patterns' own).
+LEARNED_MIN_WORDS = 4
+_WORDS = re.compile(r"[^\W\d_]{2,}")
 LEARNED_CATEGORY = "learned_injection"
 LEARNED_PATTERN = "learned:injection"
 SEMANTIC_CATEGORY = "semantic_injection"
@@ -314,7 +319,9 @@ def _model_readings(norm: Normalised) -> list[str]:
 def _learned_applies(learned: bool | None, trust: str, text: str) -> bool:
     if learned is not None:
         return learned
-    return trust in ("untrusted", "hostile") or len(text) >= LEARNED_MIN_CHARS
+    if len(text) >= LEARNED_MIN_CHARS:
+        return True
+    return trust in ("untrusted", "hostile") and len(_WORDS.findall(text)) >= LEARNED_MIN_WORDS
 
 
 def _matches(views: list[str], compact_views: list[bytes]) -> dict[str, ThreatPattern]:
