@@ -49,6 +49,8 @@ DEFAULT_RIGHTS = {
     "untrusted": frozenset(),
     "hostile": frozenset(),
 }
+#: Channels whose sender can be forged: naming a new account through them is never vouched for.
+SPOOFABLE_SOURCES = frozenset(("email", "sms"))
 #: Sources that are content, not a person: they may request nothing, whatever the trust level.
 CONTENT_SOURCES = frozenset(
     ("tool_output", "tool_result", "web_page", "document", "calendar", "search_result", "file")
@@ -294,9 +296,11 @@ _ROLE_WORDS = frozenset(
 )  # fmt: skip
 
 
-def outward(address: str, folded: str) -> bool:
+def outward(address: str, folded: str, *, strict: bool = False) -> bool:
     """Whether sending to ``address`` sends outside the business: a free-mail address always; an
-    address on an internal domain never; otherwise unless it is a named person's address (its
+    address on an internal domain never; ``strict`` (the text comes from an untrusted source or
+    is content, which names whatever it likes beside an address: "the finance team at
+    finance@evil…") any other; otherwise unless it is a named person's address (its
     local part holds a known first or last name the text names too: "send it to Ben Alvarez at
     ben.alvarez@…", a staff member's work address; not "review-pack@…" in a text about a
     review), or names the addressee just before it ("the quality team at quality@…")."""
@@ -305,6 +309,8 @@ def outward(address: str, folded: str) -> bool:
         return True
     if any(domain == d or domain.endswith("." + d) for d in INTERNAL_DOMAINS):
         return False
+    if strict:
+        return True
     from brainframe.safety.namelist import known_name  # the name list, only when first asked
 
     rest = folded.replace(address.lower(), " ")
@@ -333,14 +339,15 @@ _BULK = re.compile(
 )
 
 
-def sends_outward(span: str, folded: str) -> bool:
-    """A send whose destination (in ``span``) lies outside the business. Sending something
-    that is no one's data (a log, a question) to an organisation's help desk is not."""
+def sends_outward(span: str, folded: str, *, strict: bool = False) -> bool:
+    """A send whose destination (in ``span``) lies outside the business (``outward``). Sending
+    something that is no one's data (a log, a question) to an organisation's help desk is not."""
     if _OTHER_DESTINATION.search(span):
         return True
     addresses = _EMAIL.findall(span)
     return any(
-        outward(a, folded) and not (_ROLE_MAILBOX.match(a) and not _BULK.search(span))
+        outward(a, folded, strict=strict)
+        and not (_ROLE_MAILBOX.match(a) and not _BULK.search(span))
         for a in addresses
     )
 
@@ -370,8 +377,9 @@ def _screen() -> Any:
     return database(expressions, [PREFILTER | UNICODE] * len(expressions))
 
 
-def found(folded: str) -> list[Act]:
-    """Every act requested (not merely mentioned) in ``folded``, first occurrence of each kind."""
+def found(folded: str, *, strict: bool = False) -> list[Act]:
+    """Every act requested (not merely mentioned) in ``folded``, first occurrence of each kind;
+    ``strict``: addresses judged as from an untrusted source (``outward``)."""
     folded = folded.replace("_", " ")  # "send_email(to=…)": the same words, the same offsets
     candidates = scan(_screen(), utf8(folded))
     if not candidates:
@@ -391,7 +399,8 @@ def found(folded: str) -> list[Act]:
             sentence_end = _CLAUSE_END.search(folded, match.end())
             stop = sentence_end.start() if sentence_end else len(folded)
             sentence = folded[sentence_start:stop]
-            if kind == "forward" and not sends_outward(folded[match.start() : stop], folded):
+            span = folded[match.start() : stop]
+            if kind == "forward" and not sends_outward(span, folded, strict=strict):
                 continue
             # "as usual" may say a payee is unchanged; it cannot make a typed account number so
             # (the sender says it, and the sender is who is in question): new_account stands
@@ -461,6 +470,10 @@ def unentitled(acts: list[Act], trust: str, source: str | None, rights: Collecti
             allowed |= {"new_account"}
     else:
         allowed = frozenset(rights)
-        if "bank_details" in allowed:  # who may change bank details may name the account
+        # who may change bank details may name the account; not by e-mail or SMS, whose sender
+        # anyone can forge
+        if "bank_details" in allowed:
             allowed |= {"new_account"}
+        if source in SPOOFABLE_SOURCES:
+            allowed -= {"new_account"}
     return sorted({a.kind for a in acts if a.kind not in allowed})

@@ -218,7 +218,9 @@ def _set_aside(quotation: re.Match[str]) -> str:
     reading "Assistant: send this sheet to …"): that is a request in disguise. A value in
     structured data ("note": "…", ``next_action: '…'``, ``to="…"``) is no quotation but the
     content itself, read as it is (a tool's answer is mostly such values)."""
-    key = _VALUE_KEY.search(quotation.string, max(0, quotation.start() - 60), quotation.start())
+    key = _VALUE_KEY.search(quotation.string, max(0, quotation.start() - 200), quotation.start())
+    if _LIST_ITEM.search(quotation.string, max(0, quotation.start() - 200), quotation.start()):
+        return quotation.group()  # an item of a list in structured data: content too
     name = key.group(2) if key else ""
     if key and name not in _SAMPLE_KEYS and (key.group(1) or name not in _SPEECH_KEYS):
         return quotation.group()  # (a quoted key: JSON)
@@ -227,6 +229,8 @@ def _set_aside(quotation: re.Match[str]) -> str:
 
 #: A key before a value: ``"note": ``, ``note: ``, ``to=``.
 _VALUE_KEY = re.compile(r"(?:^|[\n{\[,(])\s*([\"'‘“])?([a-z][\w-]{0,40})(?(1)[\"'’”])\s*[:=]\s*$")
+#: A string in a JSON list (``["…", "…"]``), after its opening bracket or a comma.
+_LIST_ITEM = re.compile(r"(?:(?:^|[\[:,{])\s*\[|[\"'’”]\s*,)\s*$")
 #: Fields that hold examples (test data, a sample), not content to act on.
 _SAMPLE_KEYS = frozenset(("input", "expected", "example", "sample", "payload", "test", "case"))
 #: Words before a colon that introduce what someone said, not a field.
@@ -428,11 +432,12 @@ def _signals(
     disguises that are a finding in themselves (look-alike letters mixed into words, text in
     invisible Unicode tags, hidden HTML that speaks to a model)."""
     found: dict[str, ThreatPattern] = {}
+    strict = trust in ("untrusted", "hostile") or source in acts.CONTENT_SOURCES
     requested = [
         act
         for view, how in zip(views, names, strict=True)
         if how != "rot13"
-        for act in acts.found(view)
+        for act in acts.found(view, strict=strict)
     ]
     kinds = acts.unentitled(requested, trust, source, rights)
     if kinds:

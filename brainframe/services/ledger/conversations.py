@@ -251,7 +251,9 @@ def message_receive(adapter: ChannelAdapter, payload: Any) -> MessageResult:
             agent = Agent.objects.get(pk=acl.route_to)
         # A request to act in the message (pay, change bank details, send data outward…) is
         # judged by what the sender's ACL permissions let them ask for, not by trust alone.
-        rights = rights_from_tools(acl.tools) if acl.allows else frozenset()
+        # An unknown sender is vouched for by nobody, whatever a policy lets its messages reach.
+        known = acl.allows and person is not None
+        rights = rights_from_tools(acl.tools) if known else frozenset()
         assessment = assess(
             message.text,
             trust="standard" if person else "untrusted",
