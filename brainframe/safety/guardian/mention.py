@@ -95,10 +95,13 @@ _PEOPLE = r"(?:staff|people|employees|victims?|users?|someone|workers|them|him|h
 _ACTORS = r"(?:attackers?|scammers?|fraudsters?|criminals?|phishers?|hackers?|impostors?)"
 _REPORTED = re.compile(
     rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}{_MODEL}|"
-    rf"\b{_MODEL}\s+(?:(?:is|are|was|were|being|been|get|got)\s+)?"
+    rf"\b{_MODEL}\s+(?:(?:is|are|was|were|being|been|get|got|(?:can|could|may|might|will|would) "
+    r"be)\s+)?"
     rf"(?:(?:ever|always|often|sometimes|also|then|later)\s+)?{_CAUSED}|"
     rf"\b(?:{_CAUSED}|ask|tell|trick|convince|persuade|pressure|urge)\s+(?:the\s+)?{_PEOPLE}|"
-    rf"\b{_ACTORS}\b.*)"
+    rf"\b{_ACTORS}\b.*|"
+    rf"\b(?:can|could|may|might|will|would)\s+(?:make|get|cause|trick|lead|force|convince)\s+"
+    rf"(?:(?:the|a|an|its|their)\s+)?{_MODEL})"
     r"\s+(?:[\w-]+\s+){0,3}?(?:to\s+)?$"
 )
 # A request named as a thing ("a request to change a supplier's bank account is actioned only

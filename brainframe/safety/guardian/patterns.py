@@ -54,7 +54,21 @@ _P = [
         "instruction_override",
         "(ignore|disregard|skip|forget|override|bypass)_(previous|prior|above|earlier|preceding|"
         "all|any|your|the|system|initial|original)?_(instructions|instruction|rules|directions|"
-        "guidelines|prompts|prompt|orders|policy|policies|constraints)",
+        "guidelines|guidance|prompts|prompt|orders|policy|policies|constraints)",
+    ),
+    (
+        # "Forget everything above.", "Ignore everything before this."
+        "ignore_everything_before",
+        "instruction_override",
+        "(ignore|disregard|forget|discard)(everything|allthat|allof)(it|this|that)?(above|before|"
+        "prior|earlier|previously|sofar|youvebeentold|youwerebeentold)",
+    ),
+    (
+        "exfiltrate_data",
+        "exfiltration",
+        "(exfiltrate|exfil|leak|dump)(the|all|every|our|your|any)?(user|users|customer|customers|"
+        "client|clients|participant|participants|staff|patient|patients)?(data|database|records|"
+        "details|list|emails|passwords|credentials)",
     ),
     (
         "forget_everything",
