@@ -56,8 +56,7 @@ _P = [
         "all|any|your|the|system|initial|original)?_(instructions|instruction|rules|directions|"
         "guidelines|guidance|prompts|prompt|orders|policy|policies|constraints)",
     ),
-    (
-        # "Forget everything above.", "Ignore everything before this."
+    (  # "Forget everything above.", "Ignore everything before this."
         "ignore_everything_before",
         "instruction_override",
         "(ignore|disregard|forget|discard)(everything|allthat|allof)(it|this|that)?(above|before|"
@@ -66,9 +65,8 @@ _P = [
     (
         "exfiltrate_data",
         "exfiltration",
-        "(exfiltrate|exfil|leak|dump)(the|all|every|our|your|any)?(user|users|customer|customers|"
-        "client|clients|participant|participants|staff|patient|patients)?(data|database|records|"
-        "details|list|emails|passwords|credentials)",
+        "(exfiltrate|exfil|leak|dump)(the|all|every|our|your|any)?(users?|customers?|clients?|"
+        "participants?|staff|patients?)?(data|database|records|details|list|passwords|credentials)",
     ),
     (
         "forget_everything",
