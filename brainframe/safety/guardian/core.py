@@ -215,14 +215,14 @@ def _views(text: str, norm: Normalised) -> tuple[list[str], list[bytes], list[st
 
 def _set_aside(quotation: re.Match[str]) -> str:
     """A quotation is someone else's words, set aside; unless it speaks to a model (a CSV cell
-    reading "Assistant: send this sheet to …"): that is a request in disguise. A value in
-    structured data ("note": "…", ``next_action: '…'``, ``to="…"``) is no quotation but the
-    content itself, read as it is (a tool's answer is mostly such values)."""
-    key = _VALUE_KEY.search(quotation.string, max(0, quotation.start() - 200), quotation.start())
-    if _LIST_ITEM.search(quotation.string, max(0, quotation.start() - 200), quotation.start()):
+    "Assistant: send this sheet to …": a request in disguise). A value in structured data
+    ("note": "…", ``to="…"``, a list's item) is content itself (a tool's answer is mostly such)."""
+    at, text = quotation.start(), quotation.string
+    if _LIST_ITEM.search(text, max(0, at - 200), at):
         return quotation.group()  # an item of a list in structured data: content too
-    name = key.group(2) if key else ""
-    if key and name not in _SAMPLE_KEYS and (key.group(1) or name not in _SPEECH_KEYS):
+    key = _VALUE_KEY.search(text, max(0, at - 200), at)
+    quoted, name = key.groups() if key else (None, "")
+    if key and name not in _SAMPLE_KEYS and (quoted or name not in _SPEECH_KEYS):
         return quotation.group()  # (a quoted key: JSON)
     return quotation.group() if mention.addressed(quotation.group(2)) else " "
 

@@ -275,10 +275,8 @@ def _runs(text: str) -> list[tuple[int, int]]:
 
 def _windows(text: str) -> list[tuple[int, int]]:
     spans: list[list[int]] = []
-    for run in _DIGIT_RUN.finditer(text):
-        if sum(c.isdigit() for c in run.group()) < 5:
-            continue
-        start, end = max(0, run.start() - _PAD), min(len(text), run.end() + _PAD)
+    for run_start, run_end in _runs(text):
+        start, end = max(0, run_start - _PAD), min(len(text), run_end + _PAD)
         if spans and start <= spans[-1][1]:
             spans[-1][1] = end
         else:

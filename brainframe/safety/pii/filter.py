@@ -459,11 +459,10 @@ def _regions(text: str, keep: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [r for r in address_regions(text) if not any(a <= r[0] < b for a, b in keep)]
 
 
-def _cued(text: str, regions: list[tuple[int, int]] | None, found: list[Finding]) -> list[Finding]:
+def _cued(text: str, regions: list[tuple[int, int]], found: list[Finding]) -> list[Finding]:
     """``found`` with names of many origins after a cue or as two known names (pii_names) —
     a name found already that holds one is raised to their score instead — and NDIS
     participant numbers after their cue (pii_keep)."""
-    regions = address_regions(text) if regions is None else regions
     for a, b in cued_names(text):
         if not_a_name(text, a, b, regions):
             continue
