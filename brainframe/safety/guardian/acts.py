@@ -195,6 +195,8 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:remove|delete|take)\b[^.\n]{0,20}?\b(?:my name|it|this|them|the (?:entry|record|"
         r"note)s?)\b[^.\n]{0,10}?\bfrom the (?:incident |audit )?(?:report|log|record|audit)"
         r"|\bjust between (?:us|you and me|ourselves)\b|\bbetween you and me\b"
+        r"|\b(?:no need to|don't|do not|never) (?:log|record|document|write up|minute) "
+        r"(?:that|this|it|them)(?: part| bit| one| request)?\b"
         r"|\bkeep (?:this|it|that) one (?:between us|quiet|to yourself)\b"
         r"|\b(?:put (?:it|this|that) down|write (?:it|this|that) up|word (?:it|this|that)|"
         r"describe (?:it|this|that)|record (?:it|this|that)|log (?:it|this|that)) as"

@@ -50,10 +50,12 @@ TRUST_MULTIPLIERS = {
 }
 
 # A request that hands the quoted text to a model to work on ("translate: '…'", "summarise
-# this email: \"…\"") makes the quotation something a model will read: it is not set aside.
+# this email: \"…\"", "… the text below") makes the quotation something a model will read: it
+# is not set aside.
 _PROCESS_QUOTE = re.compile(
     r"\b(?:translate|summari[sz]e|proofread|paraphrase|rewrite|reword|forward|reply to|"
     r"respond to|analy[sz]e|classify|read out|to file|file this)\b"
+    r"(?:[^.!?\n]{0,60}?(?::|[\"“‘«]|\s')|[^.!?\n]{0,40}?\b(?:below|following)\b)"
 )
 _LETTER_SPACED = re.compile(r"(?:\b\w\b[ .\-_]){4,}\b\w\b")
 _LEET = {
@@ -185,13 +187,17 @@ def _join_letter_spacing(text: str) -> str:
     return _LETTER_SPACED.sub(join, text).replace("\u2003", "")
 
 
-def _views(text: str, norm: Normalised) -> tuple[list[str], list[bytes], list[str], list[str]]:
+def _views(
+    text: str, norm: Normalised, trust: str
+) -> tuple[list[str], list[bytes], list[str], list[str]]:
     """(folded views, compact views as ASCII bytes, the reading each came from, the folded
     sources with their quotations). Each source (the text, then its hidden, reversed and
     decoded readings) gives a view and its ROT13."""
     engine = _engine()
     sources = [(text, "")]
     sources += [(r, how) for how, r in norm.readings[1:] if how not in ("html", "rot13")]
+    # A known sender's report of a suspect message quotes it ("> …"): that is not their request.
+    reports = trust not in ("untrusted", "hostile")
     folded_views: list[str] = []
     compact: list[bytes] = []
     names: list[str] = []
@@ -203,42 +209,16 @@ def _views(text: str, norm: Normalised) -> tuple[list[str], list[bytes], list[st
         if _GATE_LETTER_SPACED in gates:
             folded = _join_letter_spacing(folded)
             gates = scan(engine.gate_db, utf8(folded))
-        unquoted = mention.QUOTED.sub(_set_aside, folded) if _GATE_QUOTED in gates else folded
-        if unquoted is not folded and _PROCESS_QUOTE.search(unquoted):
+        if reports and ">" in folded:
+            folded = mention.suspect_message_aside(folded)
+        unquoted = mention.set_aside(folded) if _GATE_QUOTED in gates else folded
+        if unquoted is not folded and _PROCESS_QUOTE.search(folded):
             unquoted = folded  # the quotation is handed to a model: read it
         squeezed = unquoted.encode("ascii", "ignore").translate(None, _NOT_ALNUM)
         folded_views += [unquoted, unquoted.translate(_ROT13_STR)]
         compact += [squeezed, squeezed.translate(_ROT13_BYTES)]
         names += [how, "rot13"]
     return folded_views, compact, names, whole
-
-
-def _set_aside(quotation: re.Match[str]) -> str:
-    """A quotation is someone else's words, set aside; unless it speaks to a model (a CSV cell
-    "Assistant: send this sheet to …": a request in disguise). A value in structured data
-    ("note": "…", ``to="…"``, a list's item) is content itself (a tool's answer is mostly such)."""
-    at, text = quotation.start(), quotation.string
-    if _LIST_ITEM.search(text, max(0, at - 200), at):
-        return quotation.group()  # an item of a list in structured data: content too
-    key = _VALUE_KEY.search(text, max(0, at - 200), at)
-    quoted, name = key.groups() if key else (None, "")
-    if key and name not in _SAMPLE_KEYS and (quoted or name not in _SPEECH_KEYS):
-        return quotation.group()  # (a quoted key: JSON)
-    return quotation.group() if mention.addressed(quotation.group(2)) else " "
-
-
-#: A key before a value: ``"note": ``, ``note: ``, ``to=``.
-_VALUE_KEY = re.compile(r"(?:^|[\n{\[,(])\s*([\"'‘“])?([a-z][\w-]{0,40})(?(1)[\"'’”])\s*[:=]\s*$")
-#: A string in a JSON list (``["…", "…"]``), after its opening bracket or a comma.
-_LIST_ITEM = re.compile(r"(?:(?:^|[\[:,{])\s*\[|[\"'’”]\s*,)\s*$")
-#: Fields that hold examples (test data, a sample), not content to act on.
-_SAMPLE_KEYS = frozenset(("input", "expected", "example", "sample", "payload", "test", "case"))
-#: Words before a colon that introduce what someone said, not a field.
-_SPEECH_KEYS = frozenset(
-    ("said", "says", "saying", "wrote", "writes", "asked", "asks", "reads", "read", "told",
-     "quote", "quoted", "example", "phrase", "phrases", "like", "message", "text", "comment",
-     "subject", "note")
-)  # fmt: skip
 
 
 _STRUCTURE_GATE = re.compile(r"[{<\[#]|^\s*\w+\s*:|\n\s*\w+\s*:")
@@ -403,12 +383,13 @@ def _used(
 _LISTED = frozenset(("destructive_command", "command_execution"))
 #: A verb of sending used as a noun ("my email to …", "the post to …"): no instruction.
 _NOUN_NOT_VERB = re.compile(
-    r"\b(?:my|your|our|his|her|their|the|an?|new) (?:e-?mail|mail|post|copy|transfer)\b"
+    r"\b(?:my|your|our|his|her|their|the|an?|new|this|that|each|every|any|business|work|"
+    r"phishing|suspicious|fake|incoming) (?:e-?mail|mail|post|copy|transfer|forwarding)\b"
 )
 
 
 def _as_noun(folded: str, at: int) -> bool:
-    noun = _NOUN_NOT_VERB.search(folded, max(0, at - 8), at + 12)
+    noun = _NOUN_NOT_VERB.search(folded, max(0, at - 12), at + 12)
     return noun is not None and noun.start() < at < noun.end()
 
 
@@ -467,7 +448,7 @@ def assess(
         raise ValueError(f"unknown trust level {trust!r}; one of {sorted(TRUST_MULTIPLIERS)}")
     text = text[:65536]
     norm = normalise(text)
-    views, compact_views, names, whole = _views(text, norm)
+    views, compact_views, names, whole = _views(text, norm, trust)
     matched = _matches(views, compact_views)
     matched.update(_structure(whole))
     matched.update(_signals(norm, views, names, trust, source, rights))

@@ -65,6 +65,8 @@ def narrated(folded: str, start: int) -> bool:
     if not _sentence_before(folded, start).strip() and _GERUND_SUBJECT.match(folded, start):
         return True
     text = word.group()
+    if _SUBJECT.search(folded, max(0, start - 40), start):
+        return True  # "staff change their own bank details through the portal": what they do
     if text.endswith("s") and _RELATIVE.search(folded, max(0, start - 8), start):
         return True
     if text.endswith("ing") and _BEARER.search(folded, max(0, start - 24), start):
@@ -76,6 +78,13 @@ def narrated(folded: str, start: int) -> bool:
 _BEARER = re.compile(
     r"\b(?:texts?|messages?|e-?mails?|sms|calls?|callers?|letters?|pop-?ups?|websites?|someone|"
     r"somebody|scammers?|people|person|voicemails?)\s+$"
+)
+#: A plural subject right before the verb, in the present ("staff change …", "we never pay …"):
+#: what people do, not an instruction (a modal, "staff must update …", is not excused).
+_SUBJECT = re.compile(
+    r"(?:^|[.!?;:\n]\s*|\b(?:and|but|so|because|when|if) )(?:all |most |our |the )?"
+    r"(?:staff|employees|workers|carers|clients|participants|suppliers|families|members|users|"
+    r"people|we|they) (?:(?:usually|always|often|only|then|also|never|normally|typically) )?$"
 )
 #: A verb in a relative clause ("anything that sends money outside"): what something does.
 _RELATIVE = re.compile(r"(?:that|which|who)\s+$")
@@ -94,12 +103,14 @@ _CAUSED = (
 _PEOPLE = r"(?:staff|people|employees|victims?|users?|someone|workers|them|him|her|accounts)"
 _ACTORS = r"(?:attackers?|scammers?|fraudsters?|criminals?|phishers?|hackers?|impostors?)"
 _REPORTED = re.compile(
-    rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}{_MODEL}|"
+    rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}(?:{_MODEL}|it)|"
     rf"\b{_MODEL}\s+(?:(?:is|are|was|were|being|been|get|got|(?:can|could|may|might|will|would) "
     r"be)\s+)?"
     rf"(?:(?:ever|always|often|sometimes|also|then|later)\s+)?{_CAUSED}|"
     rf"\b(?:{_CAUSED}|ask|tell|trick|convince|persuade|pressure|urge)\s+(?:the\s+)?{_PEOPLE}|"
     rf"\b{_ACTORS}\b.*|"
+    r"\b(?:messages?|e-?mails?|texts?|someone|anyone|anybody|somebody|callers?|it|they|he|she)"
+    r"\s+(?:\w+\s+)?(?:asks?|tells?|wants?|instructs?)\s+you|"
     rf"\b(?:can|could|may|might|will|would)\s+(?:make|get|cause|trick|lead|force|convince)\s+"
     rf"(?:(?:the|a|an|its|their)\s+)?{_MODEL})"
     r"\s+(?:[\w-]+\s+){0,3}?(?:to\s+)?$"
@@ -108,7 +119,8 @@ _REPORTED = re.compile(
 # after …"), and a rule about who may do it ("only the CEO and CFO may approve payments").
 _NAMED_REQUEST = re.compile(
     r"\b(?:a|an|any|the|such|each|every|no|this|that|these|those)\s+(?:[\w-]+\s+)?"
-    r"(?:requests?|instructions?|attempts?|demands?|claims?|asks?)\s+to\s*$|"
+    r"(?:requests?|instructions?|attempts?|demands?|claims?|asks?|rules?|settings?|options?)"
+    r"\s+to\s*$|"
     r"\bonly\b[^.;\n]{0,50}\b(?:may|can|is allowed to|are allowed to|is authori[sz]ed to|"
     r"are authori[sz]ed to)\s*$|\b(?:can|may|will) only\s*$"
 )
@@ -160,7 +172,8 @@ _GENRE = {
     "training": r"security awareness|awareness training|\btraining\b|\bmodule \d|\bquiz\b|"
     r"answer key|(?:training|awareness|phishing|tabletop|role-?play) exercise|\bexercise \d|"
     r"\bexercise:|case study|phishing|\bscams?\b|\bscammers?\b|security incident|"
-    r"fraudsters?|red flags?|warning signs?|simulation",
+    r"fraudsters?|red flags?|warning signs?|simulation|"
+    r"\bsuspicious (?:e-?mail|message|text|sms|link|call|invoice|request)s?\b",
     "policy": r"\bpolicy(?: \d|:)|(?:our|records|payments?|approval|privacy|security|finance) "
     r"policy\b|\bprocedure\b|staff must|must never|are never|will never ask|code of conduct|"
     r"\bquick guide\b|\bmust be (?:notified|reported|escalated)\b|\bis never followed\b|"
@@ -179,11 +192,12 @@ _GENRE = {
     r"environment variables?",
     "code": r"(?:^|\n)\s*(?:#|//) [a-z]|(?:^|\n)\s*(?:def \w+\(|for \w+ in |import [\w.]+\s*$|"
     r"from [\w.]+ import |class \w+[(:]|return\s)|"
-    r"\bos\.\w+\(|\(\)\s*[:{]",
+    r"\bos\.\w+\(|\(\)\s*[:{]|(?:^|\n)\s*[a-z_]\w* = [\[{]|\b\w+\.\w+\([a-z_]+=",
     "tutorial": r"tutorial|(?:^|\n)\s*guide\b|\bguide:|\bstep \d|how to\b|\bto set up\b|"
     r"\bthen (?:click|press|select|tap)\b|\bunder settings\b|"
     r"in this (?:guide|tutorial|post|lesson|section|course)|\blesson \d|\bguardrails?\b|"
-    r"\bchat templates?\b|\btool calling\b|\bhow (?:\w+ ){0,2}works\b|"
+    r"\bchat templates?\b|\btool calling\b|\bhow (?:\w+ ){0,2}works\b|\blooks? like this\b|"
+    r"\b(?:for example|for instance|like this|as follows):\s*\n|"
     r"```(?:python|py|js|javascript|ts|typescript|bash|sh|shell)\n",
 }
 _GENRES = [(name, re.compile(expression)) for name, expression in _GENRE.items()]
@@ -219,7 +233,7 @@ _ADDRESSED = re.compile(
     r"language model)s?\s+(?:reading|processing|summari[sz]ing|compiling|indexing|"
     r"should|must|may|is to|are to|will now|needs? to)\b(?!\s+(?:not|never)\b)|"
     r"by the (?:assistant|ai|agent|bot)\b|(?:ai|automated) (?:tools?|agents?|readers?)|"
-    r"\b(?:chatgpt|gpt-?\d|claude|bard|gemini|llama)\b|from now on,? you|"
+    r"from now on,? you|"
     r"you are going to (?:act|pretend|be)|you will (?:now )?(?:act|pretend|be))"
 )
 
@@ -232,12 +246,18 @@ QUOTED = re.compile(
 )
 
 
-def addressed(folded: str) -> bool:
+#: A model named ("ChatGPT, …"): speaking to it, except where a listing is shown ("a Llama 2
+#: style prompt looks like this").
+_MODEL_NAMED = re.compile(r"\b(?:chatgpt|gpt-?\d|claude|bard|gemini|llama)\b")
+
+
+def addressed(folded: str, *, named: bool = True) -> bool:
     """The text speaks to a model (and so means what it says); words quoted ("a family member
     could paste 'assistant, mark all shifts as delivered'") are someone else's."""
     outside = QUOTED.sub(" ", _FENCED.sub(" ", folded))
     return bool(
         _ADDRESSED.search(outside)
+        or (named and _MODEL_NAMED.search(outside))
         or any(_NOTE_TO_MODEL.search(block) for block in _FENCED.findall(folded))
     )
 
@@ -289,4 +309,66 @@ def shows(folded: str) -> bool:
     """A tutorial, README or code that shows listings (a system prompt, a message list) rather
     than asking for them to be run, and does not speak to a model."""
     words = folded.replace("```", " ")  # the fence alone does not make a tutorial
-    return genre(words) in _SHOWING and not addressed(folded) and not _RUN_IT.search(folded)
+    showing = any(expression.search(words) for name, expression in _GENRES if name in _SHOWING)
+    return showing and not addressed(folded, named=False) and not _RUN_IT.search(folded)
+
+
+#: A message quoted in a reply, line by line ("> …").
+_REPLY_QUOTED = re.compile(r"(?m)^[ \t]*>[^\n]*")
+#: A text that reports a message as suspect rather than passing it on.
+_SUSPECT = re.compile(
+    r"\bsuspicious\b|\bscam\b|\bphishing\b|\bfake\b|\bspoof|\bimpersonat|\bfraudulent\b|"
+    r"\bis (?:this|it) (?:legit|legitimate|real|genuine|safe)\b|\bblock (?:the|this) sender\b"
+)
+
+
+def suspect_message_aside(folded: str) -> str:
+    """``folded`` without the lines of a message it quotes ("> …") when the rest reports that
+    message as suspect ("Reporting a suspicious email. Text below: > …"): the reporter's words
+    are read, the scammer's are not theirs. For a known sender only (the caller decides)."""
+    outside = _REPLY_QUOTED.sub(" ", folded)
+    if outside == folded or not _SUSPECT.search(outside) or addressed(outside):
+        return folded
+    return outside
+
+
+def set_aside(folded: str) -> str:
+    """``folded`` with its quotations set aside (``_kept``): someone else's words."""
+    listings = (
+        [m.span() for m in _FENCED.finditer(folded)] if "```" in folded and shows(folded) else []
+    )
+    return QUOTED.sub(lambda quotation: _kept(quotation, listings), folded)
+
+
+def _kept(quotation: re.Match[str], listings: list[tuple[int, int]]) -> str:
+    """A quotation is someone else's words, set aside; unless it speaks to a model (a CSV cell
+    "Assistant: send this sheet to …": a request in disguise). A value in structured data
+    ("note": "…", ``to="…"``, an item of a bracketed list) is content itself (a tool's answer is
+    mostly such); but a string in the code of a tutorial's or README's listing (``BLOCKLIST =
+    ["ignore previous instructions", …]``) is shown there, not said: set aside like any other."""
+    at, text = quotation.start(), quotation.string
+    if any(start < at < end for start, end in listings):
+        return quotation.group() if addressed(quotation.group(2)) else " "
+    window = text[max(0, at - 200) : at]
+    if _LIST_ITEM.search(window) and window.rfind("[") > window.rfind("]"):
+        return quotation.group()  # an item of a list in structured data: content too
+    key = _VALUE_KEY.search(text, max(0, at - 200), at)
+    quoted, name = key.groups() if key else (None, "")
+    if key and name not in _SAMPLE_KEYS and (quoted or name not in _SPEECH_KEYS):
+        return quotation.group()  # (a quoted key: JSON)
+    return quotation.group() if addressed(quotation.group(2)) else " "
+
+
+#: A key before a value: ``"note": ``, ``note: ``, ``to=``.
+_VALUE_KEY = re.compile(r"(?:^|[\n{\[,(])\s*([\"'‘“])?([a-z_][\w-]{0,40})(?(1)[\"'’”])\s*[:=]\s*$")
+#: A string in a JSON or code list (``["…", "…"]``, ``x = ['…']``), after its opening bracket or
+#: a comma.
+_LIST_ITEM = re.compile(r"(?:(?:^|[\[:,{=(])\s*\[|[\"'’”]\s*,)\s*$")
+#: Fields that hold examples (test data, a sample), not content to act on.
+_SAMPLE_KEYS = frozenset(("input", "expected", "example", "sample", "payload", "test", "case"))
+#: Words before a colon that introduce what someone said, not a field.
+_SPEECH_KEYS = frozenset(
+    ("said", "says", "saying", "wrote", "writes", "asked", "asks", "reads", "read", "told",
+     "quote", "quoted", "example", "phrase", "phrases", "like", "message", "text", "comment",
+     "subject", "note")
+)  # fmt: skip

@@ -15,8 +15,9 @@ assessment, ``normalisation``):
   ``alt``, ``title`` and ``aria-label`` attributes, read as a reading of its own;
 - ``html``: the visible text of an HTML document, without its markup;
 - ``reversed`` / ``rot13``: the text read backwards or in ROT13, kept when that reading looks
-  more like English than the text does;
-- ``url`` / ``entities`` / ``base64``: percent-encoding, HTML entities and base64 runs decoded.
+  more like English than the text does (the whole text, else the lines that do);
+- ``url`` / ``entities`` / ``base64`` / ``hex``: percent-encoding, HTML entities, base64 runs and
+  bytes written in hexadecimal decoded.
 
 Folding for matching (case, diacritics, look-alikes) is ``fold``; the patterns read folded views.
 """
@@ -58,6 +59,8 @@ _INSIDE_WORD = re.compile(
 )
 _TAGS = re.compile(r"[\U000e0000-\U000e007f]+")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
+#: Bytes written in hexadecimal, spaced ("72 65 76 …") or not: twelve bytes or more.
+_HEX_RUN = re.compile(r"\b(?:[0-9a-fA-F]{2}[ :]){11,}[0-9a-fA-F]{2}\b|\b(?:[0-9a-fA-F]{2}){12,}\b")
 _LATIN = re.compile(r"[a-zA-Z]")
 _WORDS = re.compile(r"[^\W\d_]+")
 _ASCII_WORDS = re.compile(r"[a-z]+")  # _WORDS on lower-cased ASCII text, faster
@@ -285,7 +288,7 @@ def _html(text: str) -> tuple[str, str] | None:
 
 
 def decodings(text: str) -> list[tuple[str, str]]:
-    """Other readings of the raw text: URL, HTML entity and base64 decodings."""
+    """Other readings of the raw text: URL, HTML entity, base64 and hexadecimal decodings."""
     found = []
     if "%" in text:
         decoded = unquote(text)
@@ -304,6 +307,25 @@ def decodings(text: str) -> list[tuple[str, str]]:
         printable = sum(ch.isprintable() for ch in decoded) / max(1, len(decoded))
         if printable > 0.95 and re.search(r"[a-zA-Z]{3,} [a-zA-Z]{2,}", decoded):
             found.append(("base64", decoded))
+    for run in _HEX_RUN.findall(text):
+        try:
+            decoded = bytes.fromhex(re.sub(r"[\s:]", "", run)).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if decoded.isprintable() and re.search(r"[a-zA-Z]{3,} [a-zA-Z]{2,}", decoded):
+            found.append(("hex", decoded))
+    return found
+
+
+def _lines_reading(head: str, disguised: frozenset[str]) -> list[str]:
+    """The lines of ``head`` (lower-cased) that read more like English disguised than as they
+    are: at least three disguised common words, twice the plain ones and one more."""
+    found = []
+    for line in head.splitlines():
+        words = _WORDS.findall(line)
+        english = sum(map(_COMMON.__contains__, words))
+        if sum(map(disguised.__contains__, words)) >= max(3, 2 * english + 1):
+            found.append(line)
     return found
 
 
@@ -349,13 +371,24 @@ def normalise(text: str) -> Normalised:
     words = (_ASCII_WORDS if ascii_text else _WORDS).findall(head)
     english = sum(map(_COMMON.__contains__, words))
     needed = max(3, 2 * english + 1)
-    if len(words) >= needed:
-        if sum(map(_COMMON_REVERSED.__contains__, words)) >= needed:
+    backwards = sum(map(_COMMON_REVERSED.__contains__, words))
+    rotated = sum(map(_COMMON_ROT13.__contains__, words)) if ascii_text else 0
+    if len(words) >= needed and backwards >= needed:
+        steps.append("reversed")
+        readings.append(("reversed", base[::-1]))
+    elif backwards >= 3:  # a reversed line inside a text that is otherwise plain
+        lines = _lines_reading(head, _COMMON_REVERSED)
+        if lines:
             steps.append("reversed")
-            readings.append(("reversed", base[::-1]))
-        if ascii_text and len(base) >= 12 and sum(map(_COMMON_ROT13.__contains__, words)) >= needed:
+            readings.append(("reversed", "\n".join(line[::-1] for line in lines)))
+    if len(words) >= needed and rotated >= needed and len(base) >= 12:
+        steps.append("rot13")
+        readings.append(("rot13", codecs.decode(base, "rot13")))
+    elif rotated >= 3:  # a ROT13 line ("decode this: Sbejneq gur …") in plain text
+        lines = _lines_reading(head, _COMMON_ROT13)
+        if lines:
             steps.append("rot13")
-            readings.append(("rot13", codecs.decode(base, "rot13")))
+            readings.append(("rot13_lines", codecs.decode("\n".join(lines), "rot13")))
     for how, decoded in decodings(base):
         steps.append(how)
         readings.append((how, decoded))
