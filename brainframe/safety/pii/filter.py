@@ -40,6 +40,7 @@ from brainframe.safety.pii.rules import (
     address_regions,
     not_a_name,
     not_a_phone,
+    titled,
 )
 
 log = logging.getLogger(__name__)
@@ -436,7 +437,10 @@ def pii_find(text: str) -> list[Finding]:
         if kind == "PERSON" and (
             result.end - result.start < 2
             or any(c.isdigit() for c in text[result.start : result.end])
-            or only_common_words(text[result.start : result.end], any_rank=read is text)
+            or (
+                only_common_words(text[result.start : result.end], any_rank=read is text)
+                and not titled(text, result.start)  # "Mr. Spears"
+            )
         ):
             continue  # a name has no digits ("+31", "0)20" are the model misreading a number)
         if kind == "PHONE_NUMBER" and not_a_phone(text, result.start, result.end):

@@ -40,7 +40,7 @@ _CUE = re.compile(
     r"kia ora|tena koe|malo e lelei|bula|talofa|chao|xin chao|salam|salaam|as-?salamu alaikum|"
     r"namaste|sat sri akal|ni hao|annyeong|g'?day|hiya|"
     r"son|daughter|mum|mother|dad|father|sister|brother|wife|husband|partner|aunt|uncle|"
-    r"grandmother|grandfather|nan|nana|cousin|named|called|"
+    r"grandmother|grandfather|nan|nana|cousin|aunty|auntie|named|called|"
     r"call|ring|text|phone|ask|tell|thank|remind|"
     r"surname|family name|last name|given names?|first names?|full name|preferred name)"
     r"\b\.?,?:?(?:\s*\(\s*|\s+)",
@@ -93,9 +93,18 @@ def only_common_words(span: str, *, any_rank: bool = False) -> bool:
     words = _TOKEN.findall(span)
     if any_rank:
         return bool(words) and all(
-            w.lower() in _common_words() and not any(_rank(w)) for w in words
+            w.lower() in _common_words() and not _ranked(w, _RARE_RANK) for w in words
         )
     return bool(words) and all(w.lower() in _common_words() and not known_name(w) for w in words)
+
+
+#: A common word ranked only this low as a name ("Tales") is taken for the word.
+_RARE_RANK = 1000
+
+
+def _ranked(word: str, worst: int) -> bool:
+    """A name somewhere, ranked ``worst`` or better, or a known name."""
+    return any(0 < r <= worst for r in _rank(word)) or known_name(word)
 
 
 def _unknown_word(word: str, lower_case: bool) -> bool:
@@ -140,6 +149,7 @@ def cued_names(text: str) -> list[tuple[int, int]]:
         if count:
             spans.append((cue.end(), end))
     spans += _introduced(text)
+    spans += _rostered(text)
     spans += _lone_names(text, lower_case)
     tokens = list(_TOKEN.finditer(text))
     for a, b in pairwise(tokens):
@@ -153,7 +163,13 @@ def cued_names(text: str) -> list[tuple[int, int]]:
             r"\d\s*$", text[max(0, a.start() - 3) : a.start()]
         ):
             continue  # a street or place beside a number: part of an address
-        if first_rank and last_rank and known_name(a.group()) and known_name(b.group()):
+        if not (first_rank and last_rank):
+            continue
+        # two known names; or a first name that is also a word before a surname that is none
+        # ("Hope Tuilagi", not "Grace Park")
+        if (known_name(a.group()) and known_name(b.group())) or (
+            known_name(a.group(), within=True) and known_name(b.group(), strict=True)
+        ):
             spans.append((a.start(), b.end()))
     return spans
 
@@ -161,7 +177,7 @@ def cued_names(text: str) -> list[tuple[int, int]]:
 #: "hey its losa, …", "this is Ana from …", "gurdeep here", "Łukasz — can you …", "Võ Văn Hùng,
 #: 67, lives with …": a known name introducing the writer, addressed at the start, or with an age.
 _SELF = re.compile(
-    r"(?:^|[.!?\n]\s*|(?:hi|hey|hello|morning)\b[ ,]*)(?:it'?s|its|this is|i'?m|im)\s+"
+    r"(?:^|[.!?,\n]\s*|(?:hi|hey|hello|morning)\b[ ,]*)(?:it'?s|its|this is|i'?m|im)\s+"
     r"([^\W\d_]+)\b(?!['’]s)",
     re.IGNORECASE,
 )
@@ -193,6 +209,32 @@ def _introduced(text: str) -> list[tuple[int, int]]:
         if capitalised and all(known_name(w, within=True) for w in capitalised):
             start = match.start(1) + match.group(1).index(capitalised[0])
             spans.append((start, match.end(1)))
+    return spans
+
+
+#: A roster line: a day, a dash or colon, then who ("Sat - Hope / Rose / Will", "wed: grace").
+_ROSTER = re.compile(
+    r"\b(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?\b[^\n:–-]{0,30}?\s*[:–-]\s*"
+    r"([^\n.;]+)",
+    re.IGNORECASE,
+)
+_ROSTER_SPLIT = re.compile(r"\s*(?:/|,|&|\band\b|\s[–-]\s)\s*", re.IGNORECASE)
+
+
+def _rostered(text: str) -> list[tuple[int, int]]:
+    """The people of a roster line: each item of one to three words that are all names (a
+    well-known first name first), whatever else they mean ("Hope", "grace", "hung tran")."""
+    spans = []
+    for line in _ROSTER.finditer(text):
+        at = line.start(1)
+        for item in _ROSTER_SPLIT.split(line.group(1)):
+            words = item.split()
+            start = text.index(item, at) if item else at
+            at = start + len(item)
+            if not 0 < len(words) <= 3 or not 0 < _rank(words[0])[0] <= LONE_RANK:
+                continue  # a first name, and a common one ("pool" is a rare one)
+            if all(known_name(w, within=True) for w in words):
+                spans.append((start, start + len(item)))
     return spans
 
 

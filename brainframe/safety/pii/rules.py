@@ -142,6 +142,9 @@ _NOT_NAMES = frozenset(
         "user",
         "mission",
         "statement",
+        "handover",
+        "am",
+        "pm",
     )
 )
 _NOT_NAME_PHRASES = frozenset(
@@ -154,7 +157,7 @@ _PLACE_AFTER = re.compile(
 )
 #: A list of surnames with a firm's ending, or named as where someone works: a firm.
 _FIRM_AFTER = re.compile(
-    r"^[\w ,&'’-]{0,60}?\b(?:Orchestra|Technologies|Technology|Inc|LLC|Ltd|Pty|Group|"
+    r"^[\w ,&'’-]{0,60}?\b(?:Orchestra|Technologies|Technology|Inc|Incorporated|LLC|Ltd|Pty|Group|"
     r"Corporation|Corp|Company|Partners|Associates|Foundation|Bank|Hospital|Club|Band|Law|"
     r"Solutions|Services|Systems|Industries|Holdings|Supports|Care|Health|Physio|Physiotherapy|"
     r"Therapy|Therapies|Podiatry|Disability|Community|Pharmacy|Transport|Plan Management)\b"
@@ -162,13 +165,18 @@ _FIRM_AFTER = re.compile(
 #: Before or after one word, a place rather than a person: "in Footscray", "the Penrith house".
 _IN_PLACE = re.compile(r"\b(?:in|at|near|around|outside|towards|via|into)\s+$", re.IGNORECASE)
 _PLACE_NOUN = re.compile(
-    r"\s+(?:house|office|station|hospital|clinic|centre|center|depot|branch|site|park|road|"
+    r"\s+(?:house|office|station|hospital|clinic|centre|center|depot|branch|site|park|road|markets?|"
     r"street|campus|library|pool|mall|plaza|beach|river|hub)\b",
     re.IGNORECASE,
 )
 _FIRM_NEXT = re.compile(
-    r" (?:Supports|Care|Health|Physio|Physiotherapy|Therapy|Therapies|Podiatry|Disability|"
+    r" (?:Supports|Care|Health|Allied|Physio|Physiotherapy|Therapy|Therapies|Podiatry|Disability|"
     r"Pharmacy|Transport|Services|Solutions|Group|Pty|Ltd|Inc|Foundation)\b"
+)
+#: What is said of a firm, not of a person: "… is the brainchild of", "… is a design agency".
+_FIRM_IS = re.compile(
+    r" is (?:the brainchild of|an? (?:[\w-]+ ){0,2}(?:agency|company|firm|startup|start-up|"
+    r"business|brand|band|platform|app|provider|manufacturer|retailer|consultancy)\b)"
 )
 _FIRM_LIST = re.compile(r"[A-Z][\w'’-]+(?:,\s+[A-Z][\w'’-]+)+,?\s+(?:and|&)\s+[A-Z][\w'’-]+")
 _FIRM_BEFORE = re.compile(r"\b(?:from|at|of|by|for|with|joined|The)\s+$")
@@ -185,7 +193,7 @@ _HOUSE_NUMBER = re.compile(
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|mon(?:day)?|tue(?:s(?:day)?)?|"
     r"wed(?:nesday)?|thu(?:rs(?:day)?)?|fri(?:day)?|sat(?:urday)?|sun(?:day)?|"
     r"mg|mcg|ml|units?|tablets?|am|pm|hours?|hrs?|min|mins|minutes|years?|yrs?|kg|km|weeks?|"
-    r"days?|times)\b)"
+    r"days?|times|serves?|sachets?|scoops?|puffs?|drops?|caps?|capsules?|tabs?|doses?)\b)"
 )
 _ADDRESS_WORD = re.compile(
     r"(?i:\b(?:apt|apartment|suite|unit|box|street|str|st|road|rd|avenue|ave|lane|drive|"
@@ -231,7 +239,9 @@ def _block_end(text: str, end: int) -> int:
     return reach
 
 
-_REGION_STOP = re.compile(r"\n|;|[.!?](?:$|\s+(?=[A-Z][a-z]*\s+[a-z]))")
+_REGION_STOP = re.compile(
+    r"\n|;|[.!?](?:$|\s+(?=[A-Z][a-z]*\s+[a-z]))|(?<=[a-z]{3})[.!?]\s+(?=[A-Z])"
+)
 
 
 def _region_end(text: str, start: int) -> int:
@@ -243,7 +253,12 @@ def _region_end(text: str, start: int) -> int:
 
 #: Abbreviations of this business's services and roles, never part of a person's name.
 _SERVICE_WORDS = frozenset(("sil", "sda", "ndis", "ndia", "gp", "ot", "lac", "rn", "pt", "ssc"))
-_TITLE_BEFORE = re.compile(r"\b(?:mr|mrs|ms|miss|mx|dr)\.?\s+$", re.IGNORECASE)
+_TITLE_BEFORE = re.compile(r"\b(?:mr|mrs|ms|miss|mx|dr|(?-i:RN|EN|NP|CN|RM))\.?\s+$", re.IGNORECASE)
+
+
+def titled(text: str, start: int) -> bool:
+    """A title just before ``start`` ("Mrs ", "Dr. ", "RN ")."""
+    return _TITLE_BEFORE.search(text, max(0, start - 6), start) is not None
 
 
 def not_a_name(text: str, start: int, end: int, regions: list[tuple[int, int]]) -> bool:
@@ -258,10 +273,9 @@ def not_a_name(text: str, start: int, end: int, regions: list[tuple[int, int]]) 
         return True  # "Quakers Hill SIL", "His GP": a service, not a person
     if _FIRM_AFTER.match(span.split()[-1] if span.split() else ""):
         return True  # "Rand Corporation", "Williamson Orchestra"
-    if "\n" not in text[start:end] and _FIRM_NEXT.match(text, end):
-        return True  # "Brightpath" in "Brightpath Supports"
-    titled = _TITLE_BEFORE.search(text, max(0, start - 6), start)
-    if len(span.split()) > 1 and _PLACE_AFTER.match(span.split()[-1]) and not titled:
+    if "\n" not in text[start:end] and (_FIRM_NEXT.match(text, end) or _FIRM_IS.match(text, end)):
+        return True  # "Brightpath" in "Brightpath Supports"; "Coden is a design agency"
+    if len(span.split()) > 1 and _PLACE_AFTER.match(span.split()[-1]) and not titled(text, start):
         return True  # "Harris Park", "Leichhardt Marketplace"; not "Mrs Soo-ah Park"
     if len(span.split()) == 1 and not re.match(r"['’]s\b", text[end : end + 3]):
         before = text[max(0, start - 12) : start]

@@ -380,3 +380,42 @@ def test_names_after_labels_titles_sign_offs_and_brackets(text: str, name: str) 
 def test_words_and_services_the_model_takes_for_names_are_kept() -> None:
     text = "Dear Accounts, the Quakers Hill SIL invoice is attached. See Guilty Pleasures, p. 4."
     assert not _spans(text, "PERSON"), pii_find(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        # a roster line: names that are also words, in any case
+        ("Sat sleepover - Hope / Rose. Sun - Summer and Hunter.", "Hope"),
+        ("mon - phuong le / tues - hung tran / wed - grace / thurs - still open", "grace"),
+        ("mon - phuong le / tues - hung tran / wed - grace", "hung tran"),
+        # a first name that is a word, before a surname that is none
+        ("Hope Tuilagi has settled in well; we hope she joins the art group.", "Hope Tuilagi"),
+        # a dose's count is no house number: the sentence after it is no address
+        ("Offered Sustagen 1 serve. Daughter Joy Santos visiting at 5.", "Joy Santos"),
+        ("Checked by RN Sunny Park before lunch.", "Sunny Park"),
+        ("hey aunty pearl, its kirra. can u drive nan on tues?", "pearl"),
+        ("Mr. Spears is a 61 year old man who grew up here.", "Spears"),
+    ],
+)
+def test_names_in_rosters_after_titles_and_words_that_are_names(text: str, name: str) -> None:
+    start = text.index(name)
+    found = pii_find(text)
+    assert any(
+        f.type == "PERSON" and f.start <= start and start + len(name) <= f.end for f in found
+    ), found
+
+
+def test_firms_and_words_are_not_names() -> None:
+    for text in (
+        "Coden is a design agency based in Newcastle.",
+        "Verses from Emmie's Cautionary Tales are read at the start.",
+        "Arjun from Mehta Allied Health sent the invoice.",
+        "We'll take her to the Footscray markets on Sunday.",
+        "mon - pool / tues - library / wed - still open",
+    ):
+        found = _spans(text, "PERSON")
+        assert not any(w in found for w in ("Coden", "Tales", "Mehta", "Footscray", "pool")), (
+            text,
+            found,
+        )
