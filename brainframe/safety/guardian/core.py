@@ -52,10 +52,16 @@ TRUST_MULTIPLIERS = {
 # A request that hands the quoted text to a model to work on ("translate: '…'", "summarise
 # this email: \"…\"", "… the text below") makes the quotation something a model will read: it
 # is not set aside.
+_HANDED = re.compile(
+    r"\b(?:translate|summari[sz]e|proofread|paraphrase|rewrite|reword|forward|reply to|"
+    r"respond to|analy[sz]e|classify|read out|to file|file this)\b"
+)
 _PROCESS_QUOTE = re.compile(
     r"\b(?:translate|summari[sz]e|proofread|paraphrase|rewrite|reword|forward|reply to|"
     r"respond to|analy[sz]e|classify|read out|to file|file this)\b"
-    r"(?:[^.!?\n]{0,60}?(?::|[\"“‘«]|\s')|[^.!?\n]{0,40}?\b(?:below|following)\b)"
+    r"(?:[^.!?\n]{0,60}?(?::|[\"“‘«]|\s')|[^.!?\n]{0,40}?\b(?:below|following)\b)|"
+    r"\b(?:action|do|complete|follow|execute|process|carry out|apply|handle)\s+(?:this|it|these|"
+    r"them|the above)\b"
 )
 _LETTER_SPACED = re.compile(r"(?:\b\w\b[ .\-_]){4,}\b\w\b")
 _LEET = {
@@ -188,7 +194,7 @@ def _join_letter_spacing(text: str) -> str:
 
 
 def _views(
-    text: str, norm: Normalised, trust: str
+    text: str, norm: Normalised, trust: str, source: str | None = None
 ) -> tuple[list[str], list[bytes], list[str], list[str]]:
     """(folded views, compact views as ASCII bytes, the reading each came from, the folded
     sources with their quotations). Each source (the text, then its hidden, reversed and
@@ -196,8 +202,10 @@ def _views(
     engine = _engine()
     sources = [(text, "")]
     sources += [(r, how) for how, r in norm.readings[1:] if how not in ("html", "rot13")]
-    # A known sender's report of a suspect message quotes it ("> …"): that is not their request.
-    reports = trust not in ("untrusted", "hostile")
+    # A known sender's report of a suspect message quotes it ("> …"): that is not their request
+    # (a sender known on a channel nobody can forge: not e-mail or SMS).
+    known = trust not in ("untrusted", "hostile")
+    reports = known and source not in acts.SPOOFABLE_SOURCES
     folded_views: list[str] = []
     compact: list[bytes] = []
     names: list[str] = []
@@ -211,8 +219,11 @@ def _views(
             gates = scan(engine.gate_db, utf8(folded))
         if reports and ">" in folded:
             folded = mention.suspect_message_aside(folded)
-        unquoted = mention.set_aside(folded) if _GATE_QUOTED in gates else folded
-        if unquoted is not folded and _PROCESS_QUOTE.search(folded):
+        unquoted = mention.set_aside(folded, strict=not known) if _GATE_QUOTED in gates else folded
+        # from an untrusted source any word of handing over reads its quotations ("action item
+        # '…' – please file it"); from a known sender only a quotation handed over
+        handed = _HANDED.search(unquoted) if not known else _PROCESS_QUOTE.search(folded)
+        if unquoted is not folded and handed:
             unquoted = folded  # the quotation is handed to a model: read it
         squeezed = unquoted.encode("ascii", "ignore").translate(None, _NOT_ALNUM)
         folded_views += [unquoted, unquoted.translate(_ROT13_STR)]
@@ -384,7 +395,7 @@ _LISTED = frozenset(("destructive_command", "command_execution"))
 #: A verb of sending used as a noun ("my email to …", "the post to …"): no instruction.
 _NOUN_NOT_VERB = re.compile(
     r"\b(?:my|your|our|his|her|their|the|an?|new|this|that|each|every|any|business|work|"
-    r"phishing|suspicious|fake|incoming) (?:e-?mail|mail|post|copy|transfer|forwarding)\b"
+    r"phishing|suspicious|fake|incoming) (?:e-?mail|mail|post|copy|transfer)\b"
 )
 
 
@@ -417,7 +428,7 @@ def _signals(
     requested = [
         act
         for view, how in zip(views, names, strict=True)
-        if how != "rot13"
+        if how != "rot13" or "rot13" in norm.steps  # a ROT13 view only of a ROT13 text
         for act in acts.found(view, strict=strict)
     ]
     kinds = acts.unentitled(requested, trust, source, rights)
@@ -448,7 +459,7 @@ def assess(
         raise ValueError(f"unknown trust level {trust!r}; one of {sorted(TRUST_MULTIPLIERS)}")
     text = text[:65536]
     norm = normalise(text)
-    views, compact_views, names, whole = _views(text, norm, trust)
+    views, compact_views, names, whole = _views(text, norm, trust, source)
     matched = _matches(views, compact_views)
     matched.update(_structure(whole))
     matched.update(_signals(norm, views, names, trust, source, rights))

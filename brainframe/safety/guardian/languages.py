@@ -270,7 +270,7 @@ _SEND = _words(
     "發給",
 )
 #: Verbs of sending in languages that put them after their object ("… x@y.com पर भेज दो").
-_SEND_LAST = _words("भेज", "보내", "gönder")
+_SEND_LAST = _words("भेज", "फॉरवर्ड", "ईमेल कर", "보내", "gönder")
 _NO_REVIEW = _words(
     "دون أي مراجعة",
     "بدون مراجعة",
@@ -306,7 +306,7 @@ LANGUAGE_PATTERNS += [
         "send_to_address_more",
         "exfiltration",
         rf"re:{_SEND}[^\n]{{0,160}}?[\w.+-]+@[\w-]+\.[\w.-]+|"
-        rf"[\w.+-]+@[\w-]+\.[\w.-]+[^.\n]{{0,24}}?{_SEND_LAST}",
+        rf"[\w.+-]+@[\w-]+\.[\w.-]+[^.।\n]{{0,48}}?{_SEND_LAST}",
     ),
     (
         "reveal_prompt_more",

@@ -84,7 +84,7 @@ _BEARER = re.compile(
 _SUBJECT = re.compile(
     r"(?:^|[.!?;:\n]\s*|\b(?:and|but|so|because|when|if) )(?:all |most |our |the )?"
     r"(?:staff|employees|workers|carers|clients|participants|suppliers|families|members|users|"
-    r"people|we|they) (?:(?:usually|always|often|only|then|also|never|normally|typically) )?$"
+    r"people|they) (?:(?:usually|always|often|only|then|also|never|normally|typically) )?$"
 )
 #: A verb in a relative clause ("anything that sends money outside"): what something does.
 _RELATIVE = re.compile(r"(?:that|which|who)\s+$")
@@ -109,8 +109,8 @@ _REPORTED = re.compile(
     rf"(?:(?:ever|always|often|sometimes|also|then|later)\s+)?{_CAUSED}|"
     rf"\b(?:{_CAUSED}|ask|tell|trick|convince|persuade|pressure|urge)\s+(?:the\s+)?{_PEOPLE}|"
     rf"\b{_ACTORS}\b.*|"
-    r"\b(?:messages?|e-?mails?|texts?|someone|anyone|anybody|somebody|callers?|it|they|he|she)"
-    r"\s+(?:\w+\s+)?(?:asks?|tells?|wants?|instructs?)\s+you|"
+    r"\b(?:if|when|whenever)\s+(?:(?:a|an|any|the)\s+)?(?:messages?|e-?mails?|texts?|someone|"
+    r"anyone|anybody|somebody|callers?)\s+(?:\w+\s+)?(?:asks?|tells?|wants?|instructs?)\s+you|"
     rf"\b(?:can|could|may|might|will|would)\s+(?:make|get|cause|trick|lead|force|convince)\s+"
     rf"(?:(?:the|a|an|its|their)\s+)?{_MODEL})"
     r"\s+(?:[\w-]+\s+){0,3}?(?:to\s+)?$"
@@ -119,8 +119,7 @@ _REPORTED = re.compile(
 # after …"), and a rule about who may do it ("only the CEO and CFO may approve payments").
 _NAMED_REQUEST = re.compile(
     r"\b(?:a|an|any|the|such|each|every|no|this|that|these|those)\s+(?:[\w-]+\s+)?"
-    r"(?:requests?|instructions?|attempts?|demands?|claims?|asks?|rules?|settings?|options?)"
-    r"\s+to\s*$|"
+    r"(?:requests?|instructions?|attempts?|demands?|claims?|asks?)\s+to\s*$|"
     r"\bonly\b[^.;\n]{0,50}\b(?:may|can|is allowed to|are allowed to|is authori[sz]ed to|"
     r"are authori[sz]ed to)\s*$|\b(?:can|may|will) only\s*$"
 )
@@ -172,8 +171,7 @@ _GENRE = {
     "training": r"security awareness|awareness training|\btraining\b|\bmodule \d|\bquiz\b|"
     r"answer key|(?:training|awareness|phishing|tabletop|role-?play) exercise|\bexercise \d|"
     r"\bexercise:|case study|phishing|\bscams?\b|\bscammers?\b|security incident|"
-    r"fraudsters?|red flags?|warning signs?|simulation|"
-    r"\bsuspicious (?:e-?mail|message|text|sms|link|call|invoice|request)s?\b",
+    r"fraudsters?|red flags?|warning signs?|simulation",
     "policy": r"\bpolicy(?: \d|:)|(?:our|records|payments?|approval|privacy|security|finance) "
     r"policy\b|\bprocedure\b|staff must|must never|are never|will never ask|code of conduct|"
     r"\bquick guide\b|\bmust be (?:notified|reported|escalated)\b|\bis never followed\b|"
@@ -192,12 +190,11 @@ _GENRE = {
     r"environment variables?",
     "code": r"(?:^|\n)\s*(?:#|//) [a-z]|(?:^|\n)\s*(?:def \w+\(|for \w+ in |import [\w.]+\s*$|"
     r"from [\w.]+ import |class \w+[(:]|return\s)|"
-    r"\bos\.\w+\(|\(\)\s*[:{]|(?:^|\n)\s*[a-z_]\w* = [\[{]|\b\w+\.\w+\([a-z_]+=",
+    r"\bos\.\w+\(|\(\)\s*[:{]",
     "tutorial": r"tutorial|(?:^|\n)\s*guide\b|\bguide:|\bstep \d|how to\b|\bto set up\b|"
     r"\bthen (?:click|press|select|tap)\b|\bunder settings\b|"
     r"in this (?:guide|tutorial|post|lesson|section|course)|\blesson \d|\bguardrails?\b|"
-    r"\bchat templates?\b|\btool calling\b|\bhow (?:\w+ ){0,2}works\b|\blooks? like this\b|"
-    r"\b(?:for example|for instance|like this|as follows):\s*\n|"
+    r"\bchat templates?\b|\btool calling\b|\bhow (?:\w+ ){0,2}works\b|"
     r"```(?:python|py|js|javascript|ts|typescript|bash|sh|shell)\n",
 }
 _GENRES = [(name, re.compile(expression)) for name, expression in _GENRE.items()]
@@ -249,6 +246,7 @@ QUOTED = re.compile(
 #: A model named ("ChatGPT, …"): speaking to it, except where a listing is shown ("a Llama 2
 #: style prompt looks like this").
 _MODEL_NAMED = re.compile(r"\b(?:chatgpt|gpt-?\d|claude|bard|gemini|llama)\b")
+_MODEL_CALLED = re.compile(_MODEL_NAMED.pattern + r"\s*[,:]")
 
 
 def addressed(folded: str, *, named: bool = True) -> bool:
@@ -257,7 +255,7 @@ def addressed(folded: str, *, named: bool = True) -> bool:
     outside = QUOTED.sub(" ", _FENCED.sub(" ", folded))
     return bool(
         _ADDRESSED.search(outside)
-        or (named and _MODEL_NAMED.search(outside))
+        or (_MODEL_NAMED.search(outside) if named else _MODEL_CALLED.search(outside))
         or any(_NOTE_TO_MODEL.search(block) for block in _FENCED.findall(folded))
     )
 
@@ -297,8 +295,14 @@ SHOWN = frozenset(
 )
 #: A listing asked to be run ("please execute this", "apply the above") is not shown but sent.
 _RUN_IT = re.compile(
-    r"\b(?:execute|run|apply|process|action|carry out|perform)\s+(?:this|it|these|the (?:above|"
-    r"following|block|directive|call|script|payload))\b"
+    r"\b(?:execute|run|apply|process|action|carry out|perform|follow|do)\s+(?:this|it|these|"
+    r"the (?:above|following|block|directive|call|script|payload|\w+ (?:above|below)))\b"
+)
+#: What introduces a listing shown, beside the genres (only for listings: "as follows:" in an
+#: e-mail makes no document about attacks), and code's assignments and keyword calls.
+_SHOWS = re.compile(
+    r"\blooks? like this\b|\b(?:for example|for instance|like this|as follows):\s*\n|"
+    r"(?:^|\n)\s*[a-z_]\w* = [\[{]|\b\w+\.\w+\([a-z_]+="
 )
 #: Documents whose fenced code blocks show structure (a message list, a tool call) rather than
 #: carry it: a tutorial, a README, code.
@@ -309,7 +313,9 @@ def shows(folded: str) -> bool:
     """A tutorial, README or code that shows listings (a system prompt, a message list) rather
     than asking for them to be run, and does not speak to a model."""
     words = folded.replace("```", " ")  # the fence alone does not make a tutorial
-    showing = any(expression.search(words) for name, expression in _GENRES if name in _SHOWING)
+    showing = _SHOWS.search(words) or any(
+        expression.search(words) for name, expression in _GENRES if name in _SHOWING
+    )
     return showing and not addressed(folded, named=False) and not _RUN_IT.search(folded)
 
 
@@ -329,18 +335,28 @@ def suspect_message_aside(folded: str) -> str:
     outside = _REPLY_QUOTED.sub(" ", folded)
     if outside == folded or not _SUSPECT.search(outside) or addressed(outside):
         return folded
-    return outside
+    return folded if _GO_AHEAD.search(outside) else outside
 
 
-def set_aside(folded: str) -> str:
-    """``folded`` with its quotations set aside (``_kept``): someone else's words."""
+#: The reporter passing the quoted message on rather than reporting it ("looks fine, go ahead").
+_GO_AHEAD = re.compile(
+    r"\b(?:go ahead|please (?:process|action|do|pay|send|forward|follow|complete)|"
+    r"(?:process|action|do|follow|complete|pay) (?:it|this|them)|do what it says|as it says|"
+    r"not (?:fake|a scam|suspicious|phishing)|looks? (?:fine|legit|ok|okay|genuine|real)|"
+    r"it'?s (?:legit|fine|genuine|real|ok)|seems (?:fine|legit|ok|genuine))\b"
+)
+
+
+def set_aside(folded: str, *, strict: bool = False) -> str:
+    """``folded`` with its quotations set aside (``_kept``): someone else's words. ``strict``
+    (an untrusted source): quotations in a row ("a", "b") are a list's items, read."""
     listings = (
         [m.span() for m in _FENCED.finditer(folded)] if "```" in folded and shows(folded) else []
     )
-    return QUOTED.sub(lambda quotation: _kept(quotation, listings), folded)
+    return QUOTED.sub(lambda quotation: _kept(quotation, listings, strict), folded)
 
 
-def _kept(quotation: re.Match[str], listings: list[tuple[int, int]]) -> str:
+def _kept(quotation: re.Match[str], listings: list[tuple[int, int]], strict: bool) -> str:
     """A quotation is someone else's words, set aside; unless it speaks to a model (a CSV cell
     "Assistant: send this sheet to …": a request in disguise). A value in structured data
     ("note": "…", ``to="…"``, an item of a bracketed list) is content itself (a tool's answer is
@@ -350,7 +366,7 @@ def _kept(quotation: re.Match[str], listings: list[tuple[int, int]]) -> str:
     if any(start < at < end for start, end in listings):
         return quotation.group() if addressed(quotation.group(2)) else " "
     window = text[max(0, at - 200) : at]
-    if _LIST_ITEM.search(window) and window.rfind("[") > window.rfind("]"):
+    if _LIST_ITEM.search(window) and (strict or window.rfind("[") > window.rfind("]")):
         return quotation.group()  # an item of a list in structured data: content too
     key = _VALUE_KEY.search(text, max(0, at - 200), at)
     quoted, name = key.groups() if key else (None, "")

@@ -59,8 +59,10 @@ _INSIDE_WORD = re.compile(
 )
 _TAGS = re.compile(r"[\U000e0000-\U000e007f]+")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
-#: Bytes written in hexadecimal, spaced ("72 65 76 …") or not: twelve bytes or more.
-_HEX_RUN = re.compile(r"\b(?:[0-9a-fA-F]{2}[ :]){11,}[0-9a-fA-F]{2}\b|\b(?:[0-9a-fA-F]{2}){12,}\b")
+#: Bytes written in hexadecimal ("72 65 76 …", "0x72,0x65", "\\x72\\x65", "7265…", over lines):
+#: twelve bytes or more.
+_HEX_RUN = re.compile(r"(?:(?:0x|\\x)?[0-9a-fA-F]{2}[\s:,-]{0,2}){12,}")
+_HEX_NOISE = re.compile(r"0x|\\x|[\s:,-]")
 _LATIN = re.compile(r"[a-zA-Z]")
 _WORDS = re.compile(r"[^\W\d_]+")
 _ASCII_WORDS = re.compile(r"[a-z]+")  # _WORDS on lower-cased ASCII text, faster
@@ -309,10 +311,11 @@ def decodings(text: str) -> list[tuple[str, str]]:
             found.append(("base64", decoded))
     for run in _HEX_RUN.findall(text):
         try:
-            decoded = bytes.fromhex(re.sub(r"[\s:]", "", run)).decode("utf-8")
+            decoded = bytes.fromhex(_HEX_NOISE.sub("", run)).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             continue
-        if decoded.isprintable() and re.search(r"[a-zA-Z]{3,} [a-zA-Z]{2,}", decoded):
+        printable = all(ch.isprintable() or ch in "\n\r\t" for ch in decoded)
+        if printable and re.search(r"[a-zA-Z]{3,} [a-zA-Z]{2,}", decoded):
             found.append(("hex", decoded))
     return found
 

@@ -92,19 +92,29 @@ def only_common_words(span: str, *, any_rank: bool = False) -> bool:
     Discipline"; but "Gary", "Reed" are names somewhere)."""
     words = _TOKEN.findall(span)
     if any_rank:
+        if len(words) == 1 and _plural_word(words[0]):
+            return True  # "Cautionary Tales": a plural noun ranked only rarely as a first name
         return bool(words) and all(
-            w.lower() in _common_words() and not _ranked(w, _RARE_RANK) for w in words
+            w.lower() in _common_words() and not any(_rank(w)) for w in words
         )
     return bool(words) and all(w.lower() in _common_words() and not known_name(w) for w in words)
 
 
-#: A common word ranked only this low as a name ("Tales") is taken for the word.
+#: A first name ranked only this low ("Tales") that is the plural of a common word is the word.
 _RARE_RANK = 1000
 
 
-def _ranked(word: str, worst: int) -> bool:
-    """A name somewhere, ranked ``worst`` or better, or a known name."""
-    return any(0 < r <= worst for r in _rank(word)) or known_name(word)
+def _plural_word(word: str) -> bool:
+    first, last = _rank(word)
+    lower = word.lower()
+    return (
+        lower.endswith("s")
+        and lower[:-1] in _common_words()
+        and lower in _common_words()
+        and not last
+        and first > _RARE_RANK
+        and not known_name(word)
+    )
 
 
 def _unknown_word(word: str, lower_case: bool) -> bool:

@@ -153,7 +153,8 @@ _NOT_NAME_PHRASES = frozenset(
 #: Places, not people: a span ending in one of these ("Harris Park", "Leichhardt Marketplace").
 _PLACE_AFTER = re.compile(
     r"^(?:Park|Marketplace|Market|Centre|Center|Plaza|Mall|Station|Square|Gardens|Reserve|"
-    r"Beach|Heights|Village|Junction|Shopping|Library|Pool|Oval)$"
+    r"Beach|Heights|Village|Junction|Shopping|Library|Pool|Oval|Springs|Street|Strasse|Straße|"
+    r"Road|Avenue|Drive|Extensions|Markets)$"
 )
 #: A list of surnames with a firm's ending, or named as where someone works: a firm.
 _FIRM_AFTER = re.compile(
@@ -176,7 +177,9 @@ _FIRM_NEXT = re.compile(
 #: What is said of a firm, not of a person: "… is the brainchild of", "… is a design agency".
 _FIRM_IS = re.compile(
     r" is (?:the brainchild of|an? (?:[\w-]+ ){0,2}(?:agency|company|firm|startup|start-up|"
-    r"business|brand|band|platform|app|provider|manufacturer|retailer|consultancy)\b)"
+    r"business|brand|band|platform|app|provider|manufacturer|retailer|consultancy)\b"
+    r"(?! (?:owner|director|member|ambassador|manager|partner|founder|consultant|coordinator|"
+    r"worker|employee|operator|leader|representative|agent)))"
 )
 _FIRM_LIST = re.compile(r"[A-Z][\w'’-]+(?:,\s+[A-Z][\w'’-]+)+,?\s+(?:and|&)\s+[A-Z][\w'’-]+")
 _FIRM_BEFORE = re.compile(r"\b(?:from|at|of|by|for|with|joined|The)\s+$")
@@ -273,8 +276,10 @@ def not_a_name(text: str, start: int, end: int, regions: list[tuple[int, int]]) 
         return True  # "Quakers Hill SIL", "His GP": a service, not a person
     if _FIRM_AFTER.match(span.split()[-1] if span.split() else ""):
         return True  # "Rand Corporation", "Williamson Orchestra"
-    if "\n" not in text[start:end] and (_FIRM_NEXT.match(text, end) or _FIRM_IS.match(text, end)):
-        return True  # "Brightpath" in "Brightpath Supports"; "Coden is a design agency"
+    if "\n" not in text[start:end] and _FIRM_NEXT.match(text, end):
+        return True  # "Brightpath" in "Brightpath Supports"
+    if len(span.split()) == 1 and _FIRM_IS.match(text, end):
+        return True  # "Coden is a design agency" (but "Mary Chen is an app developer")
     if len(span.split()) > 1 and _PLACE_AFTER.match(span.split()[-1]) and not titled(text, start):
         return True  # "Harris Park", "Leichhardt Marketplace"; not "Mrs Soo-ah Park"
     if len(span.split()) == 1 and not re.match(r"['’]s\b", text[end : end + 3]):
