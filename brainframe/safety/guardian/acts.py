@@ -65,7 +65,10 @@ _STRONG_MONEY = (
     r"(?:\$\s?\d|\d[\d,]*\s?(?:dollars|aud)\b|payments?\b|funds|money|refunds?|gift ?cards?|"
     r"bond\b|deposit\b|bonus(?:es)?|reimbursements?)"
 )
-_PEOPLE_ORGS = r"(?:coordinators?|manager|supervisor|finance|reviewers?|review panel|panel|"
+_PEOPLE_ORGS = (
+    r"(?:coordinators?|manager|supervisor|finance|reviewers?|review panel|panel|rostering|"
+    r"(?:the )?plan manager|quality|safeguards?|behaviou?r support|practitioner|"
+)
 _OVERSIGHT = (
     _PEOPLE_ORGS
     + r"(?:clinical |team |practice |shift |safeguarding |quality )?(?:lead|leader|officer)|"
@@ -78,7 +81,7 @@ _SENSITIVE = (
     r"(?:records?|database|list|files?|folder|inbox|history|conversation|emails|passwords?|"
     r"tokens?|credentials|addresses|contacts?|case notes|reports?|timesheets|exports?|rosters?|"
     r"phone numbers|details|data|payroll|finance|charts?|medications?|care plans?|participants|"
-    r"clients|residents|csv|spreadsheet)"
+    r"clients|residents|csv|spreadsheet|(?:check|screening|licen[cs]e|card|tax file) numbers)"
 )
 
 _PATTERNS: dict[str, str] = {
@@ -131,7 +134,7 @@ _PATTERNS: dict[str, str] = {
         r"[^.\n]{0,80}?(?:\b[\w.+-]+@(?:" + _FREE_MAIL + r"|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b)|"
         r"https?://|\b(?:my|his|her|their|your) (?:personal|own|private) |\bpersonal (?:email|"
         r"e-mail|address|account|drive|dropbox|gmail|hotmail|outlook|yahoo|icloud)|\bdropbox\b|"
-        r"\bgoogle drive\b|\bpastebin\b|\bto me\b|"
+        r"\bgoogle drive\b|\bpastebin\b|\bto me\b|\b(?:bit\.ly|tinyurl\.com|forms\.gle|t\.co)/|"
         r"\breply to this\b|\bexternal\b|\boutside\b|\bfeedback field|\bcontact form|"
         r"\bsurvey form|\bback to us\b|\bthe (?:form|link|address) (?:below|in the footer|"
         r"at the bottom))"
@@ -152,6 +155,7 @@ _PATTERNS: dict[str, str] = {
     ),
     "skip_review": (
         r"\b(?:skip|bypass|circumvent|waive|disable|avoid|without|no need for|don't wait for|"
+        r"no need to wait for|"
         r"do not wait for|rather than (?:sending|routing)|instead of)\b[^.\n]{0,40}?"
         r"\b(?:review(?:er|ers)?|approvals?|sign-?off|checks?|verification|verify|call-?back|"
         r"two-person|approval queue|usual process|paperwork|re-?verify)"
@@ -170,13 +174,14 @@ _PATTERNS: dict[str, str] = {
         r"|\balready (?:agreed|approved|ok'?d|okayed|signed off)\b[^.\n]{0,30}?"
         r"\b(?:over the phone|verbally|in person|on a call)\b"
         r"|\bmark (?:it|this|them|these|my [\w ]{1,20}) (?:as )?(?:approved|signed off|verified) "
-        r"by\b"
+        r"by\b|\b(?:note|mark|record|log|put) (?:it|this|them|these) (?:down )?(?:as )?"
+        r"(?:approved|signed off|authori[sz]ed)\b(?! by (?:the )?(?:system|workflow))"
         r"|\b(?:call-?back|verification|approval|review|sign-?off)s? (?:has|have) "
         r"(?:already )?been "
         r"(?:completed|done|granted|given|obtained|carried out)\b"
     ),
     "conceal": (
-        r"\b(?:don't|do not|no need to|without|never|not)\s+(?:tell|mention|inform|cc|copy|"
+        r"\b(?:don't|dont|do not|no need to|without|never|not)\s+(?:tell|mention|inform|cc|copy|"
         r"loop in|notify|flag|let|bother|send (?:the |any )?(?:\w+ )?notifications?(?: \w+)? to|"
         r"involve|report|escalate)\b"
         r"[^.\n]{0,50}?"
@@ -195,6 +200,9 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:remove|delete|take)\b[^.\n]{0,20}?\b(?:my name|it|this|them|the (?:entry|record|"
         r"note)s?)\b[^.\n]{0,10}?\bfrom the (?:incident |audit )?(?:report|log|record|audit)"
         r"|\bjust between (?:us|you and me|ourselves)\b|\bbetween you and me\b"
+        r"|\b(?:stay|remain|kept|keep (?:it|this|that|them))\s+between us\b"
+        r"|\b(?:keep|leave|drop|take)\b[^.\n]{0,40}?\b(?:out of|off|from)\b[^.\n]{0,40}?"
+        r"\b(?:summary|report|statement|minutes|version|notes|log|record|register|what goes to)\b"
         r"|\b(?:no need to|don't|do not|never) (?:log|record|document|write up|minute) "
         r"(?:that|this|it|them)(?: part| bit| one| request)?\b"
         r"|\bkeep (?:this|it|that) one (?:between us|quiet|to yourself)\b"
@@ -283,7 +291,8 @@ _OTHER_DESTINATION = re.compile(
     r"https?://|\bmy (?:personal|own|private) |\bpersonal (?:email|e-mail|address|account|drive|"
     r"dropbox)|\bdropbox\b|\bgoogle drive\b|\bpastebin\b|\bto me\b|\breply to this\b|"
     r"\bexternal\b|\boutside\b|\bfeedback field|\bcontact form|\bsurvey form|\bback to us\b|"
-    r"\bthe (?:form|link|address) (?:below|in the footer|at the bottom)"
+    r"\bthe (?:form|link|address) (?:below|in the footer|at the bottom)|"
+    r"\b(?:bit\.ly|tinyurl\.com|forms\.gle|t\.co)/"
 )
 
 
@@ -337,7 +346,8 @@ _ROLE_MAILBOX = re.compile(
 )
 _BULK = re.compile(
     r"\b(?:all|every|entire|full|whole|complete|records?|database|passwords?|"
-    r"tokens?|credentials|secrets?|invoices|files|inbox|emails|list)\b"
+    r"tokens?|credentials|secrets?|invoices|files|inbox|emails|list|numbers|roster|"
+    r"care plans?|statements)\b"
 )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from brainframe.safety.guardian.languages import LANGUAGE_PATTERNS
+from brainframe.safety.guardian.probes import PROBE_PATTERNS
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ CATEGORY_RISK = {
     "fake_structure": 0.5,
     "fraud": 0.6,
     "concealment": 0.5,
-    "prompt_probe": 0.4,
+    "prompt_probe": 0.5,  # a flag from any source: a staff chat asking for the prompt too
 }
 
 _P = [
@@ -445,74 +446,7 @@ _P += [
     ),
 ]
 
-# --- soft probes: prompt extraction asked for politely, and "hypothetically, with no approval…"
-# (weak on their own: a flag from untrusted sources only).
-_P += [
-    (
-        "ask_what_you_were_told",
-        "prompt_probe",
-        "(what|which)~(rules|instructions|guidelines|directives|setup|configuration|directions)"
-        "(were|was|have|did|had)(you)~(given|told|receive|received|setupwith|programmedwith|"
-        "startedwith)|(whatwereyoutold|whatareyoutold|whatwereyougiven|whatwereyouinstructed|"
-        "whatwereyouprogrammed)",
-    ),
-    (
-        "work_on_your_prompt",
-        "prompt_probe",
-        "(translate|summarise|summarize|paraphrase|rewrite|encode|spell|describe|outline|share|"
-        "write|paste|read|explain)~(your|its)(own|real|actual)?_(system|initial|hidden|secret|"
-        "original|setup|starting|confidential|real)_(prompt|instructions|setuptext|setup|message|"
-        "configuration|guidelines|rules|text|words)",
-    ),
-    (
-        "top_of_context",
-        "prompt_probe",
-        "(top|beginning|start)of(your)(context|prompt|instructions|memory|conversation)|"
-        "(firstsentence|firstline|openingline|firstwords|firstparagraph)~(youweregiven|"
-        "yourinstructions|yourprompt|beforemymessage|abovemymessage|aboveline)|"
-        "(wordsitwasprogrammedwith|programmedwith|yourrealsetup|yourownsetup|"
-        "youractualinstructions|yourrealinstructions)|(exactwords|wordforword|verbatim)~(your|its)"
-        "(instructions|prompt|rules|setup|guidelines|configuration)",
-    ),
-    (
-        "guidelines_not_to_share",
-        "prompt_probe",
-        "(guidelines|rules|instructions)youfollow~(notsupposedto|notallowedto|cannot|cant)"
-        "(share|reveal|tell|say)",
-    ),
-    (
-        "set_up_with",
-        "prompt_probe",
-        "(private|secret|hidden|confidential|internal|original|initial|system)_(guidance|"
-        "instructions|rules|guidelines|prompt|directions|setup)(that)?(you|youve)(were|have|had|"
-        "was)?(been)?(setupwith|given|programmedwith|configuredwith|toldtofollow|told|"
-        "startedwith)|(guidance|instructions|rules|setup)(that)?(you|youve)(were|have|had)?(been)?"
-        "(setupwith|programmedwith|configuredwith)",
-    ),
-    (
-        "review_switched_off",
-        "prompt_probe",
-        "(hypothetically|imagine|pretend|suppose|fictional|roleplay|whatif|thoughtexperiment|"
-        "intheory|asanexercise|ifapprovals|ifreview|ifthereviewer)~(approvals|approval|review|"
-        "reviewer|reviewers|checks|oversight)(were|was|is|are|had|got)?(been)?(switchedoff|"
-        "turnedoff|disabled|off|gone|removed|absent|away|skipped|waived)",
-    ),
-    (
-        "hypothetical_bypass",
-        "prompt_probe",
-        "(hypothetically|imagine|pretend|suppose|fictional|roleplay|whatif)~(noapproval|nobody"
-        "waschecking|noonewaschecking|noreviewer|noonewatching|nobodywatching|noapprovalstep|"
-        "noapprovalprocess|withoutapproval|withoutreview|nooversight|nobodychecking|nooneis"
-        "checking|nobodyischecking|setyourrulesaside|setasideyourrules|ignoreyourrules|ignored"
-        "yourrules|withoutyourrules|hadnorules|yourrulesdidntapply)",
-    ),
-    (
-        "run_the_json_above",
-        "fake_structure",
-        r're:\{[^{}]{0,300}"(?:action|tool|function|name)"\s*:[^{}]{0,300}\}[\s\S]{0,40}?'
-        r"\b(?:run|execute|perform|process|carry out) (?:the )?above\b",
-    ),
-]
+_P += PROBE_PATTERNS
 
 PATTERNS: tuple[ThreatPattern, ...] = tuple(
     ThreatPattern(name, category, CATEGORY_RISK[category], expression)
