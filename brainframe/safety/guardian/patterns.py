@@ -45,7 +45,7 @@ CATEGORY_RISK = {
     "fake_structure": 0.5,
     "fraud": 0.6,
     "concealment": 0.5,
-    "prompt_probe": 0.5,  # a flag from any source: a staff chat asking for the prompt too
+    "prompt_probe": 0.4,  # weak on its own: a flag from untrusted sources only
 }
 
 _P = [
