@@ -61,7 +61,7 @@ _TAGS = re.compile(r"[\U000e0000-\U000e007f]+")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
 #: Bytes written in hexadecimal ("72 65 76 …", "0x72,0x65", "\\x72\\x65", "7265…", over lines):
 #: twelve bytes or more.
-_HEX_RUN = re.compile(r"(?:(?:0x|\\x)?[0-9a-fA-F]{2}[\s:,-]{0,2}){12,}")
+_HEX_RUN = re.compile(r"(?<![0-9a-zA-Z])(?:(?:0x|\\x)?[0-9a-fA-F]{2}[\s:,-]{0,2}){12,}")
 _HEX_NOISE = re.compile(r"0x|\\x|[\s:,-]")
 _LATIN = re.compile(r"[a-zA-Z]")
 _WORDS = re.compile(r"[^\W\d_]+")
