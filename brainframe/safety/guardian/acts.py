@@ -75,6 +75,8 @@ _OVERSIGHT = (
     r"committee|auditors?|audit|safeguarding(?: lead)?|compliance|hr|board|anyone|anybody|nobody|"
     r"no one|head office|team lead|management|the office|accounts|my boss|the boss|director)"
 )
+#: Link shorteners: a destination outside, whatever it leads to.
+_SHORT_LINK = r"\b(?:bit\.ly|tinyurl\.com|forms\.gle|t\.co)/"
 _FREE_MAIL = r"(?:gmail|outlook|hotmail|yahoo|protonmail|proton|fastmail|icloud|gmx|mail)\."
 _SENSITIVE = (
     r"(?:all|every|entire|full|whole|complete)\b[^.\n]{0,40}?|"
@@ -134,7 +136,7 @@ _PATTERNS: dict[str, str] = {
         r"[^.\n]{0,80}?(?:\b[\w.+-]+@(?:" + _FREE_MAIL + r"|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b)|"
         r"https?://|\b(?:my|his|her|their|your) (?:personal|own|private) |\bpersonal (?:email|"
         r"e-mail|address|account|drive|dropbox|gmail|hotmail|outlook|yahoo|icloud)|\bdropbox\b|"
-        r"\bgoogle drive\b|\bpastebin\b|\bto me\b|\b(?:bit\.ly|tinyurl\.com|forms\.gle|t\.co)/|"
+        r"\bgoogle drive\b|\bpastebin\b|\bto me\b|" + _SHORT_LINK + "|"
         r"\breply to this\b|\bexternal\b|\boutside\b|\bfeedback field|\bcontact form|"
         r"\bsurvey form|\bback to us\b|\bthe (?:form|link|address) (?:below|in the footer|"
         r"at the bottom))"
@@ -292,8 +294,7 @@ _OTHER_DESTINATION = re.compile(
     r"https?://|\bmy (?:personal|own|private) |\bpersonal (?:email|e-mail|address|account|drive|"
     r"dropbox)|\bdropbox\b|\bgoogle drive\b|\bpastebin\b|\bto me\b|\breply to this\b|"
     r"\bexternal\b|\boutside\b|\bfeedback field|\bcontact form|\bsurvey form|\bback to us\b|"
-    r"\bthe (?:form|link|address) (?:below|in the footer|at the bottom)|"
-    r"\b(?:bit\.ly|tinyurl\.com|forms\.gle|t\.co)/"
+    r"\bthe (?:form|link|address) (?:below|in the footer|at the bottom)|" + _SHORT_LINK
 )
 
 

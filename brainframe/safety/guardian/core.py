@@ -52,14 +52,15 @@ TRUST_MULTIPLIERS = {
 # A request that hands the quoted text to a model to work on ("translate: '…'", "summarise
 # this email: \"…\"", "… the text below") makes the quotation something a model will read: it
 # is not set aside.
-_HANDED = re.compile(
+_HANDING = (
     r"\b(?:translate|summari[sz]e|proofread|paraphrase|rewrite|reword|forward|reply to|"
     r"respond to|analy[sz]e|classify|read out|to file|file this)\b"
 )
+#: From an untrusted source, any word of handing over reads the quotations.
+_HANDED = re.compile(_HANDING)
+#: From a known sender, only a quotation handed over ("summarise this: '…'").
 _PROCESS_QUOTE = re.compile(
-    r"\b(?:translate|summari[sz]e|proofread|paraphrase|rewrite|reword|forward|reply to|"
-    r"respond to|analy[sz]e|classify|read out|to file|file this)\b"
-    r"(?:[^.!?\n]{0,60}?(?::|[\"“‘«]|\s')|[^.!?\n]{0,40}?\b(?:below|following)\b)|"
+    _HANDING + r"(?:[^.!?\n]{0,60}?(?::|[\"“‘«]|\s')|[^.!?\n]{0,40}?\b(?:below|following)\b)|"
     r"\b(?:action|do|complete|follow|execute|process|carry out|apply|handle)\s+(?:this|it|these|"
     r"them|the above)\b"
 )
@@ -220,10 +221,9 @@ def _views(
         if reports and ">" in folded:
             folded = mention.suspect_message_aside(folded)
         unquoted = mention.set_aside(folded, strict=not known) if _GATE_QUOTED in gates else folded
-        # from an untrusted source any word of handing over reads its quotations ("action item
-        # '…' – please file it"); from a known sender only a quotation handed over
-        handed = _HANDED.search(unquoted) if not known else _PROCESS_QUOTE.search(folded)
-        if unquoted is not folded and handed:
+        if unquoted is not folded and (
+            _PROCESS_QUOTE.search(folded) if known else _HANDED.search(unquoted)
+        ):
             unquoted = folded  # the quotation is handed to a model: read it
         squeezed = unquoted.encode("ascii", "ignore").translate(None, _NOT_ALNUM)
         folded_views += [unquoted, unquoted.translate(_ROT13_STR)]

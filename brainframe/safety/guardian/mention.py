@@ -362,17 +362,23 @@ def _kept(quotation: re.Match[str], listings: list[tuple[int, int]], strict: boo
     ("note": "…", ``to="…"``, an item of a bracketed list) is content itself (a tool's answer is
     mostly such); but a string in the code of a tutorial's or README's listing (``BLOCKLIST =
     ["ignore previous instructions", …]``) is shown there, not said: set aside like any other."""
-    at, text = quotation.start(), quotation.string
-    if any(start < at < end for start, end in listings):
-        return quotation.group() if addressed(quotation.group(2)) else " "
+    at = quotation.start()
+    if not any(start < at < end for start, end in listings) and _content(
+        quotation.string, at, strict
+    ):
+        return quotation.group()
+    return quotation.group() if addressed(quotation.group(2)) else " "
+
+
+def _content(text: str, at: int, strict: bool) -> bool:
+    """The quotation at ``at`` is a value in structured data: an item of a list, or under a key
+    (a quoted key: JSON) that names no example and no speech."""
     window = text[max(0, at - 200) : at]
     if _LIST_ITEM.search(window) and (strict or window.rfind("[") > window.rfind("]")):
-        return quotation.group()  # an item of a list in structured data: content too
+        return True
     key = _VALUE_KEY.search(text, max(0, at - 200), at)
     quoted, name = key.groups() if key else (None, "")
-    if key and name not in _SAMPLE_KEYS and (quoted or name not in _SPEECH_KEYS):
-        return quotation.group()  # (a quoted key: JSON)
-    return quotation.group() if addressed(quotation.group(2)) else " "
+    return bool(key) and name not in _SAMPLE_KEYS and bool(quoted or name not in _SPEECH_KEYS)
 
 
 #: A key before a value: ``"note": ``, ``note: ``, ``to=``.

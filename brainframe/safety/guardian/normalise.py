@@ -320,6 +320,14 @@ def decodings(text: str) -> list[tuple[str, str]]:
     return found
 
 
+def _backwards(text: str) -> str:
+    return text[::-1]
+
+
+def _rot13(text: str) -> str:
+    return codecs.decode(text, "rot13")
+
+
 def _lines_reading(head: str, disguised: frozenset[str]) -> list[str]:
     """The lines of ``head`` (lower-cased) that read more like English disguised than as they
     are: at least three disguised common words, twice the plain ones and one more."""
@@ -374,24 +382,20 @@ def normalise(text: str) -> Normalised:
     words = (_ASCII_WORDS if ascii_text else _WORDS).findall(head)
     english = sum(map(_COMMON.__contains__, words))
     needed = max(3, 2 * english + 1)
-    backwards = sum(map(_COMMON_REVERSED.__contains__, words))
-    rotated = sum(map(_COMMON_ROT13.__contains__, words)) if ascii_text else 0
-    if len(words) >= needed and backwards >= needed:
-        steps.append("reversed")
-        readings.append(("reversed", base[::-1]))
-    elif backwards >= 3:  # a reversed line inside a text that is otherwise plain
-        lines = _lines_reading(head, _COMMON_REVERSED)
-        if lines:
-            steps.append("reversed")
-            readings.append(("reversed", "\n".join(line[::-1] for line in lines)))
-    if len(words) >= needed and rotated >= needed and len(base) >= 12:
-        steps.append("rot13")
-        readings.append(("rot13", codecs.decode(base, "rot13")))
-    elif rotated >= 3:  # a ROT13 line ("decode this: Sbejneq gur …") in plain text
-        lines = _lines_reading(head, _COMMON_ROT13)
-        if lines:
-            steps.append("rot13")
-            readings.append(("rot13_lines", codecs.decode("\n".join(lines), "rot13")))
+    disguises = [("reversed", _COMMON_REVERSED, _backwards, len(words) >= needed)]
+    if ascii_text:
+        disguises.append(("rot13", _COMMON_ROT13, _rot13, len(words) >= needed and len(base) >= 12))
+    for how, table, undo, whole in disguises:
+        count = sum(map(table.__contains__, words))
+        if whole and count >= needed:
+            reading = (how, undo(base))
+        elif count >= 3 and (lines := _lines_reading(head, table)):  # one line, in plain text
+            # (the whole text's ROT13 is a view of its own in the Guardian; one line's is not)
+            reading = ("rot13_lines" if how == "rot13" else how, "\n".join(map(undo, lines)))
+        else:
+            continue
+        steps.append(how)
+        readings.append(reading)
     for how, decoded in decodings(base):
         steps.append(how)
         readings.append((how, decoded))

@@ -100,11 +100,9 @@ def only_common_words(span: str, *, any_rank: bool = False) -> bool:
     return bool(words) and all(w.lower() in _common_words() and not known_name(w) for w in words)
 
 
-#: A first name ranked only this low ("Tales") that is the plural of a common word is the word.
-_RARE_RANK = 1000
-
-
 def _plural_word(word: str) -> bool:
+    """A first name too rare to be taken alone (``LONE_RANK``) that is the plural of a common
+    word ("Tales") is the word."""
     first, last = _rank(word)
     lower = word.lower()
     return (
@@ -112,7 +110,7 @@ def _plural_word(word: str) -> bool:
         and lower[:-1] in _common_words()
         and lower in _common_words()
         and not last
-        and first > _RARE_RANK
+        and first > LONE_RANK
         and not known_name(word)
     )
 
