@@ -374,6 +374,13 @@ _UNCHANGED = re.compile(
 
 #: Where a sentence ends, for the span a destination is looked for in (an address's dots are
 #: not sentence ends).
+#: An act asked of the reader outright ("please change …", "can you update …"; or with a link
+#: to do it at).
+_ASKED = re.compile(
+    r"(?:^|[,:]\s*|\b(?:so|and|then|now)\s+)(?:please|kindly|"
+    r"(?:can|could|would|will) you(?: please)?|i need you to|we need you to|"
+    r"you (?:must|need to|should))\s+(?!not\b|never\b)"
+)
 _CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n")
 
 
@@ -423,8 +430,13 @@ def found(folded: str, *, strict: bool = False) -> list[Act]:
             if not context:
                 context += [mention.genre(folded), mention.addressed(folded)]
             own_negation = kind == "conceal" and mention.NEGATION.match(folded, match.start())
+            # The sender's own words make the genre ("a phishing scam hit us, so please change
+            # our bank details …"): from an untrusted source an act asked of the reader outright
+            # is not excused by it.
+            asked = _ASKED.search(sentence) or "://" in sentence or "www." in sentence
+            genre = None if strict and asked else context[0]
             if not mention.mentioned(
-                folded, match.start(), context[0], context[1], negation=not own_negation
+                folded, match.start(), genre, context[1], negation=not own_negation
             ):
                 acts.append(Act(kind, match.start()))
                 break

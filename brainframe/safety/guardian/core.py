@@ -288,7 +288,7 @@ SEMANTIC_PATTERN = "semantic:injection"
 ACT_CATEGORY = "untrusted_act"
 STRUCTURE_CATEGORY = "fake_structure"
 #: The score the learned and semantic stages need on a text that discusses attacks.
-GENRE_FLOOR = 0.9
+GENRE_FLOOR = 0.91
 SEMANTIC_FLOOR = 0.97
 ACT_RISK = 0.5
 

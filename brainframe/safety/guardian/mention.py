@@ -87,7 +87,7 @@ _SUBJECT = re.compile(
     r"people|they) (?:(?:usually|always|often|only|then|also|never|normally|typically) )?$"
 )
 #: A verb in a relative clause ("anything that sends money outside"): what something does.
-_RELATIVE = re.compile(r"(?:that|which|who)\s+$")
+_RELATIVE = re.compile(r"\b(?:that|which|who)\s+$")
 
 
 # Someone else being made to do it, reported in the third person or the past: "input that
@@ -103,7 +103,8 @@ _CAUSED = (
 _PEOPLE = r"(?:staff|people|employees|victims?|users?|someone|workers|them|him|her|accounts)"
 _ACTORS = r"(?:attackers?|scammers?|fraudsters?|criminals?|phishers?|hackers?|impostors?)"
 _REPORTED = re.compile(
-    rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}(?:{_MODEL}|it)|"
+    rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}(?:[\w-]+\s+)?"
+    rf"(?:{_MODEL}|it)|"
     rf"\b{_MODEL}\s+(?:(?:is|are|was|were|being|been|get|got|(?:can|could|may|might|will|would) "
     r"be)\s+)?"
     rf"(?:(?:ever|always|often|sometimes|also|then|later)\s+)?{_CAUSED}|"
@@ -171,20 +172,26 @@ _GENRE = {
     "training": r"security awareness|awareness training|\btraining\b|\bmodule \d|\bquiz\b|"
     r"answer key|(?:training|awareness|phishing|tabletop|role-?play) exercise|\bexercise \d|"
     r"\bexercise:|case study|phishing|\bscams?\b|\bscammers?\b|security incident|"
-    r"fraudsters?|red flags?|warning signs?|simulation",
+    r"fraudsters?|red flags?|warning signs?|simulation|toolbox talk",
     "policy": r"\bpolicy(?: \d|:)|(?:our|records|payments?|approval|privacy|security|finance) "
     r"policy\b|\bprocedure\b|staff must|must never|are never|will never ask|code of conduct|"
-    r"\bquick guide\b|\bmust be (?:notified|reported|escalated)\b|\bis never followed\b|"
+    r"\bquick guide\b|\boperating rules\b|\b(?:handling|configuration|input|security|data) "
+    r"standard\b|\bdelegations? (?:register|schedule)\b|\bguid(?:ance|elines) (?:for|on)\b|"
+    r"\bmust be (?:notified|reported|escalated)\b|\bis never followed\b|"
     r"\bthe assistant will not\b|\bstaff can'?t\b|\bhandling instructions\b|acceptable use|"
     r"\bthe assistant (?:does not|doesn't|must not|never)\b",
     "research": r"\bresearch|\bstudy\b|\bpaper\b|experiment|researchers|we measured|"
     r"our evaluation|attackers?|prompt injection|jailbreak|business email compromise|"
-    r"\babstract\b|\bbenchmark|red[- ]team|prompt leak|\bwe (?:build|built|evaluate|evaluated|"
+    r"\babstract\b|\bbenchmark|\btaxonomy\b|\bsector note\b|red[- ]team|prompt leak|"
+    r"\bwe (?:build|built|evaluate|evaluated|"
     r"tested|found|show|propose|present)\b",
     "changelog": r"changelog|release notes|\bfixed:|\bremoved:|\bv\d+\.\d+|\bhotfix\b|"
     r"\bfixed (?:a |an |the )?(?:\w+ ){0,2}(?:bug|issue|regression|crash|vulnerability|flaw|"
-    r"injection)|\bremoved (?:the |a |an )?(?:\w+ ){0,2}(?:option|flag|parameter|setting|"
-    r"endpoint|feature|field|command)s?\b|"
+    r"injection)|\bremoved (?:the |a |an )?(?:\w+ |\x22[^\x22\n]{1,40}\x22 ){0,2}"
+    r"(?:option|flag|parameter|setting|"
+    r"endpoint|feature|field|command|checkbox|button|toggle|permission)s?\b|"
+    r"(?:^|\n)#{1,4} [\w.-]+ v?\d+\.\d+\.\d+|(?:^|\n)#{2,4} (?:security|fixes|added|changed|"
+    r"deprecated)\s*\n|\bchanges\s*[-–:]\s*(?:week|sprint|release) \d+|"
     r"\bchanges in \d",
     "readme": r"\breadme\b|## usage|quick start|```|\bcommands?:|\|\s*-{3}|"
     r"environment variables?",
@@ -229,7 +236,11 @@ _ADDRESSED = re.compile(
     r"(?:ai|assistant|agent|bot|model|llm|automated (?:agent|assistant|reader)s?|"
     r"language model)s?\s+(?:reading|processing|summari[sz]ing|compiling|indexing|"
     r"should|must|may|is to|are to|will now|needs? to)\b(?!\s+(?:not|never)\b)|"
-    r"by the (?:assistant|ai|agent|bot)\b|(?:ai|automated) (?:tools?|agents?|readers?)|"
+    r"by the (?:assistant|ai|agent|bot)\b|"
+    r"(?:\b(?:to|for|dear|attention:?) (?:all |any )?)(?:ai|automated) (?:tools?|agents?|readers?)|"
+    r"(?:ai|automated) (?:tools?|agents?|readers?),? (?:reading|processing|summari[sz]ing|"
+    r"compiling|indexing|that (?:read|process)|should|must|may|is to|are to|will now|needs? to)"
+    r"\b(?! (?:not|never)\b)|(?:ai|automated) (?:tools?|agents?|readers?)\b[^.:\n]{0,60}:\s|"
     r"from now on,? you|"
     r"you are going to (?:act|pretend|be)|you will (?:now )?(?:act|pretend|be))"
 )
@@ -392,5 +403,5 @@ _SAMPLE_KEYS = frozenset(("input", "expected", "example", "sample", "payload", "
 _SPEECH_KEYS = frozenset(
     ("said", "says", "saying", "wrote", "writes", "asked", "asks", "reads", "read", "told",
      "quote", "quoted", "example", "phrase", "phrases", "like", "message", "text", "comment",
-     "subject", "note")
+     "subject", "note", "include", "includes", "including")
 )  # fmt: skip
