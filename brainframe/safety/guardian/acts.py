@@ -381,8 +381,6 @@ _ASKED = re.compile(
     r"(?:can|could|would|will) you(?: please)?|i need you to|we need you to|"
     r"you (?:must|need to|should))\s+(?!not\b|never\b)"
 )
-#: The end of one JSON string and the start of the next (``", "`` or ``": "``).
-_FIELDS = re.compile(r'"\s*[,:][\s,:]*"')
 _CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n")
 
 
@@ -419,8 +417,6 @@ def found(folded: str, *, strict: bool = False) -> list[Act]:
             )
             if _HOW.search(folded, sentence_start, match.end()):
                 continue
-            if _FIELDS.search(folded, match.start(), match.end()):
-                continue  # words from two JSON fields ("payee change", "result": "bank …")
             sentence_end = _CLAUSE_END.search(folded, match.end())
             stop = sentence_end.start() if sentence_end else len(folded)
             sentence = folded[sentence_start:stop]
