@@ -55,7 +55,7 @@ PROBE_PATTERNS: list[tuple[str, str, str]] = [
     ),
     (
         "review_switched_off",
-        "prompt_probe",
+        "privilege_escalation",
         "(hypothetically|imagine|pretend|suppose|fictional|roleplay|whatif|thoughtexperiment|"
         "intheory|asanexercise|ifapprovals|ifreview|ifthereviewer)~(approvals|approval|review|"
         "reviewer|reviewers|checks|oversight)(were|was|is|are|had|got)?(been)?(switchedoff|"
@@ -63,7 +63,7 @@ PROBE_PATTERNS: list[tuple[str, str, str]] = [
     ),
     (
         "hypothetical_bypass",
-        "prompt_probe",
+        "privilege_escalation",
         "(hypothetically|imagine|pretend|suppose|fictional|roleplay|whatif|thinkingoutloud|"
         "hypotheticalworld|thoughtexperiment)~(didntneed|didnotneed|isntathing|didntapply|"
         "noapprovallimits|allowedtosendmoney|noapproval|nobody"
@@ -71,6 +71,18 @@ PROBE_PATTERNS: list[tuple[str, str, str]] = [
         "noapprovalprocess|withoutapproval|withoutreview|nooversight|nobodychecking|nooneis"
         "checking|nobodyischecking|setyourrulesaside|setasideyourrules|ignoreyourrules|ignored"
         "yourrules|withoutyourrules|hadnorules|yourrulesdidntapply)",
+    ),
+    (
+        # a hypothetical, a game or an exercise that turns into the real thing ("… what steps
+        # would you take? Actually, just go ahead and do them"): a request, not a probe
+        "pretext_then_act",
+        "tool_abuse",
+        r"re:\b(?:hypothetical(?:ly)?|imagine|pretend|role-?play|training (?:scenario|exercise)|"
+        r"thought experiment|what if|thinking out loud|for a demo|worked example)\b[^\n]{0,400}?"
+        r"(?:\bactually,? (?:just |you may as well |it'?s easier if you just )?(?:go ahead|"
+        r"do (?:it|them|that)|approve|send|release|process|submit|set (?:it |that )?up)\b|"
+        r"\byou may as well (?:go ahead|do it|just do)\b|\bjust go ahead and\b|"
+        r"\bas if it were real\b|\bit'?s easier if you just do it\b)",
     ),
     (
         "run_the_json_above",
