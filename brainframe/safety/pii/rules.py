@@ -170,6 +170,13 @@ _PLACE_NOUN = re.compile(
     r"street|campus|library|pool|mall|plaza|beach|river|hub)\b",
     re.IGNORECASE,
 )
+#: Names that are also English words, and what follows them when they are used as words: a
+#: noun they qualify ("Dawn shift", "Bill payments") or, for a verb, its object ("Mark it").
+_WORD_NAMES = frozenset(("bill", "grace", "dawn", "mark", "will", "faith", "hope", "joy"))
+_AS_WORD = re.compile(
+    r"\s+(?:shifts?|payments?|periods?|window|intake|it|them|this|that|the|as|down|off|run|"
+    r"rate|date|notes?|visits?)\b"
+)
 _FIRM_NEXT = re.compile(
     r" (?:Supports|Care|Health|Allied|Physio|Physiotherapy|Therapy|Therapies|Podiatry|Disability|"
     r"Pharmacy|Transport|Services|Solutions|Group|Pty|Ltd|Inc|Foundation)\b"
@@ -286,6 +293,8 @@ def not_a_name(text: str, start: int, end: int, regions: list[tuple[int, int]]) 
         before = text[max(0, start - 12) : start]
         if _IN_PLACE.search(before) or _PLACE_NOUN.match(text, end):
             return True  # "in Footscray", "the Wollongong office": a place
+        if span.lower() in _WORD_NAMES and _AS_WORD.match(text, end):
+            return True  # "Bill payments", "Grace periods", "Mark it as urgent": words
     for firm in _FIRM_LIST.finditer(text, max(0, start - 80), min(len(text), end + 80)):
         inside = firm.start() <= start and end <= firm.end()
         if inside and (

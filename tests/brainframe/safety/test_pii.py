@@ -425,3 +425,24 @@ def test_firms_and_words_are_not_names() -> None:
             text,
             found,
         )
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("Bill payments for June are due by the 15th.", "Bill"),
+        ("Grace periods don't apply to NDIS claims.", "Grace"),
+        ("Dawn shift (6am) found the back door unlocked.", "Dawn"),
+        ("Mark it as urgent please, the vendor is waiting.", "Mark"),
+    ],
+)
+def test_names_used_as_words_are_kept(text: str, word: str) -> None:
+    assert word not in _spans(text, "PERSON"), pii_find(text)
+
+
+def test_the_same_names_as_names_are_still_found() -> None:
+    for text, name in (
+        ("Bill rang about his wheelchair repair.", "Bill"),
+        ("Please ring Grace about Thursday.", "Grace"),
+    ):
+        assert name in _spans(text, "PERSON"), (text, pii_find(text))
