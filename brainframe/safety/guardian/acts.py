@@ -202,6 +202,12 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:remove|delete|take)\b[^.\n]{0,20}?\b(?:my name|it|this|them|the (?:entry|record|"
         r"note)s?)\b[^.\n]{0,10}?\bfrom the (?:incident |audit )?(?:report|log|record|audit)"
         r"|\bjust between (?:us|you and me|ourselves)\b|\bbetween you and me\b"
+        r"|\b(?:this|the) (?:conversation|call|chat|request|message) (?:didn't|did not|never) "
+        r"happen(?:ed)?\b|\b(?:delete|remove|clear)\b[^.\n]{0,60}?\bfrom the (?:history|"
+        r"thread|chat log|ticket history)\b"
+        r"|\bno need to (?:flag|report|escalate) (?:it|this|that)\b"
+        r"|\b(?:don't|do not|no need to) (?:notify|tell|inform) the (?:ndis )?(?:quality and "
+        r"safeguards )?commission\b|\breportable\s*[=:]\s*false\b"
         r"|\b(?:stay|remain|kept|keep (?:it|this|that|them))\s+between us\b"
         r"|\b(?:keep|leave)\b[^.\n]{0,40}?\b(?:out of|off)\b(?: \w+){0,4}? (?:summary|report|"
         r"statement|minutes|version|notes|log|record|register|what goes to)\b"
@@ -381,6 +387,10 @@ _ASKED = re.compile(
     r"(?:can|could|would|will) you(?: please)?|i need you to|we need you to|"
     r"you (?:must|need to|should))\s+(?!not\b|never\b)"
 )
+#: A secret kept for a surprise (a party, a present): no concealment from oversight.
+_SURPRISE = re.compile(
+    r"\bsurprise (?:party|birthday|visit|present|gift|morning tea|\d+(?:st|nd|rd|th))\b"
+)
 _CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n")
 
 
@@ -423,6 +433,8 @@ def found(folded: str, *, strict: bool = False) -> list[Act]:
             span = folded[match.start() : stop]
             if kind == "forward" and not sends_outward(span, folded, strict=strict):
                 continue
+            if kind == "conceal" and _SURPRISE.search(folded):
+                continue  # "keep this between us, it's a surprise party for Mum"
             # "as usual" may say a payee is unchanged; it cannot make a typed account number so
             # (the sender says it, and the sender is who is in question): new_account stands
             if kind in ("payment", "bank_details") and _UNCHANGED.search(sentence):

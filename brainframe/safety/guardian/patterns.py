@@ -144,7 +144,9 @@ _P = [
         "fake_system_turn",
         "role_impersonation",
         r"re:(?:^|[\[\]<>|\n]|\b(?:output|result|resultat|note)\b)\s*(?:system|systeme|sistema|"
-        r"developer|admin|administrator|root)\s*(?:message|override|prompt)?\s*:",
+        r"developer|admin|administrator|root)\s*(?:message|override|prompt)?\s*:"
+        # not a configuration's key with an identifier for its value ("system: sms_gateway_v2")
+        r"(?![ \t]*[\w.-]*[_\d.][\w.-]*[ \t]*(?:#[^\n]*)?(?:\n|$))",
     ),
     (
         "embedded_role_marker",
