@@ -4,9 +4,10 @@ which asks whether an address's local part names a person).
 ``names.txt.gz`` (checked in) is derived from the ``names-dataset`` package: first and last names
 from 105 countries, by frequency rank, those ranked within ``MAX_RANK`` somewhere, folded to
 lower case (``python -m brainframe.safety.pii.names --build`` rebuilds it); ``EXTRA_NAMES`` adds
-Māori and Tongan names the package lacks. A name that is also a common English word (a whole
-word in the sentence model's vocabulary: "bus", "day", "grace") counts only when it is among the
-most common names somewhere (rank ≤ ``TOP_RANK``), and never when it is an English stop word.
+Māori and Tongan names the package lacks, ``AUSTRALIAN_NAMES`` Australian given names. A name
+that is also a common English word (a whole word in the sentence model's vocabulary: "bus",
+"day", "grace") counts only when it is among the most common names somewhere (rank ≤
+``TOP_RANK``), and never when it is an English stop word.
 """
 
 from __future__ import annotations
@@ -126,6 +127,45 @@ EXTRA_NAMES = [
     "ana",
 ]
 
+#: Given names common in Australia that the package lacks (it has no Australian list), as first
+#: names of a high rank.
+AUSTRALIAN_NAMES = [
+    "lachlan",
+    "lochlan",
+    "tahlia",
+    "kirra",
+    "kirrah",
+    "indi",
+    "tahnee",
+    "narelle",
+    "jedda",
+    "kirrily",
+    "bindi",
+    "allira",
+    "alira",
+    "kaiya",
+    "tarni",
+    "yindi",
+    "marlee",
+    "bodhi",
+    "jarryd",
+    "jarred",
+    "tiarne",
+    "taylah",
+    "jorja",
+    "jaxon",
+    "kiarna",
+    "shontelle",
+    "kailee",
+    "jaydn",
+    "shannyn",
+    "kyah",
+    "kalinda",
+    "mirrin",
+    "arkie",
+]
+AUSTRALIAN_RANK = 100
+
 
 def plain(word: str) -> str:
     word = word.lower().replace("ı", "i").replace("ł", "l").replace("đ", "d")
@@ -145,6 +185,8 @@ def known() -> tuple[dict[str, int], dict[str, int]]:
     for name in EXTRA_NAMES:
         first.setdefault(name, 1)
         last.setdefault(name, 1)
+    for name in AUSTRALIAN_NAMES:
+        first.setdefault(name, AUSTRALIAN_RANK)
     return first, last
 
 

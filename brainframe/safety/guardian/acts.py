@@ -378,8 +378,6 @@ _UNCHANGED = re.compile(
 )
 
 
-#: Where a sentence ends, for the span a destination is looked for in (an address's dots are
-#: not sentence ends).
 #: An act asked of the reader outright ("please change …", "can you update …"; or with a link
 #: to do it at).
 _ASKED = re.compile(
@@ -391,6 +389,8 @@ _ASKED = re.compile(
 _SURPRISE = re.compile(
     r"\bsurprise (?:party|birthday|visit|present|gift|morning tea|\d+(?:st|nd|rd|th))\b"
 )
+#: Where a sentence ends, for the span a destination is looked for in (an address's dots are
+#: not sentence ends).
 _CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n")
 
 

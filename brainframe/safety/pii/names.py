@@ -193,6 +193,19 @@ _HERE = re.compile(r"(?:^|[.!?,\n]\s*)([^\W\d_]+)\s+here\b", re.IGNORECASE)
 _VOCATIVE = re.compile(r"^\s*([^\W\d_]+)\s*[—–:,-]\s")
 #: A sign-off: a dash and one word at the end of a message ("… 0487 320 916 - lakshmi").
 _SIGNED = re.compile(r"(?:^|\s)[—–-]+\s*([^\W\d_]+)[\s.!]*$")
+#: A sentence that starts with who did what, in a note's words ("Callum had a settled night",
+#: "Eliza to check the lock"): a first name that is also a word, vouched for by its verb.
+_DOES = re.compile(
+    r"(?:^|[.!?\n]\s*)([A-Z][a-z]+)\s+(?:had|has|was|is|ate|slept|seemed|refused|declined|"
+    r"enjoyed|went|needs|wants|asked|rang|called|said|to (?:check|call|ring|bring|collect|"
+    r"follow up|book|arrange))\b"
+)
+_DOES_RANK = 300
+_CALENDAR = frozenset(
+    ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday",
+     "saturday", "sunday")
+)  # fmt: skip
 _AGED = re.compile(r"\b([^\W\d_]+(?:\s+[^\W\d_]+){0,3}),\s*(?:aged\s+)?\d{1,3}\s*,")
 
 
@@ -211,6 +224,15 @@ def _introduced(text: str) -> list[tuple[int, int]]:
                 or (expression is _SIGNED and known_name(word, within=True))
             ):
                 spans.append(match.span(1))
+    for match in _DOES.finditer(text):
+        word = match.group(1)
+        first, _ = _rank(word)
+        if (
+            0 < first <= _DOES_RANK
+            and word.lower() not in _CALENDAR
+            and known_name(word, within=True)
+        ):
+            spans.append(match.span(1))
     for match in _AGED.finditer(text):
         words = match.group(1).split()
         capitalised = [w for w in words if w[0].isupper()]

@@ -446,3 +446,27 @@ def test_the_same_names_as_names_are_still_found() -> None:
         ("Please ring Grace about Thursday.", "Grace"),
     ):
         assert name in _spans(text, "PERSON"), (text, pii_find(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        # a sentence that starts with who did what: a name that is also a word
+        ("Team leader reviewed the notes. Callum had a settled night.", "Callum"),
+        ("Back door found unlocked. Eliza to check the lock tomorrow.", "Eliza"),
+        # Australian given names the name list lacks
+        ("Lachlan was very low today and talked about his brother.", "Lachlan"),
+        ("Quote to be sent for approval. Tahlia is comfortable with the plan.", "Tahlia"),
+    ],
+)
+def test_names_vouched_for_by_their_verb_and_australian_names(text: str, name: str) -> None:
+    assert name in _spans(text, "PERSON"), pii_find(text)
+
+
+def test_months_and_words_before_a_verb_are_not_names() -> None:
+    for text, word in (
+        ("June was busy with plan reviews.", "June"),
+        ("Lunch was late because the van broke down.", "Lunch"),
+        ("Transport is booked for 9am.", "Transport"),
+    ):
+        assert word not in _spans(text, "PERSON"), (text, pii_find(text))
