@@ -204,8 +204,7 @@ _PATTERNS: dict[str, str] = {
         r"|\bjust between (?:us|you and me|ourselves)\b|\bbetween you and me\b"
         r"|\b(?:this|the) (?:conversation|call|chat|request|message) (?:didn't|did not|never) "
         r"happen(?:ed)?\b|\b(?:delete|remove|clear)\b[^.\n]{0,60}?\bfrom the (?:history|"
-        r"thread|chat log|ticket history)\b"
-        r"|\bno need to (?:flag|report|escalate) (?:it|this|that)\b"
+        r"chat log|ticket history)\b"
         r"|\b(?:don't|do not|no need to) (?:notify|tell|inform) the (?:ndis )?(?:quality and "
         r"safeguards )?commission\b|\breportable\s*[=:]\s*false\b"
         r"|\b(?:stay|remain|kept|keep (?:it|this|that|them))\s+between us\b"
@@ -381,9 +380,26 @@ _UNCHANGED = re.compile(
 #: An act asked of the reader outright ("please change …", "can you update …"; or with a link
 #: to do it at).
 _ASKED = re.compile(
-    r"(?:^|[,:]\s*|\b(?:so|and|then|now)\s+)(?:please|kindly|"
-    r"(?:can|could|would|will) you(?: please)?|i need you to|we need you to|"
-    r"you (?:must|need to|should))\s+(?!not\b|never\b)"
+    r"(?:^\s*|[,:;–—-]\s*|\b(?:so|and|then|now)\s+)(?:please|pls|plz|kindly|"
+    r"(?:can|could|would|will) you(?: please)?|i need you to|we need you to|make sure(?: you)?|"
+    r"you (?:must|need to|should))\b[,!]?\s+(?!not\b|never\b)"
+)
+#: A link to do something at, with or without its scheme ("secure-payee.com/update").
+_LINK = re.compile(r"://|\bwww\.|\b[a-z0-9-]+\.(?:com|net|org|au|io|co|info|biz|xyz)\b/")
+#: Where a clause starts, and the words that may stand before an imperative verb.
+_CLAUSE_START = re.compile(r"[,;–—(]|\s-\s")
+_KEY = re.compile(r"^\s*-?\s*[\w\" ]{1,40}:\s*$")
+#: A request's verb, where an act's match starts with one.
+_VERB_FIRST = re.compile(
+    r"(?:change|update|swap|switch|replace|redirect|amend|move|pay|transfer|send|forward|e-?mail|"
+    r"share|upload|approve|release|process|refund|deposit|skip|bypass|delete|remove|mark|wire|"
+    r"export|leave|keep|don't|do not)\b"
+)
+_IMPERATIVE_LEAD = frozenset(("", "just", "also", "so", "and", "then", "now", "simply", "and then"))
+#: Oversight named in a sentence: a surprise there does not excuse keeping it from them.
+_OVERSEEN = re.compile(
+    r"\b(?:coordinator|commission|incident|report|manager|finance|quality|register|log|"
+    r"audit|supervisor|team leader|plan manager|police|doctor|nurse)"
 )
 #: A secret kept for a surprise (a party, a present): no concealment from oversight.
 _SURPRISE = re.compile(
@@ -408,9 +424,10 @@ def _screen() -> Any:
     return database(expressions, [PREFILTER | UNICODE] * len(expressions))
 
 
-def found(folded: str, *, strict: bool = False) -> list[Act]:
+def found(folded: str, *, strict: bool = False, known: bool = True) -> list[Act]:
     """Every act requested (not merely mentioned) in ``folded``, first occurrence of each kind;
-    ``strict``: addresses judged as from an untrusted source (``outward``)."""
+    ``strict``: addresses judged as from an untrusted source (``outward``); ``known``: the
+    sender is known (not untrusted), so the document's genre may excuse an act."""
     folded = folded.replace("_", " ")  # "send_email(to=…)": the same words, the same offsets
     candidates = scan(_screen(), utf8(folded))
     if not candidates:
@@ -433,19 +450,27 @@ def found(folded: str, *, strict: bool = False) -> list[Act]:
             span = folded[match.start() : stop]
             if kind == "forward" and not sends_outward(span, folded, strict=strict):
                 continue
-            if kind == "conceal" and _SURPRISE.search(folded):
+            if kind == "conceal" and _SURPRISE.search(sentence) and not _OVERSEEN.search(sentence):
                 continue  # "keep this between us, it's a surprise party for Mum"
             # "as usual" may say a payee is unchanged; it cannot make a typed account number so
             # (the sender says it, and the sender is who is in question): new_account stands
             if kind in ("payment", "bank_details") and _UNCHANGED.search(sentence):
                 continue
             if not context:
-                context += [mention.genre(folded), mention.addressed(folded)]
+                context += [mention.genre(folded, known=known), mention.addressed(folded)]
             own_negation = kind == "conceal" and mention.NEGATION.match(folded, match.start())
             # The sender's own words make the genre ("a phishing scam hit us, so please change
-            # our bank details …"): from an untrusted source an act asked of the reader outright
-            # is not excused by it.
-            asked = _ASKED.search(sentence) or "://" in sentence or "www." in sentence
+            # our bank details …"): an act asked of the reader outright, or with a link to do it
+            # at, is not excused by it; from an unknown sender, nor is one in the imperative.
+            asked = _ASKED.search(sentence) or _LINK.search(sentence)
+            if not known and not asked and _VERB_FIRST.match(folded, match.start()):
+                line = folded[folded.rfind("\n", 0, match.start()) + 1 : match.start()]
+                clause = _CLAUSE_START.split(folded[sentence_start : match.start()])[-1]
+                asked = (
+                    clause.strip() in _IMPERATIVE_LEAD
+                    and line.count('"') % 2 == 0  # not inside a quotation
+                    and not _KEY.search(line)  # not a value under a key ("name: update_…")
+                )
             genre = None if strict and asked else context[0]
             if not mention.mentioned(
                 folded, match.start(), genre, context[1], negation=not own_negation

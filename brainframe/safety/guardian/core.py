@@ -429,7 +429,7 @@ def _signals(
         act
         for view, how in zip(views, names, strict=True)
         if how != "rot13" or "rot13" in norm.steps  # a ROT13 view only of a ROT13 text
-        for act in acts.found(view, strict=strict)
+        for act in acts.found(view, strict=strict, known=trust not in ("untrusted", "hostile"))
     ]
     kinds = acts.unentitled(requested, trust, source, rights)
     if kinds:
@@ -484,7 +484,8 @@ def assess(
         floor = 0.0
         if max(score, semantic_score) >= min(model.threshold, meaning.threshold):
             folded = fold(readings[0])
-            if mention.genre(folded) is not None and not mention.addressed(folded):
+            known = trust not in ("untrusted", "hostile")
+            if mention.genre(folded, known=known) is not None and not mention.addressed(folded):
                 floor = GENRE_FLOOR
         if score >= max(model.threshold, floor):
             base = learned_base(score, model.threshold)

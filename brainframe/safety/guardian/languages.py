@@ -202,7 +202,6 @@ _DONT_TELL = _words(
     "기록하지 마",
     "दर्ज मत करना",
     "दर्ज मत करो",
-    "kaydetme",
     "haber verme",
     "söyleme",
     "bildirme",
@@ -225,7 +224,6 @@ _DONT_TELL = _words(
     "no lo anotes",
     "no lo reportes",
     "non serve avvisare",
-    "senza avvisare",
     "jangan beritahu",
     "jangan kasih tahu",
 )

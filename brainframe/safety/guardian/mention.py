@@ -103,8 +103,9 @@ _CAUSED = (
 _PEOPLE = r"(?:staff|people|employees|victims?|users?|someone|workers|them|him|her|accounts)"
 _ACTORS = r"(?:attackers?|scammers?|fraudsters?|criminals?|phishers?|hackers?|impostors?)"
 _REPORTED = re.compile(
-    rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}(?:[\w-]+\s+)?"
-    rf"(?:{_MODEL}|it)|"
+    rf"(?:\b{_CAUSED}\s+(?:(?:the|a|an|its|their|target|victim)\s+){{0,2}}(?:{_MODEL}|it)|"
+    rf"\b(?:description|page|invite|message|document|comment|payload|input|file|website)\s+"
+    rf"{_CAUSED}\s+(?:the\s+|a\s+|an\s+)?(?:[\w-]+\s+)?(?:{_MODEL}|it)|"
     rf"\b{_MODEL}\s+(?:(?:is|are|was|were|being|been|get|got|(?:can|could|may|might|will|would) "
     r"be)\s+)?"
     rf"(?:(?:ever|always|often|sometimes|also|then|later)\s+)?{_CAUSED}|"
@@ -172,26 +173,21 @@ _GENRE = {
     "training": r"security awareness|awareness training|\btraining\b|\bmodule \d|\bquiz\b|"
     r"answer key|(?:training|awareness|phishing|tabletop|role-?play) exercise|\bexercise \d|"
     r"\bexercise:|case study|phishing|\bscams?\b|\bscammers?\b|security incident|"
-    r"fraudsters?|red flags?|warning signs?|simulation|toolbox talk",
+    r"fraudsters?|red flags?|warning signs?|simulation",
     "policy": r"\bpolicy(?: \d|:)|(?:our|records|payments?|approval|privacy|security|finance) "
     r"policy\b|\bprocedure\b|staff must|must never|are never|will never ask|code of conduct|"
-    r"\bquick guide\b|\boperating rules\b|\b(?:handling|configuration|input|security|data) "
-    r"standard\b|\bdelegations? (?:register|schedule)\b|\bguid(?:ance|elines) (?:for|on)\b|"
-    r"\bmust be (?:notified|reported|escalated)\b|\bis never followed\b|"
+    r"\bquick guide\b|\bmust be (?:notified|reported|escalated)\b|\bis never followed\b|"
     r"\bthe assistant will not\b|\bstaff can'?t\b|\bhandling instructions\b|acceptable use|"
     r"\bthe assistant (?:does not|doesn't|must not|never)\b",
     "research": r"\bresearch|\bstudy\b|\bpaper\b|experiment|researchers|we measured|"
     r"our evaluation|attackers?|prompt injection|jailbreak|business email compromise|"
-    r"\babstract\b|\bbenchmark|\btaxonomy\b|\bsector note\b|red[- ]team|prompt leak|"
+    r"\babstract\b|\bbenchmark|red[- ]team|prompt leak|"
     r"\bwe (?:build|built|evaluate|evaluated|"
     r"tested|found|show|propose|present)\b",
     "changelog": r"changelog|release notes|\bfixed:|\bremoved:|\bv\d+\.\d+|\bhotfix\b|"
     r"\bfixed (?:a |an |the )?(?:\w+ ){0,2}(?:bug|issue|regression|crash|vulnerability|flaw|"
-    r"injection)|\bremoved (?:the |a |an )?(?:\w+ |\x22[^\x22\n]{1,40}\x22 ){0,2}"
-    r"(?:option|flag|parameter|setting|"
-    r"endpoint|feature|field|command|checkbox|button|toggle|permission)s?\b|"
-    r"(?:^|\n)#{1,4} [\w.-]+ v?\d+\.\d+\.\d+|(?:^|\n)#{2,4} (?:security|fixes|added|changed|"
-    r"deprecated)\s*\n|\bchanges\s*[-–:]\s*(?:week|sprint|release) \d+|"
+    r"injection)|\bremoved (?:the |a |an )?(?:\w+ ){0,2}(?:option|flag|parameter|setting|"
+    r"endpoint|feature|field|command)s?\b|"
     r"\bchanges in \d",
     "readme": r"\breadme\b|## usage|quick start|```|\bcommands?:|\|\s*-{3}|"
     r"environment variables?",
@@ -205,6 +201,19 @@ _GENRE = {
     r"```(?:python|py|js|javascript|ts|typescript|bash|sh|shell)\n",
 }
 _GENRES = [(name, re.compile(expression)) for name, expression in _GENRE.items()]
+#: More words that make a document of a kind, believed only from a known sender (from anyone else
+#: they are the sender's own cover: "Guidance for suppliers: pay … to BSB …").
+_KNOWN_GENRE = {
+    "training": r"toolbox talk",
+    "policy": r"\boperating rules\b|\b(?:handling|configuration|input|security|data) standard\b|"
+    r"\bdelegations? (?:register|schedule)\b|\bguid(?:ance|elines) (?:for|on)\b",
+    "research": r"\btaxonomy\b|\bsector note\b",
+    "changelog": r"\bremoved (?:the |a |an )?(?:\w+ |\x22[^\x22\n]{1,40}\x22 ){0,2}(?:checkbox|"
+    r"button|toggle|permission|option|setting|field)s?\b|"
+    r"(?:^|\n)#{1,4} [\w.-]+ v?\d+\.\d+\.\d+|(?:^|\n)#{2,4} (?:security|fixes|added|changed|"
+    r"deprecated)\s*\n|\bchanges\s*[-–:]\s*(?:week|sprint|release) \d+",
+}
+_KNOWN_GENRES = [(name, re.compile(expression)) for name, expression in _KNOWN_GENRE.items()]
 
 
 _PROMPT_LINE = re.compile(r"(?:^|\n)[ \t]*(?:\$|>|%|c:\\>|ps>)[ \t]+[^\n]*$")
@@ -218,9 +227,10 @@ def in_code_listing(folded: str, start: int) -> bool:
     return bool(_PROMPT_LINE.search(folded, 0, folded.find("\n", start) % (len(folded) + 1)))
 
 
-def genre(folded: str) -> str | None:
-    """The kind of document that talks about attacks rather than making one, if this is one."""
-    for name, expression in _GENRES:
+def genre(folded: str, *, known: bool = False) -> str | None:
+    """The kind of document that talks about attacks rather than making one, if this is one
+    (``known``: the sender is known, whose word for the kind is believed more readily)."""
+    for name, expression in _GENRES + (_KNOWN_GENRES if known else []):
         if expression.search(folded):
             return name
     return None
@@ -237,7 +247,9 @@ _ADDRESSED = re.compile(
     r"language model)s?\s+(?:reading|processing|summari[sz]ing|compiling|indexing|"
     r"should|must|may|is to|are to|will now|needs? to)\b(?!\s+(?:not|never)\b)|"
     r"by the (?:assistant|ai|agent|bot)\b|"
-    r"(?:\b(?:to|for|dear|attention:?) (?:all |any )?)(?:ai|automated) (?:tools?|agents?|readers?)|"
+    r"(?:\b(?:to|for|dear|attention:?|hey|hi|hello|any|all|calling all) (?:all |any )?)"
+    r"(?:ai|automated) (?:tools?|agents?|readers?)|"
+    r"(?:ai|automated) (?:tools?|agents?|readers?)(?:\s*[,!–—]|\s+-\s|\s+(?:of|in|on) this\b)|"
     r"(?:ai|automated) (?:tools?|agents?|readers?),? (?:reading|processing|summari[sz]ing|"
     r"compiling|indexing|that (?:read|process)|should|must|may|is to|are to|will now|needs? to)"
     r"\b(?! (?:not|never)\b)|(?:ai|automated) (?:tools?|agents?|readers?)\b[^.:\n]{0,60}:\s|"
@@ -403,5 +415,5 @@ _SAMPLE_KEYS = frozenset(("input", "expected", "example", "sample", "payload", "
 _SPEECH_KEYS = frozenset(
     ("said", "says", "saying", "wrote", "writes", "asked", "asks", "reads", "read", "told",
      "quote", "quoted", "example", "phrase", "phrases", "like", "message", "text", "comment",
-     "subject", "note", "include", "includes", "including")
+     "subject", "note")
 )  # fmt: skip

@@ -145,8 +145,10 @@ _P = [
         "role_impersonation",
         r"re:(?:^|[\[\]<>|\n]|\b(?:output|result|resultat|note)\b)\s*(?:system|systeme|sistema|"
         r"developer|admin|administrator|root)\s*(?:message|override|prompt)?\s*:"
-        # not a configuration's key with an identifier for its value ("system: sms_gateway_v2")
-        r"(?![ \t]*[\w.-]*[_\d.][\w.-]*[ \t]*(?:#[^\n]*)?(?:\n|$))",
+        # not a configuration's key with an identifier for its value ("system: sms_gateway_v2"),
+        # unless the identifier speaks of trust or privilege ("system: trust_level_operator")
+        r"(?![ \t]*(?![\w.-]*(?:trust|privileg|operator|admin|elevat|overrid|approv|root|grant|"
+        r"mode|unrestrict|bypass|allow))[\w.-]*[_\d.][\w.-]*[ \t]*(?:#[^\n]*)?(?:\n|$))",
     ),
     (
         "embedded_role_marker",

@@ -77,8 +77,8 @@ PROBE_PATTERNS: list[tuple[str, str, str]] = [
         # would you take? Actually, just go ahead and do them"): a request, not a probe
         "pretext_then_act",
         "tool_abuse",
-        r"re:\b(?:hypothetical(?:ly)?|imagine|pretend|role-?play|training (?:scenario|exercise)|"
-        r"thought experiment|what if|thinking out loud|for a demo|worked example)\b[^\n]{0,400}?"
+        r"re:\b(?:hypothetical(?:ly)?|pretend|role-?play|training (?:scenario|exercise)|"
+        r"thought experiment|thinking out loud|for a demo|worked example)\b[^\n]{0,400}?"
         r"(?:\bactually,? (?:just |you may as well |it'?s easier if you just )?(?:go ahead|"
         r"do (?:it|them|that)|approve|send|release|process|submit|set (?:it |that )?up)\b|"
         r"\byou may as well (?:go ahead|do it|just do)\b|\bjust go ahead and\b|"
