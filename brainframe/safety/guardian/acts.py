@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from brainframe.safety.fastre import PREFILTER, UNICODE, database, scan, utf8
-from brainframe.safety.guardian import mention
+from brainframe.safety.guardian import asking, mention
 
 ACTS = (
     "payment",
@@ -377,34 +377,6 @@ _UNCHANGED = re.compile(
 )
 
 
-#: An act asked of the reader outright ("please change …", "can you update …"; or with a link
-#: to do it at).
-_ASKED = re.compile(
-    r"(?:^\s*|[,:;–—-]\s*|\b(?:so|and|then|now)\s+)(?:please|pls|plz|kindly|"
-    r"(?:can|could|would|will) you(?: please)?|i need you to|we need you to|make sure(?: you)?|"
-    r"you (?:must|need to|should))\b[,!]?\s+(?!not\b|never\b)"
-)
-#: A link to do something at, with or without its scheme ("secure-payee.com/update").
-_LINK = re.compile(r"://|\bwww\.|\b[a-z0-9-]+\.(?:com|net|org|au|io|co|info|biz|xyz)\b/")
-#: Where a clause starts, and the words that may stand before an imperative verb.
-_CLAUSE_START = re.compile(r"[,;–—(]|\s-\s")
-_KEY = re.compile(r"^\s*-?\s*[\w\" ]{1,40}:\s*$")
-#: A request's verb, where an act's match starts with one.
-_VERB_FIRST = re.compile(
-    r"(?:change|update|swap|switch|replace|redirect|amend|move|pay|transfer|send|forward|e-?mail|"
-    r"share|upload|approve|release|process|refund|deposit|skip|bypass|delete|remove|mark|wire|"
-    r"export|leave|keep|don't|do not)\b"
-)
-_IMPERATIVE_LEAD = frozenset(("", "just", "also", "so", "and", "then", "now", "simply", "and then"))
-#: Oversight named in a sentence: a surprise there does not excuse keeping it from them.
-_OVERSEEN = re.compile(
-    r"\b(?:coordinator|commission|incident|report|manager|finance|quality|register|log|"
-    r"audit|supervisor|team leader|plan manager|police|doctor|nurse)"
-)
-#: A secret kept for a surprise (a party, a present): no concealment from oversight.
-_SURPRISE = re.compile(
-    r"\bsurprise (?:party|birthday|visit|present|gift|morning tea|\d+(?:st|nd|rd|th))\b"
-)
 #: Where a sentence ends, for the span a destination is looked for in (an address's dots are
 #: not sentence ends).
 _CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n")
@@ -450,7 +422,7 @@ def found(folded: str, *, strict: bool = False, known: bool = True) -> list[Act]
             span = folded[match.start() : stop]
             if kind == "forward" and not sends_outward(span, folded, strict=strict):
                 continue
-            if kind == "conceal" and _SURPRISE.search(sentence) and not _OVERSEEN.search(sentence):
+            if kind == "conceal" and asking.kept_for_a_surprise(sentence):
                 continue  # "keep this between us, it's a surprise party for Mum"
             # "as usual" may say a payee is unchanged; it cannot make a typed account number so
             # (the sender says it, and the sender is who is in question): new_account stands
@@ -462,15 +434,7 @@ def found(folded: str, *, strict: bool = False, known: bool = True) -> list[Act]
             # The sender's own words make the genre ("a phishing scam hit us, so please change
             # our bank details …"): an act asked of the reader outright, or with a link to do it
             # at, is not excused by it; from an unknown sender, nor is one in the imperative.
-            asked = _ASKED.search(sentence) or _LINK.search(sentence)
-            if not known and not asked and _VERB_FIRST.match(folded, match.start()):
-                line = folded[folded.rfind("\n", 0, match.start()) + 1 : match.start()]
-                clause = _CLAUSE_START.split(folded[sentence_start : match.start()])[-1]
-                asked = (
-                    clause.strip() in _IMPERATIVE_LEAD
-                    and line.count('"') % 2 == 0  # not inside a quotation
-                    and not _KEY.search(line)  # not a value under a key ("name: update_…")
-                )
+            asked = asking.asked(folded, sentence, sentence_start, match.start(), known=known)
             genre = None if strict and asked else context[0]
             if not mention.mentioned(
                 folded, match.start(), genre, context[1], negation=not own_negation
