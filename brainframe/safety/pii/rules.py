@@ -262,7 +262,11 @@ def _region_end(text: str, start: int) -> int:
 
 
 #: Abbreviations of this business's services and roles, never part of a person's name.
-_SERVICE_WORDS = frozenset(("sil", "sda", "ndis", "ndia", "gp", "ot", "lac", "rn", "pt", "ssc"))
+_SERVICE_WORDS = frozenset(
+    # services, and the banks and health funds a participant's paperwork names
+    ("sil", "sda", "ndis", "ndia", "gp", "ot", "lac", "rn", "pt", "ssc", "headspace", "westpac",
+     "commbank", "suncorp", "medibank", "anz", "nab")
+)  # fmt: skip
 _TITLE_BEFORE = re.compile(r"\b(?:mr|mrs|ms|miss|mx|dr|(?-i:RN|EN|NP|CN|RM))\.?\s+$", re.IGNORECASE)
 
 
