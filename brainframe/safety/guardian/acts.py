@@ -434,8 +434,13 @@ def found(folded: str, *, strict: bool = False, known: bool = True) -> list[Act]
             # The sender's own words make the genre ("a phishing scam hit us, so please change
             # our bank details …"): an act asked of the reader outright, or with a link to do it
             # at, is not excused by it; from an unknown sender, nor is one in the imperative.
-            asked = asking.asked(folded, sentence, sentence_start, match.start(), known=known)
-            genre = None if strict and asked else context[0]
+            genre = context[0]
+            if (
+                genre
+                and strict
+                and asking.asked(folded, sentence, sentence_start, match.start(), known=known)
+            ):
+                genre = None
             if not mention.mentioned(
                 folded, match.start(), genre, context[1], negation=not own_negation
             ):

@@ -205,7 +205,7 @@ def _views(
     sources += [(r, how) for how, r in norm.readings[1:] if how not in ("html", "rot13")]
     # A known sender's report of a suspect message quotes it ("> …"): that is not their request
     # (a sender known on a channel nobody can forge: not e-mail or SMS).
-    known = trust not in ("untrusted", "hostile")
+    known = trust not in UNKNOWN_SENDERS
     reports = known and source not in acts.SPOOFABLE_SOURCES
     folded_views: list[str] = []
     compact: list[bytes] = []
@@ -287,6 +287,9 @@ SEMANTIC_PATTERN = "semantic:injection"
 #: untrusted sources, a block from hostile ones; 0.1 more for each further kind of act.
 ACT_CATEGORY = "untrusted_act"
 STRUCTURE_CATEGORY = "fake_structure"
+#: Trust levels of a sender nobody knows: their word for what a text is, or that a quotation
+#: is a report, is not taken.
+UNKNOWN_SENDERS = ("untrusted", "hostile")
 #: The score the learned and semantic stages need on a text that discusses attacks.
 GENRE_FLOOR = 0.91
 SEMANTIC_FLOOR = 0.97
@@ -316,7 +319,7 @@ def _learned_applies(learned: bool | None, trust: str, text: str) -> bool:
         return learned
     if len(text) >= LEARNED_MIN_CHARS:
         return True
-    return trust in ("untrusted", "hostile") and len(_WORDS.findall(text)) >= LEARNED_MIN_WORDS
+    return trust in UNKNOWN_SENDERS and len(_WORDS.findall(text)) >= LEARNED_MIN_WORDS
 
 
 def _matches(views: list[str], compact_views: list[bytes]) -> dict[str, ThreatPattern]:
@@ -424,12 +427,13 @@ def _signals(
     disguises that are a finding in themselves (look-alike letters mixed into words, text in
     invisible Unicode tags, hidden HTML that speaks to a model)."""
     found: dict[str, ThreatPattern] = {}
-    strict = trust in ("untrusted", "hostile") or source in acts.CONTENT_SOURCES
+    known = trust not in UNKNOWN_SENDERS
+    strict = not known or source in acts.CONTENT_SOURCES
     requested = [
         act
         for view, how in zip(views, names, strict=True)
         if how != "rot13" or "rot13" in norm.steps  # a ROT13 view only of a ROT13 text
-        for act in acts.found(view, strict=strict, known=trust not in ("untrusted", "hostile"))
+        for act in acts.found(view, strict=strict, known=known)
     ]
     kinds = acts.unentitled(requested, trust, source, rights)
     if kinds:
@@ -484,8 +488,9 @@ def assess(
         floor = 0.0
         if max(score, semantic_score) >= min(model.threshold, meaning.threshold):
             folded = fold(readings[0])
-            known = trust not in ("untrusted", "hostile")
-            if mention.genre(folded, known=known) is not None and not mention.addressed(folded):
+            if mention.genre(
+                folded, known=trust not in UNKNOWN_SENDERS
+            ) is not None and not mention.addressed(folded):
                 floor = GENRE_FLOOR
         if score >= max(model.threshold, floor):
             base = learned_base(score, model.threshold)

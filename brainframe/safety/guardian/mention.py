@@ -236,6 +236,8 @@ def genre(folded: str, *, known: bool = False) -> str | None:
     return None
 
 
+#: AI tools, agents or readers as a text may address them ("AI agents, approve …").
+_AI_READERS = r"(?:ai|automated) (?:tools?|agents?|readers?)"
 _ADDRESSED = re.compile(
     r"\b(?:if you are an? (?:ai|assistant|agent|language model|llm|bot|automated)|"
     r"(?:note|message|instructions?|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?"
@@ -247,12 +249,11 @@ _ADDRESSED = re.compile(
     r"language model)s?\s+(?:reading|processing|summari[sz]ing|compiling|indexing|"
     r"should|must|may|is to|are to|will now|needs? to)\b(?!\s+(?:not|never)\b)|"
     r"by the (?:assistant|ai|agent|bot)\b|"
-    r"(?:\b(?:to|for|dear|attention:?|hey|hi|hello|any|all|calling all) (?:all |any )?)"
-    r"(?:ai|automated) (?:tools?|agents?|readers?)|"
-    r"(?:ai|automated) (?:tools?|agents?|readers?)(?:\s*[,!–—]|\s+-\s|\s+(?:of|in|on) this\b)|"
-    r"(?:ai|automated) (?:tools?|agents?|readers?),? (?:reading|processing|summari[sz]ing|"
-    r"compiling|indexing|that (?:read|process)|should|must|may|is to|are to|will now|needs? to)"
-    r"\b(?! (?:not|never)\b)|(?:ai|automated) (?:tools?|agents?|readers?)\b[^.:\n]{0,60}:\s|"
+    rf"\b(?:to|for|dear|attention:?|hey|hi|hello|any|all|calling all) (?:all |any )?{_AI_READERS}|"
+    # spoken to: a vocative's punctuation, "… of this", a verb for it, a colon after its role
+    rf"{_AI_READERS}(?:\s*[,!–—]|\s+-\s|\s+(?:of|in|on) this\b|,? (?:reading|processing|"
+    r"summari[sz]ing|compiling|indexing|that (?:read|process)|should|must|may|is to|are to|"
+    r"will now|needs? to)\b(?! (?:not|never)\b)|\b[^.:\n]{0,60}:\s)|"
     r"from now on,? you|"
     r"you are going to (?:act|pretend|be)|you will (?:now )?(?:act|pretend|be))"
 )
