@@ -473,3 +473,34 @@ def test_months_and_words_before_a_verb_are_not_names() -> None:
         ("Transport is booked for 9am.", "Transport"),
     ):
         assert word not in _spans(text, "PERSON"), (text, pii_find(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        # a journey's end and a place named as one
+        ("Mr. Okafor flew to Morgan on Sunday morning.", "Morgan"),
+        ("Dr. Lim drove back to Mackay after the review.", "Mackay"),
+        ("Mrs. Fonoti headed to Bowen with her grandson.", "Bowen"),
+        ("Their home town Morris holds the festival every year.", "Morris"),
+        # streets written before their number
+        ("Parcel to ul. Jana Pawła 17, Gdańsk, for the family.", "Pawła"),
+        ("Send it to Λεωφόρος Αλεξάνδρας 12 please.", "Αλεξάνδρας"),
+    ],
+)
+def test_places_and_streets_the_names_list_holds_are_not_names(text: str, place: str) -> None:
+    assert not any(place in span for span in _spans(text, "PERSON")), pii_find(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Keys were returned to Sione after the late shift.", "Sione"),
+        ("If the hoist jams again please go to Marama for help.", "Marama"),
+        ("Rua Ngata, 45, starts with the Tuesday group next week.", "Rua Ngata"),
+        ("Rue Jackson 12 years on the program, wants a review.", "Rue Jackson"),
+        ("He travelled to see Anahera Walker in Rotorua.", "Anahera Walker"),
+    ],
+)
+def test_the_same_words_beside_people_still_name_them(text: str, name: str) -> None:
+    assert any(name in span for span in _spans(text, "PERSON")), pii_find(text)
