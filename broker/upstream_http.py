@@ -80,11 +80,14 @@ class _Reaper:
     def watch(self, deadline: float, connection: http.client.HTTPConnection) -> int:
         with self._wake:
             token = next(self._seq)
+            while self._heap and self._heap[0][1] in self._cancelled:  # finished calls
+                self._cancelled.discard(heapq.heappop(self._heap)[1])
             heapq.heappush(self._heap, (deadline, token, connection))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="mcp-reaper", daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            if self._heap[0][1] == token:
+                self._wake.notify()  # the new first deadline; a later one waits its turn
         return token
 
     def cancel(self, token: int) -> bool:

@@ -318,8 +318,9 @@ def record_outcome(
     duration_ms: int,
     executed_arguments: dict[str, Any] | None = None,
     outbound_findings: list[dict[str, Any]] | None = None,
-) -> bool:
-    """Write a call's execution result, once. Returns False if it was already written."""
+) -> Event | None:
+    """Write a call's execution result, once: the outcome's event, appended with it; None if
+    the outcome was already written."""
     values = _outcome_values(
         outcome=outcome,
         output=output,
@@ -350,10 +351,11 @@ def record_outcome(
             ],
         )
         written = cursor.fetchone()[0]
-    if written:
-        for key, value in values.items():
-            setattr(call, key, value)
-    return bool(written)
+    if not written:
+        return None
+    for key, value in values.items():
+        setattr(call, key, value)
+    return event
 
 
 @dataclass(frozen=True)
@@ -413,7 +415,7 @@ def _anchor(call: ToolCall) -> str:
 OUTCOME_PATIENCE_SECONDS = 20.0
 
 
-def record_outcome_patiently(call: ToolCall, **values: Any) -> bool:
+def record_outcome_patiently(call: ToolCall, **values: Any) -> Event | None:
     """``record_outcome``, retried with backoff while the database is unreachable, so that a
     handler's real result survives a database restart. Inside a transaction it tries once."""
     deadline = time.monotonic() + OUTCOME_PATIENCE_SECONDS

@@ -19,7 +19,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from brainframe.choices import RiskLevel
-from brainframe.events import Event, call_outcome_event, publish_tool_call
+from brainframe.events import Event, publish_tool_call
 from brainframe.models import ApprovalRequest, Tool, ToolCall
 from brainframe.services.trust.alignment import alignment_signal
 from brainframe.telemetry import execution_observed
@@ -101,8 +101,9 @@ def call_execute(
     ``call_executed``."""
     ran = call_run(tool=tool, arguments=arguments, call_id=call.id, recorded_input=call.input)
     try:
-        if record_outcome_patiently(call, **ran.values()):
-            events = (*events, call_outcome_event(call))  # appended with the outcome
+        written = record_outcome_patiently(call, **ran.values())  # its event appended with it
+        if written is not None:
+            events = (*events, written)
     except DatabaseError:
         # The handler ran; its result stays in memory for the answer, and the interrupted-call
         # seal records the loss once the database is back.
@@ -170,9 +171,10 @@ def calls_interrupted_seal(
         limit = timedelta(seconds=handler_timeout(call.tool) if call.tool else 0) + grace
         if call.started > now - limit:
             continue
-        if record_outcome(
+        written = record_outcome(
             call, outcome=ToolCall.Outcome.FAILED, output=None, error=INTERRUPTED, duration_ms=0
-        ):
+        )
+        if written is not None:
             sealed.append(str(call.pk))
-            publish_tool_call(call, after=(call_outcome_event(call),))
+            publish_tool_call(call, after=(written,))
     return sealed
