@@ -293,6 +293,9 @@ UNKNOWN_SENDERS = ("untrusted", "hostile")
 #: The score the learned and semantic stages need on a text that discusses attacks.
 GENRE_FLOOR = 0.91
 SEMANTIC_FLOOR = 0.97
+#: The learned score a staff member's own text (standard trust) needs before it is flagged on
+#: that score alone: their lower band was mostly quotation and policy in the tuning batches.
+STAFF_FLOOR = 0.7
 ACT_RISK = 0.5
 
 
@@ -492,7 +495,7 @@ def assess(
                 folded, known=trust not in UNKNOWN_SENDERS
             ) is not None and not mention.addressed(folded):
                 floor = GENRE_FLOOR
-        if score >= max(model.threshold, floor):
+        if score >= max(model.threshold, floor, STAFF_FLOOR if trust == "standard" else 0.0):
             base = learned_base(score, model.threshold)
             name, category = LEARNED_PATTERN, LEARNED_CATEGORY
         else:
