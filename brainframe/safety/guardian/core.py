@@ -293,8 +293,7 @@ UNKNOWN_SENDERS = ("untrusted", "hostile")
 #: The score the learned and semantic stages need on a text that discusses attacks.
 GENRE_FLOOR = 0.91
 SEMANTIC_FLOOR = 0.97
-#: The learned score a staff member's own text (standard trust) needs before it is flagged on
-#: that score alone: their lower band was mostly quotation and policy in the tuning batches.
+#: The learned score a staff member's own text needs to be flagged on (tuning: quotations below).
 STAFF_FLOOR = 0.7
 ACT_RISK = 0.5
 

@@ -50,8 +50,8 @@ PROBE_PATTERNS: list[tuple[str, str, str]] = [
         "(private|secret|hidden|confidential|internal|original|initial|system)_(guidance|"
         "instructions|rules|guidelines|prompt|directions|setup)(that)?(you|youve)(were|have|had|"
         "was)?(been)?(setupwith|given|programmedwith|configuredwith|toldtofollow|told|"
-        "startedwith)|(guidance|instructions|rules|setup)(that)?(you|youve)(were|have|had)?(been)?"
-        "(setupwith|programmedwith|configuredwith)",
+        "startedwith)|(guidance|instructions|rules|setup)(that)?(you|youve|it|its)(were|was|have|"
+        "has|had)?(been)?(setupwith|programmedwith|configuredwith)",
     ),
     (
         "review_switched_off",
