@@ -293,8 +293,6 @@ UNKNOWN_SENDERS = ("untrusted", "hostile")
 #: The score the learned and semantic stages need on a text that discusses attacks.
 GENRE_FLOOR = 0.91
 SEMANTIC_FLOOR = 0.97
-#: The learned score a staff member's own text needs to be flagged on (tuning: quotations below).
-STAFF_FLOOR = 0.7
 ACT_RISK = 0.5
 
 
@@ -494,7 +492,7 @@ def assess(
                 folded, known=trust not in UNKNOWN_SENDERS
             ) is not None and not mention.addressed(folded):
                 floor = GENRE_FLOOR
-        if score >= max(model.threshold, floor, STAFF_FLOOR if trust == "standard" else 0.0):
+        if score >= max(model.threshold, floor):
             base = learned_base(score, model.threshold)
             name, category = LEARNED_PATTERN, LEARNED_CATEGORY
         else:
