@@ -27,7 +27,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.typecheck")
 HELDOUT = ROOT / "eval" / "heldout"
 
 
-SETS = {"1": "", "2": "-2", "3": "-3", "4": "-4", "5": "-5", "6": "-6"}
+SETS = {"1": "", "2": "-2", "3": "-3", "4": "-4", "5": "-5", "6": "-6", "7": "-7"}
 
 
 def guardian(path: Path) -> None:
