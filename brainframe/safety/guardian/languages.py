@@ -1,7 +1,7 @@
 """The Guardian's patterns for instructions in other languages: Spanish, Vietnamese, Chinese,
 Indonesian and Tagalog; and, for the commonest requests (ignore the instructions, tell nobody,
-approve everything, send to an address, show the prompt), Arabic, Hindi, Korean, Greek, Turkish
-and Italian.
+approve everything, send to an address, show the prompt), Arabic, Hindi, Korean, Greek, Turkish,
+Italian and Japanese.
 
 Written as ``patterns.py`` describes: Spanish and Vietnamese over the compact view (the folded
 text has lost their diacritics, and "đ" reads "d"), Chinese as ``re:`` expressions over the
@@ -138,6 +138,14 @@ def _words(*words: str) -> str:
     return "(?:" + "|".join(re.escape(fold(word)) for word in words) + ")"
 
 
+def _as_folded(pattern: str) -> str:
+    """A pattern of literal words (no escapes) as the folded text has them: fold() drops the
+    Japanese voicing marks ("すべて" reads "すへて")."""
+    from brainframe.safety.guardian.normalise import fold  # normalise does not import this
+
+    return fold(pattern)
+
+
 _IGNORE = _words(
     "تجاهل",
     "تجاهلي",
@@ -267,6 +275,9 @@ _ALL = _words(
 _SEND = _words(
     "أرسل",
     "ارسل",
+    "إرسال",
+    "ارسال",
+    "ابعث",
     "भेज",
     "भेजो",
     "보내",
@@ -322,6 +333,16 @@ LANGUAGE_PATTERNS += [
     ),
     ("conceal_more", "concealment", rf"re:{_DONT_TELL}"),
     (
+        # Japanese: 指示を無視して (ignore the instructions), …に言わないで (don't tell …)
+        "japanese_more",
+        "instruction_override",
+        "re:"
+        + _as_folded(
+            "(?:指示|ルール|規則|命令)(?:を|は)?(?:すべて|全部)?無視|(?:コーディネーター|上司|"
+            "マネージャー|家族|経理|誰)(?:に|にも)(?:言わない|知らせない|伝えない|報告しない)"
+        ),
+    ),
+    (
         "approve_all_more",
         "tool_abuse",
         rf"re:{_APPROVE_ALL}[^.\n]{{0,40}}?{_ALL}|{_ALL}[^.\n]{{0,40}}?{_APPROVE_ALL}|{_NO_REVIEW}",
@@ -339,7 +360,10 @@ LANGUAGE_PATTERNS += [
         r"你的[^。\n]{0,10}?(?:设定|設定|规则|規則|配置|指令|提示词)[^。\n]{0,12}?"
         r"(?:原文|回复给我|回覆給我|发给我|告诉我|给我看)|"
         r"(?:시스템|처음에 받은)[^.\n]{0,12}?(?:지침|지시|프롬프트)[^.\n]{0,30}?"
-        r"(?:보여|알려|출력|공개)",
+        r"(?:보여|알려|출력|공개)|"
+        # Japanese: the system's (or the first) instructions shown, told or sent
+        + _as_folded("(?:システム|最初|初め)[^。]{0,12}?(?:指示|プロンプト)[^。]{0,30}?")
+        + "(?:見せ|教え|表示|出力|送)",
     ),
     (
         "bank_change_more",
