@@ -166,6 +166,9 @@ _IGNORE = _words(
     "ignora",
     "ignorate",
     "dimentica",
+    "zignoruj",
+    "zignorujcie",
+    "ignore",
 )
 _INSTRUCTIONS = _words(
     "التعليمات",
@@ -185,6 +188,11 @@ _INSTRUCTIONS = _words(
     "tagubilin",
     "istruzioni",
     "regole",
+    "instrukcje",
+    "polecenia",
+    "kurallarını",
+    "kuralları",
+    "instruções",
 )
 _DONT_TELL = _words(
     "لا تخبر",
@@ -234,6 +242,10 @@ _DONT_TELL = _words(
     "non serve avvisare",
     "jangan beritahu",
     "jangan kasih tahu",
+    "nie informuj",
+    "nie mów",
+    "không ghi lại",
+    "đừng ghi lại",
 )
 _APPROVE_ALL = _words(
     "وافق",
@@ -250,6 +262,9 @@ _APPROVE_ALL = _words(
     "setujui",
     "批准",
     "核准",
+    "zatwierdź",
+    "wszystkie",
+    "wszystkich",
 )
 _ALL = _words(
     "كل",
@@ -298,9 +313,15 @@ _SEND = _words(
     "發送",
     "寄給",
     "發給",
+    "ilet",
+    "chuyển tiếp",
+    "wyślij",
+    "prześlij",
+    "envie",
+    "encaminhe",
 )
 #: Verbs of sending in languages that put them after their object ("… x@y.com पर भेज दो").
-_SEND_LAST = _words("भेज", "फॉरवर्ड", "ईमेल कर", "보내", "gönder")
+_SEND_LAST = _words("भेज", "फॉरवर्ड", "ईमेल कर", "보내", "gönder", "ilet", "転送")
 _NO_REVIEW = _words(
     "دون أي مراجعة",
     "بدون مراجعة",
@@ -323,6 +344,10 @@ _NO_REVIEW = _words(
     "tidak perlu konfirmasi",
     "不經審核",
     "不經審批",
+    "bez czekania na zatwierdzenie",
+    "bez zatwierdzenia",
+    "sem aprovação",
+    "sem revisão",
 )
 
 LANGUAGE_PATTERNS += [
@@ -339,7 +364,8 @@ LANGUAGE_PATTERNS += [
         "re:"
         + _as_folded(
             "(?:指示|ルール|規則|命令)(?:を|は)?(?:すべて|全部)?無視|(?:コーディネーター|上司|"
-            "マネージャー|家族|経理|誰)(?:に|にも)(?:言わない|知らせない|伝えない|報告しない)"
+            "マネージャー|家族|経理|誰)(?:に|には|にも)(?:言わない|知らせない|伝えない|報告しない|"
+            "言わなくて|知らせなくて|伝えなくて)|(?:ログ|記録)(?:に|にも)(?:残さない|書かない)"
         ),
     ),
     (
@@ -361,6 +387,9 @@ LANGUAGE_PATTERNS += [
         r"(?:原文|回复给我|回覆給我|发给我|告诉我|给我看)|"
         r"(?:시스템|처음에 받은)[^.\n]{0,12}?(?:지침|지시|프롬프트)[^.\n]{0,30}?"
         r"(?:보여|알려|출력|공개)|"
+        # Portuguese, Spanish, Italian: the system's instructions copied or shown
+        r"(?:copie|copia|mostre|muestra|mostra|revele|revela|rivela)[^.\n]{0,30}?"
+        r"(?:instrucoes|instrucciones|istruzioni) (?:de|do|del|di|dello) sistema|"
         # Japanese: the system's (or the first) instructions shown, told or sent
         + _as_folded("(?:システム|最初|初め)[^。]{0,12}?(?:指示|プロンプト)[^。]{0,30}?")
         + "(?:見せ|教え|表示|出力|送)",
