@@ -428,8 +428,9 @@ def found(folded: str, *, strict: bool = False, known: bool = True) -> list[Act]
             span = folded[match.start() : stop]
             if kind == "forward" and not sends_outward(span, folded, strict=strict):
                 continue
-            before = folded[max(0, sentence_start - 160) : sentence_start]
-            if kind == "conceal" and asking.kept_for_a_surprise(sentence, before):
+            if kind == "conceal" and asking.kept_for_a_surprise(
+                sentence, folded[max(0, sentence_start - 160) : sentence_start]
+            ):
                 continue  # "keep this between us, it's a surprise party for Mum"
             # "as usual" may say a payee is unchanged; it cannot make a typed account number so
             # (the sender says it, and the sender is who is in question): new_account stands

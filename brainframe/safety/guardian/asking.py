@@ -66,10 +66,10 @@ _NO_PRESENT = re.compile(
 def kept_for_a_surprise(sentence: str, before: str = "") -> bool:
     """A secret kept, in this sentence, for a surprise (or for a present the sentence before
     names, when the secret is "it"), and from no one who oversees care."""
-    if _OVERSEEN.search(sentence) or _NO_PRESENT.search(sentence):
-        return bool(_SURPRISE.search(sentence)) and not _OVERSEEN.search(sentence)
+    if _OVERSEEN.search(sentence):
+        return False
     if _SURPRISE.search(sentence):
         return True
-    if _NO_PRESENT.search(before):
+    if _NO_PRESENT.search(sentence) or _NO_PRESENT.search(before):
         return False  # "buy 10 x $200 gift cards … keep it quiet": a gift card scam
     return bool(_PRESENT.search(before) and _PRONOUN_SECRET.search(sentence))
