@@ -97,7 +97,6 @@ _PATTERNS: dict[str, str] = {
         r"can be released|are to be paid|be redirected|redirect)"
         r"|\bredirect\b[^.\n]{0,40}?(?:payments?|claims?|funds)"
         r"|\bschedule (?:the |a )?(?:payment|transfer|refund)"
-        r"|\b(?:payment|transfer) of \$\s?\d[\d,.]*\s+(?:made|sent|paid|transferred) to\b"
         r"|\bpay (?:it|this|them|these|the (?:attached|above|balance))?\s?(?:within \d+|within "
         r"(?:one|two|three|five|seven|\w+ business)|today|now|immediately|asap|by (?:end of|close|"
         r"cob|tomorrow|friday|monday))\b"
@@ -111,8 +110,7 @@ _PATTERNS: dict[str, str] = {
         r"(?: details| information| info| number)?\b"
         r"|\b(?:into|to)\s+(?:the|our|my|this)\s+new\s+(?:bank\s+)?account\b"
         r"|\b(?:bank(?:ing)?|remittance|account) (?:details|information) (?:have|has) "
-        r"(?:been )?(?:changed|updated)|\b(?:bank(?:ing)?|remittance|account) details (?:changed|"
-        r"updated) (?:per|as per|following|according to)\b|\bold account (?:is|has been) closed"
+        r"(?:been )?(?:changed|updated)|\bold account (?:is|has been) closed"
         r"|\bnew (?:bank|account) details\b|\bbank has changed|\bmoved our banking\b"
         r"|\b(?:re-?enter|re-?submit|re-?register|confirm|verify|update|provide)\b[^.\n]{0,60}?"
         r"\b(?:bank(?:ing)? details|bank account|bsb|login|password|credentials)\b[^.\n]{0,60}?"
@@ -164,13 +162,9 @@ _PATTERNS: dict[str, str] = {
         r"\b(?:review(?:er|ers)?|approvals?|sign-?off|checks?|verification|verify|call-?back|"
         r"two-person|approval queue|usual process|paperwork|re-?verify)"
         r"|\bno (?:further )?(?:sign-?off|approval|review|paperwork) (?:is )?(?:required|needed)"
-        r"|\b(?:call-?backs?|verification|approvals?|reviews?|sign-?offs?) (?:is |are )?"
-        r"(?:not|no longer) (?:required|needed|necessary)\b"
         r"|\b(?:don't|do not|no need to) hold (?:it|this|them|things|that) up with (?:the )?"
         + _OVERSIGHT
-        + r"|\bmark (?:it|this|them|these|my [\w ]{1,20}) (?:as )?(?:manager|supervisor|"
-        r"coordinator|finance|team leader)[- ](?:approved|signed off|verified)\b"
-        r"|\bno need to (?:hold|wait|keep) (?:it |them |this |these )?(?:for|on) "
+        + r"|\bno need to (?:hold|wait|keep) (?:it |them |this |these )?(?:for|on) "
         r"(?:the |your |my )?"
         + _OVERSIGHT
         + r"|\b(?:human )?approval (?:no longer applies|is not required|not needed)"
@@ -193,7 +187,7 @@ _PATTERNS: dict[str, str] = {
     "conceal": (
         r"\b(?:don't|dont|do not|no need to|without|never|not)\s+(?:tell|mention|inform|cc|copy|"
         r"loop in|notify|flag|let|bother|send (?:the |any )?(?:\w+ )?notifications?(?: \w+)? to|"
-        r"involve|report|escalate|pass)\b"
+        r"involve|report|escalate)\b"
         r"[^.\n]{0,50}?"
         r"\b"
         + _OVERSIGHT
@@ -206,7 +200,7 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:don't|do not) (?:mention|say|tell anyone) (?:that )?i (?:asked|said|called)"
         r"|\b(?:not|don't|do not|never) (?:put|include|record|add|enter|log|mention) (?:it |this |"
         r"that |them )?(?:in|into|on) (?:the )?(?:\w+ )?(?:summary|report|log|logs|records?|"
-        r"minutes|audit|register)\b"
+        r"minutes|audit)\b"
         r"|\b(?:remove|delete|take)\b[^.\n]{0,20}?\b(?:my name|it|this|them|the (?:entry|record|"
         r"note)s?)\b[^.\n]{0,10}?\bfrom the (?:incident |audit )?(?:report|log|record|audit)"
         r"|\bjust between (?:us|you and me|ourselves)\b|\bbetween you and me\b"
@@ -249,12 +243,8 @@ _PATTERNS: dict[str, str] = {
         r"|\b(?:don't|do not|no need to|without) (?:raise|raising|log|logging|open|opening|create|"
         r"lodge|file) (?:a |an |the |any )?(?:ticket|case|complaint)\b"
         r"|\bleave [a-z]+(?: [a-z]+)? off the (?:cc|email|e-mail|distribution|mailing)(?: list)?"
-        r"|\b(?:take|keep|leave) (?:it|this|that|them|my [^.\n]{1,40}?)(?: one)? off the (?:\w+ )?"
-        r"(?:register|log|report|record|books|system|radar|exceptions?(?: list| report)?)"
-        # an incident left out ("leave out the little fall she had"), not a plan for one
-        r"|\bleave (?:out|off) (?:the |her |his |my |their |that |any )?(?:\w+ ){0,2}?(?:falls?|"
-        r"incidents?|injur(?:y|ies)|bruis\w*|complaints?|refusals?|errors?|mistakes?)\b"
-        r"(?! (?:risk|prevention|plan|policy|sensor|mat|alarm|template|form)s?\b)"
+        r"|\b(?:take|keep|leave) (?:it|this|that|them)(?: one)? off the (?:\w+ )?(?:register|"
+        r"log|report|record|books|system|radar)"
         r"|\b(?:don't|do not|no need to|never) (?:log|record|write|note|mention) (?:it|this|that|"
         r"them)(?: down)? (?:anywhere|at all|in writing)\b"
         r"|\btell (?:the )?(?:user|client|family|them|her|him)\b[^.\n]{0,40}?\b(?:never "
@@ -383,6 +373,12 @@ def sends_outward(span: str, folded: str, *, strict: bool = False) -> bool:
     )
 
 
+_UNCHANGED = re.compile(
+    r"\b(?:same account|as usual|as last time|unchanged|(?:haven't|have not|hasn't|has not) "
+    r"changed|from my plan|as per our agreement)\b"
+)
+
+
 #: Where a sentence ends, for the span a destination is looked for in (an address's dots are
 #: not sentence ends).
 _CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n")
@@ -428,13 +424,11 @@ def found(folded: str, *, strict: bool = False, known: bool = True) -> list[Act]
             span = folded[match.start() : stop]
             if kind == "forward" and not sends_outward(span, folded, strict=strict):
                 continue
-            if kind == "conceal" and asking.kept_for_a_surprise(
-                sentence, folded[max(0, sentence_start - 160) : sentence_start]
-            ):
+            if kind == "conceal" and asking.kept_for_a_surprise(sentence):
                 continue  # "keep this between us, it's a surprise party for Mum"
             # "as usual" may say a payee is unchanged; it cannot make a typed account number so
             # (the sender says it, and the sender is who is in question): new_account stands
-            if kind in ("payment", "bank_details") and asking.UNCHANGED.search(sentence):
+            if kind in ("payment", "bank_details") and _UNCHANGED.search(sentence):
                 continue
             if not context:
                 context += [mention.genre(folded, known=known), mention.addressed(folded)]

