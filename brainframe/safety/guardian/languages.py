@@ -129,21 +129,19 @@ LANGUAGE_PATTERNS: list[tuple[str, str, str]] = [
 ]
 
 
-def _words(*words: str) -> str:
-    """An alternation of ``words`` as the folded text has them: fold() reads Greek look-alikes
-    as Latin letters and drops the marks Hindi and Arabic write above or below a letter, so each
-    word is folded the same way once, here."""
-    from brainframe.safety.guardian.normalise import fold  # normalise does not import this
-
-    return "(?:" + "|".join(re.escape(fold(word)) for word in words) + ")"
-
-
 def _as_folded(pattern: str) -> str:
-    """A pattern of literal words (no escapes) as the folded text has them: fold() drops the
-    Japanese voicing marks ("すべて" reads "すへて")."""
+    """A pattern of literal words (no escapes) as the folded text has them: fold() reads Greek
+    look-alikes as Latin letters, drops the marks Hindi and Arabic write above or below a letter
+    and the Japanese voicing marks ("すべて" reads "すへて")."""
     from brainframe.safety.guardian.normalise import fold  # normalise does not import this
 
     return fold(pattern)
+
+
+def _words(*words: str) -> str:
+    """An alternation of ``words`` as the folded text has them (``_as_folded``), each folded the
+    same way once, here."""
+    return "(?:" + "|".join(re.escape(_as_folded(word)) for word in words) + ")"
 
 
 _IGNORE = _words(
