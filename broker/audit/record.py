@@ -16,7 +16,6 @@ import orjson
 from django.conf import settings
 from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
-from psycopg.types.json import Jsonb
 
 from brainframe.events import (
     ApprovalCreated,
@@ -245,17 +244,6 @@ def _row(instance: models.Model, now: Any) -> dict[str, Any]:
     return row
 
 
-_JSON_OUTCOME_COLUMNS = frozenset({"output", "executed_arguments", "outbound_findings"})
-
-
-def _sql_value(column: str, value: Any) -> Any:
-    """An outcome value as a parameter: the JSON columns' as jsonb, None as NULL (as the ORM
-    writes a JSONField's None)."""
-    if column in _JSON_OUTCOME_COLUMNS and value is not None:
-        return Jsonb(value, dumps=_dumps)
-    return value
-
-
 def _dumps(value: Any) -> str:
     return json.dumps(value, default=json_default)
 
@@ -333,22 +321,13 @@ def record_outcome(
     event = call_outcome_event(
         call, outcome=outcome, duration_ms=values["duration_ms"], error=values["error"]
     )
-    # One statement without the ORM's query building (the hot path of every executed call);
-    # the database's append-only trigger still allows only these columns to change, once. The
-    # outcome's event is appended by the same statement, only if the outcome was written.
+    # One call of a function whose plan the connection keeps (the hot path of every executed
+    # call); the database's append-only trigger still allows only these columns to change,
+    # once. The outcome's event is appended by the same call, only if the outcome was written.
+    document = {**values, "events": event_log_rows([event], values["executed_at"])}
     with connection.cursor() as cursor:
         cursor.execute(
-            "WITH written AS ("
-            f"UPDATE tool_calls SET {', '.join(f'{column} = %s' for column in values)}"
-            " WHERE id = %s AND outcome = %s RETURNING 1)"
-            " SELECT CASE WHEN EXISTS (SELECT 1 FROM written)"
-            " THEN brainframe_append_events(%s::jsonb) ELSE 0 END",
-            [
-                *(_sql_value(c, v) for c, v in values.items()),
-                call.pk,
-                ToolCall.Outcome.PENDING,
-                _dumps(event_log_rows([event], values["executed_at"])),
-            ],
+            "SELECT brainframe_record_outcome(%s, %s::jsonb)", [call.pk, _document_json(document)]
         )
         written = cursor.fetchone()[0]
     if not written:
