@@ -86,6 +86,35 @@ def test_database_trigger_refuses_raw_sql_rewrites(
     assert model.objects.filter(pk=row.pk).exists()
 
 
+@pytest.mark.parametrize(("model", "factory", "frozen", "mutable"), AUDIT, ids=IDS)
+def test_a_rewrite_hidden_beside_a_permitted_change_is_refused_by_name(
+    model: Any, factory: Any, frozen: str, mutable: str
+) -> None:
+    """The trigger's quick path (the rows equal without their mutable columns) lets through
+    only an update that changes nothing else; one that also rewrites a frozen column is refused
+    and the refusal names the column."""
+    row = factory()
+    table = model._meta.db_table
+    column = model._meta.get_field(mutable).column
+    value = '{"rows": []}' if mutable == "output" else "0.5"
+    cast = "::jsonb" if mutable == "output" else "::float"
+    with (
+        pytest.raises(DatabaseError, match=rf"columns {{{frozen}}} of {table} cannot be changed"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute(
+            f"UPDATE {table} SET {column} = %s{cast}, {frozen} = 'rewritten' WHERE id = %s",
+            [value, row.pk],
+        )
+    with connection.cursor() as cursor:  # the same value written again is no rewrite
+        cursor.execute(
+            f"UPDATE {table} SET {column} = %s{cast}, {frozen} = {frozen} WHERE id = %s",
+            [value, row.pk],
+        )
+    assert getattr(model.objects.get(pk=row.pk), frozen) != "rewritten"
+
+
 def test_migration_freezes_the_same_columns_the_models_allow() -> None:
     first = importlib.import_module("brainframe.migrations.0002_append_only_triggers")
     latest = {**first.AUDIT_TABLES}
