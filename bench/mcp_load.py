@@ -3,6 +3,7 @@
     .venv/bin/python bench/mcp_load.py [--concurrency 32] [--seconds 15] [--rate 100]
                                        [--open-seconds 20] [--rounds 2]
                                        [--upstream node|time] [--only ours,rest,…]
+                                       [--pairs 0] [--pair-seconds 5]
 
 **Ours**: the whole stack (``python -m rabs.stack.devstack``, two daphne processes behind one port,
 a Celery worker, beat, PostgreSQL, Redis) on a throwaway database; 8 agents with MCP bearer tokens
@@ -32,7 +33,8 @@ built beforehand; an answer counts only if it is a successful tool result. (a) c
 ``--concurrency`` clients for ``--seconds``, calls/s and errors; (b) open loop: calls offered at
 ``--rate``/s for ``--open-seconds``, latency from the scheduled send, p50/p99. ``--rounds``
 interleaves the gateways (ours, ContextForge, ours, ContextForge…) and prints each run and the
-ratios.
+ratios; ``--pairs`` then alternates ours and REST in short closed loops, ABBA, for a
+forwarded ÷ REST ratio less moved by the machine's drifting speed.
 """
 
 from __future__ import annotations
@@ -251,6 +253,30 @@ def _ours_setup(upstream_url: str) -> list[str]:
     return [agent_token_issue(agent=Agent.objects.get(pk=a)) for a in AGENTS]
 
 
+def _pairs(gateways: dict[str, Any], args: argparse.Namespace) -> None:
+    """MCP forwarded and REST closed loops back to back, ours first then REST first (ABBA):
+    each pair's ratio and the ratio of their sums."""
+    sums = {"ours": 0.0, "rest": 0.0}
+    for pair in range(args.pairs):
+        got = {}
+        for name in ("ours", "rest") if pair % 2 == 0 else ("rest", "ours"):
+            url, build = gateways[name]
+            requests = build(int(args.pair_seconds * 2000))
+            c = asyncio.run(
+                closed(url, requests, clients=args.concurrency, seconds=args.pair_seconds)
+            )
+            got[name] = c["per_second"] if not c["errors"] else 0.0  # errors: no figure
+            sums[name] += got[name]
+        print(
+            f"pair {pair + 1}: ours {got['ours']:.0f} calls/s, REST {got['rest']:.0f} calls/s, "
+            f"MCP forwarded/REST {got['ours'] / max(got['rest'], 1e-9):.2f}"
+        )
+    print(
+        f"pairs: MCP forwarded/REST calls/s {sums['ours'] / max(sums['rest'], 1e-9):.2f} "
+        f"({args.pairs} pairs of {args.pair_seconds:g} s closed loops, ABBA order)"
+    )
+
+
 def main() -> int:
     import django
 
@@ -266,6 +292,14 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=100)
     parser.add_argument("--open-seconds", type=float, default=20)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=0,
+        help="then this many closed loops of ours and REST back to back, in ABBA order (the "
+        "machine's speed drifts between the rounds' runs); their ratio over all pairs",
+    )
+    parser.add_argument("--pair-seconds", type=float, default=5)
     parser.add_argument(
         "--upstream",
         choices=["node", "time"],
@@ -351,6 +385,8 @@ def main() -> int:
                     f"({o['errors']} errors of {o['offered']})"
                     + ("" if name == "contextforge" else f"; CPU per call {describe(c['cpu'])}")
                 )
+        if args.pairs and {"ours", "rest"} <= gateways.keys():
+            _pairs(gateways, args)
     per_round = len(runs) // args.rounds
     for round_ in range(args.rounds):
         got = {name: (c, o) for name, c, o in runs[per_round * round_ : per_round * (round_ + 1)]}
