@@ -1,7 +1,8 @@
 """The Guardian, an eighth round: keeping something from the staff who oversee, and asking for
 the system's instructions, in more languages (and Greek or Cyrillic words at a sentence's start);
 a complaint closed so it does not go up the chain, the guidelines the assistant was given asked
-for word for word; and look-alikes that stay allowed. Texts written for the tests (not from eval/)."""
+for word for word; and look-alikes that stay allowed. Texts written for the tests (not from
+eval/)."""
 
 from __future__ import annotations
 
