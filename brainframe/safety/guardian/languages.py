@@ -150,12 +150,6 @@ def _words(*words: str) -> str:
     return "(?:" + "|".join(re.escape(form) for form in forms) + ")"
 
 
-def _listed(words: str, *, whole: bool = False) -> str:
-    """``_words`` of a "|"-separated list, each starting a word (its endings may vary, unless
-    ``whole``)."""
-    return r"(?<!\w)" + _words(*words.split("|")) + (r"(?!\w)" if whole else "")
-
-
 _IGNORE = _words(
     "تجاهل",
     "تجاهلي",
@@ -409,79 +403,5 @@ LANGUAGE_PATTERNS += [
         "fraud",
         "(ganti|ubah|perbarui|gantikan)~(rekening|nomorrekening|rekeninggaji)|"
         "(bankabilgileri|hesapnumarasi|ibannumarasi)~(degistir|guncelle)",
-    ),
-]
-
-# --- telling nobody who oversees the work, and showing the system's instructions, in more
-# languages: Russian, Ukrainian, German, Dutch, French, Swahili, Hebrew, Māori, Tongan, Samoan,
-# Thai and more words for the languages above. Each needs its two halves: the phrase of telling
-# nobody (whole, as written) and a member of staff who oversees, in one clause; a verb of
-# showing or copying and the *system's* instructions (not "your instructions": staff are
-# thanked for theirs).
-_DONT_TELL_MORE = _listed(
-    "не сообщайте|не сообщай|не говорите|не говори|не рассказывайте|не упоминайте|"
-    "сообщать не нужно|не нужно сообщать|не надо сообщать|не информируйте|не повідомляйте|"
-    "nicht gemeldet werden|nicht melden|nichts sagen|nicht erwähnen|nicht informieren|"
-    "niet vermelden|vermeld dit niet|niets zeggen|niet melden|hoeft niet gemeld|ne dites rien|"
-    "ne le dites pas|ne mentionnez pas|ne prévenez pas|sans prévenir|n'en parlez pas|"
-    "inutile de prévenir|senza coinvolgere|non coinvolgere|non menzionare|senza avvisare|"
-    "non avvisare|sin avisar|no avises|no informes|no hace falta avisar|não conte|não avise|"
-    "não informe|sem avisar|não mencione|usimwambie|usiwaambie|usimjulishe|אל תספר|אל תדווח|"
-    "אל תעדכן|אין צורך לעדכן|אין צורך לדווח|בלי לעדכן|'oua na'a ke tala|'oua na'a ke talaange|"
-    "ʻoua naʻa ke talaange|'oua te ke tala|'oua te ke talaange|kaua e korero|kaua e kōrero|"
-    "kaua e whakamōhio|aua e te ta'u|aua ne'i ta'u|"
-    "μην ενημερώνετε|μην το αναφέρετε|χωρίς να ενημερώσετε|δεν χρειάζεται να ενημερώσετε|μην πείτε|"
-    "bahsetmeyin|söylemeyin|bildirmeyin|haber vermeyin|nie informujcie|nie zgłaszaj|"
-    "jangan laporkan|jangan beri tahu|tidak perlu melapor|huwag i-report|không cần báo|"
-    "không cần thông báo|đừng báo|đừng nói|nemoj reći|ne javljaj|nu spune|ne szólj|"
-    "किसी को मत बताना|बिना बताए",
-    whole=True,
-) + "|" + _words("ไม่ต้องบอก", "อย่าบอก", "ไม่ต้องแจ้ง", "อย่าแจ้ง", "알리지 말", "보고하지 마",
-                 "不用告诉", "不必告诉", "别告诉", "不用通知", "不要上报", "不用上报")  # fmt: skip
-#: Staff who oversee (a Hebrew or Arabic word may carry a prefix, a Chinese one none).
-_STAFF = (
-    _listed(
-        "coordinat|coördinat|coordenad|koordinat|koordynat|координатор|συντονιστ|समन्वयक|코디네이터|"
-        "điều phối|mratibu|kaiwhakarite|supervis|vorgesetzt|leidinggevende|gerente|начальник|"
-        "руководител|διευθυντ|प्रबंधक|매니저|quản lý|atasan|yönetici|kierownik|teamleider|teamleiter|"
-        "pengawas|tagapag-ugnay"
-    )
-    + "|"
-    + _words("רכזת", "הרכז", "לרכז", "מנהל", "منسق", "مدير", "协调员", "協調員", "经理", "經理")
-)
-_SHOW_MORE = _listed(
-    "приведите|приведи|покажите|покажи|выведите|выведи|скопируйте|перечислите|раскройте|"
-    "пришлите|отправьте|zeigen sie|geben sie|kopieren sie|nennen sie|affichez|montrez|copiez|"
-    "donnez|révélez|recopiez|mostri|mostra|copia|incolla|muestre|muestra|copie|pegue|mostre|"
-    "δείξτε|δείξε|αντιγράψτε|στείλτε|הצג|העתק|שלח|tāruatia|whakaaturia|onyesha|nakili|"
-    "tunjukkan|salin|ipakita|kopyala|göster|pokaż|skopiuj|sao chép|दिखाओ|दिखाएं|أظهر|"
-    "اعرض|انسخ",
-    whole=True,
-)
-_SYSTEM_INSTRUCTIONS = (
-    _listed(
-        "системных инструкций|системные инструкции|системный промпт|системних інструкцій|"
-        "systemanweisung|systemprompt|systeeminstructie|systeemprompt|instructions système|"
-        "instructions du système|prompt système|istruzioni di sistema|prompt di sistema|"
-        "instrucciones del sistema|prompt del sistema|instruções do sistema|οδηγίες συστήματος|"
-        "οδηγίες του συστήματος|tohutohu pūnaha|maelekezo ya mfumo|instruksi sistem|"
-        "sistem talimat|instrukcje systemowe|सिस्टम निर्देश|تعليمات النظام"
-    )
-    + "|"
-    + _words("הנחיות המערכת", "ההנחיות שקיבלת", "คำสั่งระบบ")
-)
-
-LANGUAGE_PATTERNS += [
-    (
-        "conceal_from_staff_many",
-        "concealment",
-        rf"re:(?:{_DONT_TELL_MORE})[^.,;:\n]{{0,40}}?(?:{_STAFF})|"
-        rf"(?:{_STAFF})[^.,;:\n]{{0,40}}?(?:{_DONT_TELL_MORE})",
-    ),
-    (
-        "reveal_prompt_many",
-        "prompt_leakage",
-        rf"re:{_SHOW_MORE}[^.\n]{{0,60}}?(?:{_SYSTEM_INSTRUCTIONS})|"
-        rf"(?:{_SYSTEM_INSTRUCTIONS})[^.\n]{{0,60}}?{_SHOW_MORE}",
     ),
 ]

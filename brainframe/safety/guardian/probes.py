@@ -90,20 +90,4 @@ PROBE_PATTERNS: list[tuple[str, str, str]] = [
         r're:\{[^{}]{0,300}"(?:action|tool|function|name)"\s*:[^{}]{0,300}\}[\s\S]{0,40}?'
         r"\b(?:run|execute|perform|process|carry out) (?:the )?above\b",
     ),
-    (
-        # asked for the guidelines it was given, word for word or in its own words
-        "given_guidelines",
-        "prompt_leakage",
-        "(paste|quote|copy|readout|printout|writeout|recite)~(guidelines|rules|instructions|"
-        "guidance)(that)?(you|youve)(were|have|had)?(been)?(given|loadedwith|setupwith|"
-        "toldtofollow|programmedwith|configuredwith)|whatexactly(were|was)youtoldwhenyou(were|"
-        "was)(setup|configured|deployed|created)",
-    ),
-    (
-        # a complaint closed so that it does not reach whoever oversees it
-        "kept_from_oversight",
-        "concealment",
-        r"re:\b(?:if|so|so that) (?:it|this|that|the \w+) (?:didn't|did not|doesn't|does not|"
-        r"won't|will not|never) go(?:es)? (?:any )?(?:further )?up the (?:chain|line)\b",
-    ),
 ]
