@@ -308,7 +308,10 @@ class Supervisor:
             (self.config.control_host, self.config.control_port), self._handler()
         )
         port = self.httpd.server_address[1]
-        (self.config.data_dir / "control.port").write_text(str(port))
+        # Written whole, then renamed: a reader never sees the file empty or half-written.
+        partial = self.config.data_dir / "control.port.tmp"
+        partial.write_text(str(port))
+        partial.replace(self.config.data_dir / "control.port")
         self._record("supervisor_started", control=f"{self.config.control_host}:{port}")
         dashboard = None
         if self.config.dashboard_port is not None:
