@@ -109,6 +109,35 @@ def test_starts_with_pgvector_and_stops_when_the_last_user_exits(tmp_path: Path)
     assert _gone(report["postgres_pid"]) and _gone(report["redis_pid"])
 
 
+# pgserver waits ten seconds for `pg_ctl start`; on a loaded machine that wait can run out while
+# the server is still coming up. This start does what such a run does: the postmaster is launched
+# (without waiting for it) and pgserver's wait ends in a timeout.
+SLOW_START = """
+import subprocess, pgserver.postgres_server as ps
+real = ps.pg_ctl
+def slow(args, **kw):
+    if "start" not in args:
+        return real(args, **kw)
+    real(["-W" if a == "-w" else a for a in args], **kw)
+    raise subprocess.TimeoutExpired("pg_ctl", kw.get("timeout", 10))
+ps.pg_ctl = slow
+"""
+
+
+def test_a_start_slower_than_pgservers_wait_is_waited_for(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", SLOW_START + HOLDER, "0"],
+        cwd=ROOT,
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    report = _first_report(holder)
+    assert holder.wait(timeout=60) == 0
+    assert report["postgres_pid"] and report["vector"].startswith("0.")
+    assert _gone(report["postgres_pid"])
+
+
 def test_concurrent_processes_share_the_same_servers(tmp_path: Path) -> None:
     first = _hold(tmp_path, 60)
     try:
