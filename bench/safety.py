@@ -63,7 +63,7 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 def stages() -> list[tuple[str, Callable[[str], object], int]]:
-    from brainframe.safety.guardian import acts, learned, semantic
+    from brainframe.safety.guardian import acts, domain, learned, semantic
     from brainframe.safety.guardian.core import assess
     from brainframe.safety.guardian.normalise import fold, normalise
     from brainframe.safety.pii.filter import pii_find
@@ -74,6 +74,7 @@ def stages() -> list[tuple[str, Callable[[str], object], int]]:
         ("acts", lambda t: acts.found(fold(t)), 1),
         ("learned", learned.detector().score, 1),
         ("semantic", semantic.detector().score, 1),
+        ("domain", domain.detector().score, 1),
         ("guardian", lambda t: assess(t, "untrusted", learned=True), 1),
         ("pii", pii_find, 2),
     ]
@@ -88,7 +89,7 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(7)
     pii_find("warm up the model once")
-    assess("warm up the learned and semantic stages once", "untrusted", learned=True)
+    assess("warm up the learned, domain and semantic stages once", "untrusted", learned=True)
     for size in (1024, 16 * 1024):
         texts = [text_of(size, rng, i % 3) for i in range(30)]
         for name, fn, divisor in stages():

@@ -20,6 +20,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from brainframe.safety.guardian import domain  # noqa: E402
 from brainframe.safety.guardian.learned import detector  # noqa: E402
 from broker.a2a.gateway import A2AGateway, serves  # noqa: E402
 from broker.llm.gateway import LLMGateway  # noqa: E402
@@ -47,9 +48,10 @@ llm = LLMGateway()
 # out and asked again) could see one half-resolved and answer 500. Resolved here, before any.
 schema_extensions_resolve()
 
-# The Guardian's learned model is read now rather than on the first untrusted text a request
-# brings (about 0.2 s), and so is frozen with the rest.
+# The Guardian's learned and domain models are read now rather than on the first untrusted text
+# a request brings (about 0.2 s each), and so are frozen with the rest.
 detector()
+domain.detector()
 
 # What is loaded by now (code, settings, registries) lives as long as the process: out of the
 # cyclic collector's way, so its full collections walk only what requests leave behind.

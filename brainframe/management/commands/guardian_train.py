@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brainframe.safety.guardian import semantic
+from brainframe.safety.guardian import domain, semantic
 from brainframe.safety.guardian.learned import (
     MODEL_PATH,
     family_rows,
@@ -19,8 +19,10 @@ from brainframe.safety.guardian.learned import (
 
 class Command(BaseCommand):
     help = (
-        "Train the Guardian's learned and semantic stages on eval/corpora's training data and "
-        "write learned_model.json.gz and semantic_model.json.gz in brainframe/safety/guardian/ "
+        "Train the Guardian's learned, semantic and domain stages on eval/corpora's training data "
+        "(the domain stage also on the kept-back sets already reported) and write "
+        "learned_model.json.gz, semantic_model.json.gz and domain_model.json.gz in "
+        "brainframe/safety/guardian/ "
         "(the same weights every time). --check: only compare with the checked-in models and "
         "fail if they differ."
     )
@@ -41,16 +43,21 @@ class Command(BaseCommand):
         meaning = semantic.fit(
             [r[0] for r in both], [r[1] for r in both], semantic.weights_for([r[2] for r in both])
         )
+        own = domain.train()
         if options["check"]:
             if model != model_read():
                 raise CommandError(f"the checked-in model differs from a fresh training: {summary}")
+            if own != model_read(domain.MODEL_PATH):
+                raise CommandError("the checked-in domain model differs from a fresh training")
             if not _close(meaning, semantic.model_read()):
                 raise CommandError("the checked-in semantic model differs from a fresh training")
             self.stdout.write(f"the checked-in models are what training gives: {summary}")
             return
         model_write(model)
         semantic.model_write(meaning)
-        self.stdout.write(f"wrote {MODEL_PATH.name} and {semantic.MODEL_PATH.name}: {summary}")
+        model_write(own, domain.MODEL_PATH)
+        names = f"{MODEL_PATH.name}, {semantic.MODEL_PATH.name} and {domain.MODEL_PATH.name}"
+        self.stdout.write(f"wrote {names}: {summary}")
 
 
 def _close(a: dict[str, Any], b: dict[str, Any]) -> bool:

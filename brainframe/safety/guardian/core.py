@@ -30,14 +30,13 @@ from typing import Any
 import hyperscan
 
 from brainframe.safety.fastre import PREFILTER, UNICODE, database, scan, utf8
-from brainframe.safety.guardian import acts, mention, semantic
-from brainframe.safety.guardian.learned import detector
+from brainframe.safety.guardian import acts, mention, stages
 from brainframe.safety.guardian.normalise import Normalised, fold, normalise
 from brainframe.safety.guardian.patterns import PATTERNS, ThreatPattern
+from brainframe.safety.guardian.stages import NO_MATCH_RISK, UNKNOWN_SENDERS
 
 BLOCK_AT = 0.8
 FLAG_AT = 0.5
-NO_MATCH_RISK = 0.1
 
 #: Trust levels and their multipliers. The seed's examples fix standard (1.0), untrusted (1.5),
 #: hostile (2.0) and operator (0.6); system content is the most trusted.
@@ -91,8 +90,9 @@ class Assessment:
     decoded: list[str] = field(default_factory=list)
     #: The learned stage's score, when it ran (no pattern matched and the text called for it).
     learned: float | None = None
-    #: The semantic stage's score, when it ran (with the learned stage).
+    #: The semantic and domain stages' scores, when they ran (with the learned stage).
     semantic: float | None = None
+    domain: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         answer: dict[str, object] = {
@@ -109,6 +109,8 @@ class Assessment:
             answer["learned"] = self.learned
         if self.semantic is not None:
             answer["semantic"] = self.semantic
+        if self.domain is not None:
+            answer["domain"] = self.domain
         if self.decoded:
             answer["normalisation"] = self.decoded
         return answer
@@ -270,56 +272,11 @@ def argument_strings(value: Any) -> list[str]:
     return []
 
 
-#: The learned stage runs on texts from untrusted sources, and on any text at least this long
-#: (a short argument that matched no pattern is rarely an attack; a long one may be a pasted
-#: jailbreak). ``assess(…, learned=True/False)`` overrides.
-LEARNED_MIN_CHARS = 256
-#: …and on an untrusted source's text of at least this many words: fewer give the models nothing
-#: to read that the patterns and the act rules do not ("UTC 2026-12-04T04:45 Friday", a status, a
-#: number; "ignore previous instructions" and "approve all invoices" are the patterns' own).
-LEARNED_MIN_WORDS = 4
-_WORDS = re.compile(r"[^\W\d_]{2,}")
-LEARNED_CATEGORY = "learned_injection"
-LEARNED_PATTERN = "learned:injection"
-SEMANTIC_CATEGORY = "semantic_injection"
-SEMANTIC_PATTERN = "semantic:injection"
 #: A request to act that the source may not make (``safety.acts``): a flag from standard and
 #: untrusted sources, a block from hostile ones; 0.1 more for each further kind of act.
 ACT_CATEGORY = "untrusted_act"
 STRUCTURE_CATEGORY = "fake_structure"
-#: Trust levels of a sender nobody knows: their word for what a text is, or that a quotation
-#: is a report, is not taken.
-UNKNOWN_SENDERS = ("untrusted", "hostile")
-#: The score the learned and semantic stages need on a text that discusses attacks.
-GENRE_FLOOR = 0.91
-SEMANTIC_FLOOR = 0.97
 ACT_RISK = 0.5
-
-
-def learned_base(score: float, threshold: float) -> float:
-    """A learned score as a base risk: below the model's threshold nothing (the no-match 0.1);
-    from it 0.5 (a flag at standard and untrusted trust, a block only for hostile sources); from
-    0.9, 0.6 (a flag at standard, a block from untrusted). The learned stage alone never blocks a
-    standard source's text: it sends it to a reviewer."""
-    if score < threshold:
-        return NO_MATCH_RISK
-    return 0.6 if score >= 0.9 else 0.5
-
-
-def _model_readings(norm: Normalised) -> list[str]:
-    """What the learned and semantic stages read: the text (its visible text when it is HTML)
-    and each other reading (hidden parts, decodings, a reversed or ROT13 text)."""
-    readings = dict(norm.readings)
-    first = readings.get("html") or readings.get("entities") or readings.get("url") or norm.text
-    return [first, *(r for how, r in norm.readings[1:] if r is not first and r.strip())]
-
-
-def _learned_applies(learned: bool | None, trust: str, text: str) -> bool:
-    if learned is not None:
-        return learned
-    if len(text) >= LEARNED_MIN_CHARS:
-        return True
-    return trust in UNKNOWN_SENDERS and len(_WORDS.findall(text)) >= LEARNED_MIN_WORDS
 
 
 def _matches(views: list[str], compact_views: list[bytes]) -> dict[str, ThreatPattern]:
@@ -422,10 +379,12 @@ def _signals(
     trust: str,
     source: str | None,
     rights: Collection[str] | None,
-) -> dict[str, ThreatPattern]:
+) -> tuple[dict[str, ThreatPattern], bool]:
     """Findings beyond the named patterns: requests to act that the source may not make, and
     disguises that are a finding in themselves (look-alike letters mixed into words, text in
-    invisible Unicode tags, hidden HTML that speaks to a model)."""
+    invisible Unicode tags, hidden HTML that speaks to a model); and whether the text asks for
+    acts that its sender may all ask for (then they are the sender's to ask, whatever a model
+    of the business's frauds makes of the words)."""
     found: dict[str, ThreatPattern] = {}
     known = trust not in UNKNOWN_SENDERS
     strict = not known or source in acts.CONTENT_SOURCES
@@ -444,7 +403,7 @@ def _signals(
         found["unicode_tags"] = ThreatPattern("unicode_tags", "obfuscation", 0.6, "")
     if any(mention.addressed(fold(hidden)) for hidden in norm.hidden):
         found["hidden_instruction"] = ThreatPattern("hidden_instruction", "obfuscation", 0.6, "")
-    return found
+    return found, bool(requested) and not kinds
 
 
 def assess(
@@ -458,7 +417,7 @@ def assess(
     """Assess one text from a source of the given trust level: the named patterns, requests to
     act (``safety.acts``: what ``rights`` — the acts the sender may request, by default what
     ``trust`` and ``source`` allow — does not cover), disguises; then, where none of these found
-    anything and ``_learned_applies``, the learned and semantic stages."""
+    anything and ``stages.applies``, the learned, domain and semantic stages (``stages``)."""
     if trust not in TRUST_MULTIPLIERS:
         raise ValueError(f"unknown trust level {trust!r}; one of {sorted(TRUST_MULTIPLIERS)}")
     text = text[:65536]
@@ -466,7 +425,8 @@ def assess(
     views, compact_views, names, whole = _views(text, norm, trust, source)
     matched = _matches(views, compact_views)
     matched.update(_structure(whole))
-    matched.update(_signals(norm, views, names, trust, source, rights))
+    signals, entitled = _signals(norm, views, names, trust, source, rights)
+    matched.update(signals)
     if matched:
         by_category: dict[str, float] = {}
         for pattern in matched.values():
@@ -476,31 +436,13 @@ def assess(
         base = min(1.0, max(by_category.values()) + 0.1 * (len(by_category) - 1))
     else:
         by_category, base = {}, NO_MATCH_RISK
-    score = semantic_score = None
-    if not matched and _learned_applies(learned, trust, text):
-        readings = _model_readings(norm)
-        model = detector()
-        score = round(max(model.scores(readings)), 4)
-        meaning = semantic.detector()
-        semantic_score = round(max(meaning.scores(readings)), 4)
-        # A document about attacks (training, research, a tutorial…) that does not speak to a
-        # model is read as mention: the models' lower band (a flag) does not apply to it.
-        floor = 0.0
-        if max(score, semantic_score) >= min(model.threshold, meaning.threshold):
-            folded = fold(readings[0])
-            if mention.genre(
-                folded, known=trust not in UNKNOWN_SENDERS
-            ) is not None and not mention.addressed(folded):
-                floor = GENRE_FLOOR
-        if score >= max(model.threshold, floor):
-            base = learned_base(score, model.threshold)
-            name, category = LEARNED_PATTERN, LEARNED_CATEGORY
-        else:
-            base = learned_base(semantic_score, max(meaning.threshold, floor and SEMANTIC_FLOOR))
-            name, category = SEMANTIC_PATTERN, SEMANTIC_CATEGORY
-        if base > NO_MATCH_RISK:
-            by_category = {category: base}
-            matched = {name: ThreatPattern(name, category, base, "")}
+    scored = None
+    if not matched and stages.applies(learned, trust, text):
+        scored = stages.scores(norm, trust, domain=not entitled)
+        if scored.pattern is not None:
+            base = scored.base
+            by_category = {scored.pattern.category: base}
+            matched = {scored.pattern.name: scored.pattern}
     multiplier = TRUST_MULTIPLIERS[trust]
     risk = round(min(1.0, base * multiplier), 4)
     action = "block" if risk >= BLOCK_AT else "flag" if risk >= FLAG_AT else "allow"
@@ -513,6 +455,7 @@ def assess(
         trust=trust,
         multiplier=multiplier,
         decoded=list(norm.steps),
-        learned=score,
-        semantic=semantic_score,
+        learned=scored.learned if scored else None,
+        semantic=scored.semantic if scored else None,
+        domain=scored.domain if scored else None,
     )

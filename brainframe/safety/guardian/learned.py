@@ -84,8 +84,9 @@ def _vectorizers() -> tuple[Any, Any]:
     return TfidfVectorizer(**CHAR, **COMMON), TfidfVectorizer(**WORD, **COMMON)
 
 
-def fit(texts: list[str], labels: list[int]) -> dict[str, Any]:
-    """Train on ``texts``; returns the model as plain JSON-able data."""
+def fit(texts: list[str], labels: list[int], weights: list[float] | None = None) -> dict[str, Any]:
+    """Train on ``texts`` (each counted ``weights[i]`` times, by default once); returns the model
+    as plain JSON-able data."""
     # scikit-learn and scipy: only for training and reading the model (see _vectorizers).
     from scipy.sparse import hstack
     from sklearn.linear_model import LogisticRegression
@@ -95,7 +96,7 @@ def fit(texts: list[str], labels: list[int]) -> dict[str, Any]:
     model = LogisticRegression(
         C=C, class_weight="balanced", solver="liblinear", random_state=0, max_iter=1000
     )
-    model.fit(features, labels)
+    model.fit(features, labels, sample_weight=weights)
     return {
         "char": {"vocabulary": _vocabulary(char), "idf": _rounded(char.idf_)},
         "word": {"vocabulary": _vocabulary(word), "idf": _rounded(word.idf_)},
@@ -169,16 +170,26 @@ class Detector:
         return [self.score(text) for text in texts]
 
     def score(self, text: str) -> float:
-        text = text[:MAX_CHARS].lower()
-        logit = (
-            self.intercept
-            + _weighted(Counter(_char_wb_ngrams(text)), self._char)
-            + _weighted(_word_counts(text), self._word)
-        )
+        return self.score_features(features(text))
+
+    def score_features(self, counted: Features) -> float:
+        """The score of a text's ``features`` (counted once for the models that share them)."""
+        chars, words = counted
+        logit = self.intercept + _weighted(chars, self._char) + _weighted(words, self._word)
         try:
             return 1.0 / (1.0 + math.exp(-logit))
         except OverflowError:  # a logit far below zero: no attack at all
             return 0.0
+
+
+Features = tuple[Counter[str], Counter[str]]
+
+
+def features(text: str) -> Features:
+    """A text's character n-grams and words, counted as the models read them (the learned and
+    domain stages share them)."""
+    text = text[:MAX_CHARS].lower()
+    return Counter(_char_wb_ngrams(text)), _word_counts(text)
 
 
 def _char_wb_ngrams(text: str) -> list[str]:

@@ -81,7 +81,6 @@ _OTHER_LANGUAGES_ALLOWED = [
     "システムの使い方を教えてください。アプリにログインできません。",
     "شكراً لكم على الرعاية الممتازة لوالدتي هذا الأسبوع.",
     "يرجى إرسال الفاتورة إلى بريدي المعتاد، شكراً.",
-    "請求書を私のメール tanaka.k@gmail.com に送ってください。いつものアドレスです。",
     "Dzień dobry, czy opiekunka może przyjść w czwartek zamiast w środę? Dziękuję.",
     "Merhaba, annemin randevusunu perşembeye alabilir miyiz? Teşekkürler.",
 ]
