@@ -6,7 +6,9 @@ its transport's memory streams, tasks and an async HTTP client: about a quarter 
 process's busy time in a forwarded call, more than the decision's own work. Here the worker
 thread posts the JSON-RPC message itself on a kept-alive connection (``http.client``) and reads
 the answer, JSON or an event stream, as the specification describes it
-(``mcp_types`` validates the result as the SDK does).
+(``mcp_types`` validates the result as the SDK does). A connection is kept for the next call
+after a JSON answer, and after an event stream that ends within ``DRAIN_SECONDS`` of its answer
+(the SDK servers' default answer; one still open then is closed).
 
 The session is this path's own (an ``initialize`` handshake at a version both sides speak,
 ``Mcp-Session-Id`` kept); the SDK's connection stays for listings and change notices. A session
@@ -50,6 +52,8 @@ log = logging.getLogger(__name__)
 IDLE_SECONDS = 2.0  # a kept-alive connection idle longer is closed, never reused: servers
 # commonly close theirs after 5 s, and a call written into a closing connection may be lost.
 MAX_ANSWER_BYTES = 16 * 1024 * 1024  # an upstream's answer larger than this fails the call
+#: How long an event stream may take to end after its answer for its connection to be kept.
+DRAIN_SECONDS = 0.05
 
 
 class Unavailable(Exception):
@@ -247,6 +251,8 @@ class _Session:
                     # resume it): the call may have run; the SDK's client resumes, so later
                     # calls go through it.
                     self.lean = False
+            if found is not None:
+                keep = self._drained(connection, response)
             return response.status, found, headers
         except (OSError, http.client.HTTPException, ValueError, RecursionError) as exc:
             keep = False
@@ -262,6 +268,26 @@ class _Session:
                 connection.close()
             if heard:  # once per answer, however many notices it carried
                 self.on_list_changed()
+
+    def _drained(
+        self, connection: http.client.HTTPConnection, response: http.client.HTTPResponse
+    ) -> bool:
+        """Whether an event stream that gave its answer ends within ``DRAIN_SECONDS`` (a server
+        closes the stream after the answer, as the specification says it should), so that its
+        connection can carry the next call. A stream still open then (keep-alive comments, later
+        messages) is closed with its connection, as before the answer was found."""
+        sock = connection.sock
+        if sock is None:
+            return False
+        until = time.monotonic() + DRAIN_SECONDS  # the whole drain, not each read
+        try:
+            while (left := until - time.monotonic()) > 0:
+                sock.settimeout(left)
+                if not response.readline(MAX_ANSWER_BYTES):
+                    return response.isclosed() and not response.will_close
+        except (OSError, http.client.HTTPException, ValueError):
+            pass
+        return False
 
     def _ours(self, message: Any, request_id: int, heard: set[str]) -> dict[str, Any] | None:
         """``message`` if it answers ``request_id``; notices heard on the way are noted."""

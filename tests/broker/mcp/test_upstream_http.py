@@ -125,6 +125,32 @@ def test_an_imported_tool_over_http_runs_through_the_pipeline(
     assert body["outcome"] == "failed" and "withheld" in body["error"]
 
 
+def _closed_here(port: int) -> int:
+    """Connections to ``port`` this machine closed in the last minute (TCP's TIME_WAIT stays with
+    the side that closed first)."""
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[2].split(":")[1], 16) == port and fields[3] == "06":
+            count += 1
+    return count
+
+
+def test_one_connection_carries_call_after_call(served: dict[str, Any], db: None) -> None:
+    """Whether the upstream answers with an event stream (the SDK servers' default) or with JSON,
+    a call's connection is kept for the next one, not closed and opened again."""
+    upstream = _upstream(f"kept-{served['port']}", served["port"])
+    assert not upstream_call(upstream, "lookup", {"topic": "first"}, timeout=10).is_error
+    before = _closed_here(served["port"])  # the handshake's notice is answered without a body
+    for topic in range(10):
+        result = upstream_call(upstream, "lookup", {"topic": str(topic)}, timeout=10)
+        assert result.structured_content == {
+            "topic": str(topic),
+            "note": "Sam prefers morning visits.",
+        }
+    assert _closed_here(served["port"]) - before <= 1
+
+
 def test_an_upstream_that_restarted_is_greeted_again_and_the_call_goes_through(
     served: dict[str, Any], db: None
 ) -> None:
@@ -216,6 +242,23 @@ class _Odd(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
+        if mode == "stream-stays-open":
+            # The answer, then keep-alive comments every 10 ms on a stream that never ends.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            result = {"content": [{"type": "text", "text": "done"}], "isError": False}
+            event = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            chunks = [f"data: {event}\n\n".encode()] + [b": ping\n\n"] * 600
+            try:
+                for chunk in chunks:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                    time.sleep(0.01)
+            except OSError:
+                pass
+            return
         answers = {
             "not-a-result": {"jsonrpc": "2.0", "id": message["id"], "result": "nope"},
             "odd-error": {"jsonrpc": "2.0", "id": message["id"], "error": "broken"},
@@ -246,6 +289,21 @@ def test_an_upstream_that_trickles_or_never_ends_is_cut_off_at_the_calls_time(
         upstream_call(upstream, "lookup", {}, timeout=1.0)
     assert time.monotonic() - started < 3  # the call's time, not each read's
     assert odd.calls == 1  # and sent once
+
+
+def test_an_answer_on_a_stream_that_stays_open_is_returned_at_once(
+    odd: ThreadingHTTPServer, db: None
+) -> None:
+    """The answer counts when it arrives; a stream kept open after it (comments every 10 ms)
+    costs its connection, not the call's time."""
+    odd.mode = "stream-stays-open"  # type: ignore[attr-defined]
+    upstream = _upstream("odd-open", odd.server_address[1])
+    for _ in range(2):
+        started = time.monotonic()
+        result = upstream_call(upstream, "lookup", {}, timeout=5)
+        assert result.content[0].text == "done"  # type: ignore[union-attr]
+        assert time.monotonic() - started < 1
+    assert odd.calls == 2
 
 
 @pytest.mark.parametrize("mode", ["not-a-result", "odd-error", "other-id"])
