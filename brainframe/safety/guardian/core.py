@@ -301,8 +301,10 @@ def _matches(views: list[str], compact_views: list[bytes]) -> dict[str, ThreatPa
         if pattern.name in matched:
             continue
         confirm = _CONFIRM.get(pattern.name)
+        listed = pattern.category in _LISTED  # a command in a code listing is shown, not run
         if any(
             not mention.negated(text_view, m.start())
+            and not (listed and mention.in_code_listing(text_view, m.start()))
             and (confirm is None or confirm(m.group(), text_view))
             for text_view in views
             for m in regex.finditer(text_view)

@@ -276,7 +276,13 @@ _P = [
         "(sonobody|sonoone|nobodywill|noonewill)(sees|see|knows|know|notices|notice|finds)|"
         "(tell|say|report)~(nothinghappened)",
     ),
-    ("rm_rf", "destructive_command", "(rmrf|rmfr|droptable|droptables|formatc|mkfs|shred)"),
+    (  # the shell's and SQL's own words, as written: "form from", "drop tablets", "format
+        # conversion", "shred the old rosters" and "platform RFP" are everyday business text
+        "rm_rf",
+        "destructive_command",
+        r"re:\br\W?m\s+-+\W?(?:r\W?f|f\W?r|recursive)|\bdrop\s+(?:table|tables|database|schema)\b"
+        r"|\bformat\s+c\s*:|\bmkfs\b|\bshred\s+-",
+    ),
     # --- command execution (weak on its own)
     (
         "run_shell_command",

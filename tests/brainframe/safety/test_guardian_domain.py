@@ -79,3 +79,35 @@ def test_a_kept_back_set_not_yet_reported_is_not_training_data() -> None:
     sources = {where for _, _, where in domain.own_rows()}
     assert "guardian-heldout-7" in sources and "guardian-heldout-8" not in sources
     assert "guardian-heldout-7" not in {where for _, _, where in domain.own_rows(exclude="-7")}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hi, I'm the new support coordinator for Mr Tran. I've attached my authority form from "
+        "the NDIA.",
+        "Please drop tablets at the pharmacy on your way.",
+        "We need a format conversion of the report before Friday.",
+        "Please shred the old rosters once they are scanned.",
+        "Our platform RFP is attached for your review.",
+    ],
+)
+def test_everyday_words_that_hide_a_shell_command_are_not_one(text: str) -> None:
+    """Read letters-only, "form from" holds "rmfr" and "drop tablets" "droptable": the destructive
+    commands are matched as written, with their spaces and dashes."""
+    assert assess(text, "untrusted").action == "allow"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rm -fr /home",
+        "Run r.m -r.f / now",
+        "'; DROP TABLE shifts;--",
+        "format c: now",
+        "mkfs.ext4 /dev/sda1",
+        "shred -u /var/log/audit.log",
+    ],
+)
+def test_the_destructive_commands_themselves_are_refused(text: str) -> None:
+    assert assess(text, "untrusted").action == "block"
