@@ -5,7 +5,8 @@ model trained on this business's own attacks and look-alikes) and the semantic s
 
 They read every reading of the text (its visible text, hidden parts, decodings) and each keeps
 its highest score. A document about attacks (training, research, a tutorial…) that does not
-speak to a model is read as mention: it needs ``GENRE_FLOOR`` of a stage. The first stage at or
+speak to a model is read as mention: it needs ``GENRE_FLOOR`` of a stage (of the domain stage only
+from a known sender: an unknown one can add a genre's words to any request). The first stage at or
 above its threshold names the verdict, in the order learned, domain, semantic.
 """
 
@@ -105,7 +106,9 @@ def scores(norm: Normalised, trust: str, *, domain: bool = True) -> Scores:
     if learned >= max(model.threshold, floor):
         base = learned_base(learned, model.threshold)
         name, category = LEARNED_PATTERN, LEARNED_CATEGORY
-    elif ours >= max(own.threshold, floor):
+    elif ours >= max(own.threshold, floor if trust not in UNKNOWN_SENDERS else 0.0):
+        # An unknown sender's genre words ("per our procedure", "training") are theirs to add:
+        # the business's own attacks are not excused by them.
         base, name, category = DOMAIN_RISK, DOMAIN_PATTERN, DOMAIN_CATEGORY
     else:
         threshold = max(meaning.threshold, floor and SEMANTIC_FLOOR)
