@@ -109,6 +109,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture(autouse=True)
+def fresh_channel_layer() -> None:
+    """Each test gets a channel layer of its own. channels_redis keeps an asyncio lock per
+    channel prefix, bound to the event loop that first waited on it: a board consumer still
+    receiving when an earlier async test's loop closed (a slow disconnect on a loaded machine)
+    held it locked for good, and every later test of the process then failed with "bound to a
+    different event loop"."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+
+
+@pytest.fixture(autouse=True)
 def fresh_rate_limits() -> None:
     """Each test starts with the agents' request counters and loop latches at zero: they live in
     Redis, which outlives a test's database, so a test that sends many requests (schemathesis)
