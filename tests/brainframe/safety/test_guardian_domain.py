@@ -54,17 +54,6 @@ def test_teaching_about_the_attack_is_not_the_attack() -> None:
     assert assess(training, "untrusted").action == "allow"
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Our office will be closed on Monday for the public holiday; normal hours resume Tuesday.",
-        "Thanks for the lovely visit with Mum yesterday, she really enjoyed the walk to the park.",
-    ],
-)
-def test_everyday_messages_stay_allowed(text: str) -> None:
-    assert assess(text, "untrusted").action == "allow"
-
-
 def test_a_client_asking_for_their_invoice_at_an_outside_address_goes_to_a_reviewer() -> None:
     """Sending to an address outside, asked by a sender nobody knows: the English words are the
     act rules' block; in Japanese the domain stage flags it (a reviewer sees it; it was allowed
@@ -84,6 +73,9 @@ def test_a_kept_back_set_not_yet_reported_is_not_training_data() -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        "Our office will be closed on Monday for the public holiday; normal hours resume Tuesday.",
+        "Thanks for the lovely visit with Mum yesterday, she really enjoyed the walk to the park.",
+        # read letters-only, "form from" holds "rmfr" and "drop tablets" "droptable"
         "Hi, I'm the new support coordinator for Mr Tran. I've attached my authority form from "
         "the NDIA.",
         "Please drop tablets at the pharmacy on your way.",
@@ -92,9 +84,9 @@ def test_a_kept_back_set_not_yet_reported_is_not_training_data() -> None:
         "Our platform RFP is attached for your review.",
     ],
 )
-def test_everyday_words_that_hide_a_shell_command_are_not_one(text: str) -> None:
-    """Read letters-only, "form from" holds "rmfr" and "drop tablets" "droptable": the destructive
-    commands are matched as written, with their spaces and dashes."""
+def test_everyday_messages_stay_allowed(text: str) -> None:
+    """Everyday mail, and words that hide a shell command when read letters-only: the
+    destructive commands are matched as written, with their spaces and dashes."""
     assert assess(text, "untrusted").action == "allow"
 
 
