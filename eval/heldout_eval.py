@@ -1,6 +1,6 @@
 """Score the Guardian and the PII filter on the kept-back RABS sets (eval/heldout/).
 
-    .venv/bin/python eval/heldout_eval.py [--part guardian|pii|both] [--set 1…8]
+    .venv/bin/python eval/heldout_eval.py [--part guardian|pii|both] [--set 1…9]
     .venv/bin/python eval/heldout_eval.py --file eval/corpora/rabs-families-guardian-r3.jsonl
     .venv/bin/python eval/heldout_eval.py --part pii --file eval/pii-tuning-r3.jsonl
 
@@ -27,7 +27,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rabs.settings.typecheck")
 HELDOUT = ROOT / "eval" / "heldout"
 
 
-SETS = {"1": "", "2": "-2", "3": "-3", "4": "-4", "5": "-5", "6": "-6", "7": "-7", "8": "-8"}
+SETS = {"1": "", **{str(n): f"-{n}" for n in range(2, 10)}}
 
 
 def guardian(path: Path) -> None:

@@ -439,7 +439,7 @@ def assess(
     else:
         by_category, base = {}, NO_MATCH_RISK
     scored = None
-    if not matched and stages.applies(learned, trust, text):
+    if not matched and stages.applies(learned, trust, text, source, entitled):
         scored = stages.scores(norm, trust, domain=not entitled)
         if scored.pattern is not None:
             base = scored.base

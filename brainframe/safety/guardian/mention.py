@@ -220,11 +220,31 @@ _PROMPT_LINE = re.compile(r"(?:^|\n)[ \t]*(?:\$|>|%|c:\\>|ps>)[ \t]+[^\n]*$")
 
 
 def in_code_listing(folded: str, start: int) -> bool:
-    """Inside a fenced code block (an odd number of ``` before it) or on a shell prompt's line
-    ("$ rm -rf build/"): a command shown, not one asked for."""
+    """Inside a fenced code block (an odd number of ``` before it), on a shell prompt's line
+    ("$ rm -rf build/") or in an indented code block: a command shown, not one asked for."""
     if folded.count("```", 0, start) % 2 == 1:
         return True
-    return bool(_PROMPT_LINE.search(folded, 0, folded.find("\n", start) % (len(folded) + 1)))
+    end = folded.find("\n", start) % (len(folded) + 1)
+    if _PROMPT_LINE.search(folded, 0, end):
+        return True
+    return _indented_code(folded, folded.rfind("\n", 0, start) + 1)
+
+
+def _indented_code(folded: str, line: int) -> bool:
+    """The line at ``line`` is in a Markdown indented code block: it and the lines above it up
+    to a blank line, a Markdown heading or the text's start are indented by four spaces or a
+    tab (a paragraph's indented continuation is not code)."""
+    if not folded.startswith(("    ", "\t"), line):
+        return False
+    while line > 0:
+        before = folded.rfind("\n", 0, line - 1) + 1
+        previous = folded[before : line - 1]
+        if not previous.strip() or previous.startswith("#"):
+            return True
+        if not previous.startswith(("    ", "\t")):
+            return False
+        line = before
+    return True
 
 
 def genre(folded: str, *, known: bool = False) -> str | None:

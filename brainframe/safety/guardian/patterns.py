@@ -138,7 +138,10 @@ _P = [
         "role_impersonation",
         r"re:<\s*(?:system|sys|instructions?|admin|developer)(?:\s[^>]{0,60})?>|"
         r"\[\s*/?\s*system\s*\]|"
-        r"(?:^|\n)\s*#{1,6}\s*(?:system|admin|developer)\b",
+        # a heading that is a role's turn ("### SYSTEM:", "## Admin override"), not a README's
+        # section ("## Admin endpoints", "## System requirements")
+        r"(?:^|\n)\s*#{1,6}\s*(?:system|admin|developer)(?:\s+(?:prompt|message|"
+        r"instructions?|note|override|mode))?\s*(?::|\]|$|\n)",
     ),
     (
         "fake_system_turn",

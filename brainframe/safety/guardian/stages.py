@@ -46,6 +46,8 @@ SEMANTIC_FLOOR = 0.97
 #: The domain stage's base risk: a flag at standard and untrusted trust, a block only from a
 #: hostile source. It was chosen on the business's own look-alikes; a reviewer decides.
 DOMAIN_RISK = 0.5
+#: The domain stage's score from which the learned and semantic stages' verdicts count.
+AGREE = 0.5
 
 
 @dataclass(frozen=True)
@@ -77,12 +79,21 @@ def readings(norm: Normalised) -> list[str]:
     return [first, *(r for how, r in norm.readings[1:] if r is not first and r.strip())]
 
 
-def applies(learned: bool | None, trust: str, text: str) -> bool:
+def applies(
+    learned: bool | None, trust: str, text: str, source: str | None = None, entitled: bool = False
+) -> bool:
+    """Whether the stages read the text: any long text; an unknown sender's of a few words; and
+    a known person's message arriving on a channel (``source``), unless it asks only for acts
+    they may ask for (a compromised client's account writes short messages too)."""
     if learned is not None:
         return learned
     if len(text) >= LEARNED_MIN_CHARS:
         return True
-    return trust in UNKNOWN_SENDERS and len(_WORDS.findall(text)) >= LEARNED_MIN_WORDS
+    if len(_WORDS.findall(text)) < LEARNED_MIN_WORDS:
+        return False
+    if trust in UNKNOWN_SENDERS:
+        return True
+    return trust == "standard" and source is not None and not entitled
 
 
 def scores(norm: Normalised, trust: str, *, domain: bool = True) -> Scores:
@@ -95,6 +106,10 @@ def scores(norm: Normalised, trust: str, *, domain: bool = True) -> Scores:
     learned = round(max(model.score_features(f) for f in counted), 4)
     sense = round(max(meaning.scores(texts)), 4)
     ours = round(max(own.score_features(f) for f in counted), 4) if domain else 0.0
+    # Where the domain stage read the text, the public models count only when it leans the
+    # same way: what a tutorial or a vendor's notice shares with a jailbreak's style, the
+    # business's own look-alikes have taught the domain stage to tell apart.
+    agreed = not domain or ours >= AGREE
     floor = 0.0
     if (
         learned >= model.threshold or sense >= meaning.threshold or ours >= own.threshold
@@ -103,13 +118,15 @@ def scores(norm: Normalised, trust: str, *, domain: bool = True) -> Scores:
         known = trust not in UNKNOWN_SENDERS
         if mention.genre(folded, known=known) is not None and not mention.addressed(folded):
             floor = GENRE_FLOOR
-    if learned >= max(model.threshold, floor):
+    if agreed and learned >= max(model.threshold, floor):
         base = learned_base(learned, model.threshold)
         name, category = LEARNED_PATTERN, LEARNED_CATEGORY
     elif ours >= max(own.threshold, floor if trust not in UNKNOWN_SENDERS else 0.0):
         # An unknown sender's genre words ("per our procedure", "training") are theirs to add:
         # the business's own attacks are not excused by them.
         base, name, category = DOMAIN_RISK, DOMAIN_PATTERN, DOMAIN_CATEGORY
+    elif not agreed:
+        base, name, category = NO_MATCH_RISK, SEMANTIC_PATTERN, SEMANTIC_CATEGORY
     else:
         threshold = max(meaning.threshold, floor and SEMANTIC_FLOOR)
         base, name, category = learned_base(sense, threshold), SEMANTIC_PATTERN, SEMANTIC_CATEGORY
