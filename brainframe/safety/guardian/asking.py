@@ -31,7 +31,8 @@ _OVERSEEN = re.compile(
 )
 #: A secret kept for a surprise (a party, a present): no concealment from oversight.
 _SURPRISE = re.compile(
-    r"\bsurprise (?:party|birthday|visit|present|gift|morning tea|\d+(?:st|nd|rd|th))\b"
+    r"\bsurprise (?:party|birthday|visit|present|gift|morning tea|afternoon tea|farewell|"
+    r"send-?off|lunch|dinner|cake|card|celebration|baby shower|\d+(?:st|nd|rd|th))\b"
 )
 
 

@@ -439,8 +439,9 @@ def assess(
     else:
         by_category, base = {}, NO_MATCH_RISK
     scored = None
-    if not matched and stages.applies(learned, trust, text, source, entitled):
-        scored = stages.scores(norm, trust, domain=not entitled)
+    reading = None if matched else stages.applies(learned, trust, text, source, entitled)
+    if reading is not None:
+        scored = stages.scores(norm, trust, domain=not entitled, public=reading == "all")
         if scored.pattern is not None:
             base = scored.base
             by_category = {scored.pattern.category: base}

@@ -221,13 +221,16 @@ _PROMPT_LINE = re.compile(r"(?:^|\n)[ \t]*(?:\$|>|%|c:\\>|ps>)[ \t]+[^\n]*$")
 
 def in_code_listing(folded: str, start: int) -> bool:
     """Inside a fenced code block (an odd number of ``` before it), on a shell prompt's line
-    ("$ rm -rf build/") or in an indented code block: a command shown, not one asked for."""
+    ("$ rm -rf build/") or in a README's or tutorial's indented code block: a command shown,
+    not one asked for."""
     if folded.count("```", 0, start) % 2 == 1:
         return True
     end = folded.find("\n", start) % (len(folded) + 1)
     if _PROMPT_LINE.search(folded, 0, end):
         return True
-    return _indented_code(folded, folded.rfind("\n", 0, start) + 1)
+    # An indented block is code only in a document that shows listings (a README, a
+    # tutorial) and does not ask for them to be run: an e-mail's "    rm -rf /srv" is asked.
+    return _indented_code(folded, folded.rfind("\n", 0, start) + 1) and shows(folded)
 
 
 def _indented_code(folded: str, line: int) -> bool:

@@ -4,9 +4,10 @@ model trained on this business's own attacks and look-alikes) and the semantic s
 (``semantic``: what a text means, from the offline sentence model's token vectors).
 
 They read every reading of the text (its visible text, hidden parts, decodings) and each keeps
-its highest score. A document about attacks (training, research, a tutorial…) that does not
-speak to a model is read as mention: it needs ``GENRE_FLOOR`` of a stage (of the domain stage only
-from a known sender: an unknown one can add a genre's words to any request). The first stage at or
+its highest score. A known sender's document about attacks (training, research, a tutorial…)
+that does not speak to a model is read as mention: it needs ``GENRE_FLOOR`` of a stage (an
+unknown sender can add a genre's words to any request). Where the domain stage reads a text, the
+learned and semantic stages count only when it scores at least ``AGREE``. The first stage at or
 above its threshold names the verdict, in the order learned, domain, semantic.
 """
 
@@ -81,30 +82,33 @@ def readings(norm: Normalised) -> list[str]:
 
 def applies(
     learned: bool | None, trust: str, text: str, source: str | None = None, entitled: bool = False
-) -> bool:
-    """Whether the stages read the text: any long text; an unknown sender's of a few words; and
-    a known person's message arriving on a channel (``source``), unless it asks only for acts
-    they may ask for (a compromised client's account writes short messages too)."""
+) -> str | None:
+    """Which stages read the text: all of them ("all") on any long text and an unknown sender's
+    of a few words; the domain stage alone ("domain") on a known person's short message arriving
+    on a channel (``source``) that asks for an act they may not ask for or none (a compromised
+    client's account writes short messages too; the public models were never tuned on a known
+    sender's notes); none (None) otherwise."""
     if learned is not None:
-        return learned
+        return "all" if learned else None
     if len(text) >= LEARNED_MIN_CHARS:
-        return True
+        return "all"
     if len(_WORDS.findall(text)) < LEARNED_MIN_WORDS:
-        return False
+        return None
     if trust in UNKNOWN_SENDERS:
-        return True
-    return trust == "standard" and source is not None and not entitled
+        return "all"
+    return "domain" if trust == "standard" and source is not None and not entitled else None
 
 
-def scores(norm: Normalised, trust: str, *, domain: bool = True) -> Scores:
+def scores(norm: Normalised, trust: str, *, domain: bool = True, public: bool = True) -> Scores:
     """The stages' scores and verdict. ``domain=False`` leaves the domain stage out (its score
     0): the text asks only for acts its sender may ask for, and the business's frauds are
-    requests to act, so the sender's rights decide, not a model of their words."""
+    requests to act, so the sender's rights decide, not a model of their words.
+    ``public=False`` leaves the learned and semantic stages out (scores 0)."""
     texts = readings(norm)
     model, meaning, own = detector(), semantic.detector(), own_detector()
     counted = [features(text) for text in texts]
-    learned = round(max(model.score_features(f) for f in counted), 4)
-    sense = round(max(meaning.scores(texts)), 4)
+    learned = round(max(model.score_features(f) for f in counted), 4) if public else 0.0
+    sense = round(max(meaning.scores(texts)), 4) if public else 0.0
     ours = round(max(own.score_features(f) for f in counted), 4) if domain else 0.0
     # Where the domain stage read the text, the public models count only when it leans the
     # same way: what a tutorial or a vendor's notice shares with a jailbreak's style, the
@@ -114,16 +118,19 @@ def scores(norm: Normalised, trust: str, *, domain: bool = True) -> Scores:
     if (
         learned >= model.threshold or sense >= meaning.threshold or ours >= own.threshold
     ):  # only then is the genre worth reading
+        # The genre is a known sender's word only: an unknown one can add "research" or
+        # "training" to any request.
         folded = fold(texts[0])
-        known = trust not in UNKNOWN_SENDERS
-        if mention.genre(folded, known=known) is not None and not mention.addressed(folded):
+        if (
+            trust not in UNKNOWN_SENDERS
+            and mention.genre(folded, known=True) is not None
+            and not mention.addressed(folded)
+        ):
             floor = GENRE_FLOOR
     if agreed and learned >= max(model.threshold, floor):
         base = learned_base(learned, model.threshold)
         name, category = LEARNED_PATTERN, LEARNED_CATEGORY
-    elif ours >= max(own.threshold, floor if trust not in UNKNOWN_SENDERS else 0.0):
-        # An unknown sender's genre words ("per our procedure", "training") are theirs to add:
-        # the business's own attacks are not excused by them.
+    elif ours >= max(own.threshold, floor):
         base, name, category = DOMAIN_RISK, DOMAIN_PATTERN, DOMAIN_CATEGORY
     elif not agreed:
         base, name, category = NO_MATCH_RISK, SEMANTIC_PATTERN, SEMANTIC_CATEGORY
