@@ -26,7 +26,7 @@ from brainframe.safety.pii.engine import (
     nlp_engine,
     phone_recognizer,
 )
-from brainframe.safety.pii.keep import kept_spans, ndis_numbers
+from brainframe.safety.pii.keep import kept_spans, ndis_numbers, not_people
 from brainframe.safety.pii.names import capitalised as _capitalised
 from brainframe.safety.pii.names import cued_names, only_common_words
 from brainframe.safety.pii.rules import (
@@ -34,9 +34,12 @@ from brainframe.safety.pii.rules import (
     AU_ADDRESS,
     BANK_ACCOUNT,
     BSB,
+    CUED_ADDRESS,
     DATE_OF_BIRTH,
     DRIVER_LICENCE,
+    MEDICARE,
     PASSPORT,
+    TFN,
     address_regions,
     not_a_name,
     not_a_phone,
@@ -389,6 +392,9 @@ def analyzer() -> Any:
         GroupRecognizer("AU_BANK_ACCOUNT", BANK_ACCOUNT, 1.0),
         GroupRecognizer("AU_DRIVER_LICENCE", DRIVER_LICENCE, 1.0),
         GroupRecognizer("AU_PASSPORT", PASSPORT, 1.0),
+        GroupRecognizer("AU_TFN", TFN, 1.0),
+        GroupRecognizer("AU_MEDICARE", MEDICARE, 1.0),
+        GroupRecognizer("AU_ADDRESS", CUED_ADDRESS, 0.95),
         PatternRecognizer(
             supported_entity="AU_NDIS_NUMBER",
             name="AuNdisRecognizer",
@@ -449,6 +455,13 @@ def pii_find(text: str) -> list[Finding]:
             found.append(Finding(kind, result.start, result.end, round(result.score, 3)))
     found = _cued(text, _regions(text, keep) if regions is None else regions, found)
     found = [f for f in found if all(f.end <= a or f.start >= b for a, b in keep)]
+    if any(f.type == "PERSON" for f in found):
+        people = not_people(text)
+        found = [
+            f
+            for f in found
+            if f.type != "PERSON" or all(f.end <= a or f.start >= b for a, b in people)
+        ]
     found.sort(key=lambda f: (-f.score, f.type not in CUED, f.start - f.end, f.start))
     kept: list[Finding] = []
     for finding in found:

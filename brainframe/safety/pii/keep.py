@@ -66,7 +66,9 @@ _AGENCY = re.compile(
     re.IGNORECASE,
 )
 _SERVICE = re.compile(
-    r"(?<![\d+])(?:1[38]00(?:[ -]?\d){6}|13(?:[ -]?\d){4}|1[38]00[ -]?[A-Z]{4,}|000)(?![\d])"
+    # 000, not the last group of a longer number ("BSB 062-000")
+    r"(?<![\d+])(?:1[38]00(?:[ -]?\d){6}|13(?:[ -]?\d){4}|1[38]00[ -]?[A-Z]{4,}|"
+    r"(?<!\d[ -])000)(?![\d])"
 )
 _DOSE = re.compile(
     r"\b\d+(?:[.,]\d+)?\s?(?:mg|mcg|µg|ug|g|ml|mL|units?|iu|IU|tablets?|tabs?|capsules?|caps|"
@@ -96,6 +98,24 @@ _WORDS_NOT_NAMES = re.compile(
     r"(?:joy|hope) and (?:joy|hope)|(?:reset )?mfa)\b",
     re.IGNORECASE,
 )
+#: Equipment named after its maker, invoices and job titles ("Reported by: Enrolled Nurse"):
+#: no person's name, though the model reads them so.
+_NOT_PEOPLE = re.compile(
+    r"\b(?:hoyer (?:lift|sling|hoist)s?|zimmer frames?|oxford (?:lift|hoist)s?|sara stedy|"
+    r"invoices?|(?:enrolled|registered|clinical|community|practice) nurses?|"
+    r"support (?:workers?|coordinators?)|team leaders?|(?:occupational|speech) therapists?|"
+    r"physiotherapists?|(?:care|service|house|site|rostering) managers?)\b",
+    re.IGNORECASE,
+)
+#: A place that names a team, an office or a practice ("the Merrylands team", "into the Eastwood
+#: day program", "Fairfield Family Medical"), which the model reads as a surname.
+_PLACES = re.compile(
+    r"(?:(?<=\bthe )|(?<=, )|(?<=\bat )|(?<=\bin )|(?<=\bfrom )|(?<=\bour ))[A-Z][a-z]+"
+    r"(?= (?:team|office|day program(?:me)?|day centre|hub|branch|depot|site|campus)\b)|"
+    r"\b(?:[A-Z][a-z]+ ){1,2}(?:Family )?(?:Medical(?: Centre| Practice| Clinic| Group)?|"
+    r"Health(?:care)?(?: Centre| Service)?|Clinic|Hospital|Pharmacy|Physiotherapy|Allied Health|"
+    r"Dental)\b"
+)
 
 
 def kept_spans(text: str) -> list[tuple[int, int]]:
@@ -107,6 +127,13 @@ def kept_spans(text: str) -> list[tuple[int, int]]:
     spans += [m.span() for m in _DOSE.finditer(text)]
     spans += [m.span(1) for m in _DRUG_BEFORE_DOSE.finditer(text)]
     return spans
+
+
+def not_people(text: str) -> list[tuple[int, int]]:
+    """Spans no name may overlap (other findings may: "12 Clinic Lane" is an address):
+    equipment, invoices, job titles, and places that name a team or a practice."""
+    spans = [m.span() for m in _NOT_PEOPLE.finditer(text)]
+    return spans + [m.span() for m in _PLACES.finditer(text)]
 
 
 def ndis_numbers(text: str) -> list[tuple[int, int]]:

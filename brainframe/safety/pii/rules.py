@@ -50,6 +50,26 @@ DRIVER_LICENCE = (
     r"(?i:\b(?:driver'?s?\s+)?licen[cs]e\s*(?:no\.?|number|num|#)?\s*(?:is|:|#|-)?\s*)"
     r"((?=[A-Z0-9]*\d)[A-Z0-9]{5,10})(?![\w])"
 )
+#: A tax file number or a Medicare number after its cue, whatever its check digit says (a number
+#: mistyped by one digit is still the person's): "TFN (for your claim) is 457892316",
+#: "Medicare 3081 45927 2, IRN 4", "Medicare: 2953 71824 1-3".
+TFN = (
+    r"(?i:\b(?:tfn|tax file (?:number|no\.?))\b[^\d\n]{0,40}?)"
+    r"(\d{3}[ -]?\d{3}[ -]?\d{2,3})(?![\d])"
+)
+MEDICARE = (
+    r"(?i:\bmedicare\b(?:\s*(?:card|no\.?|number|#))*[^\d\n]{0,20}?)"
+    r"(\d{4}[ ]?\d{5}[ ]?\d(?:[ ]?[-/][ ]?\d|,?[ ]?(?i:irn)[ :]*\d)?)(?![\d])"
+)
+#: An address after "address:" or "lives at", in any case ("address: 12a grace st, lakemba nsw
+#: 2195"), to the end of its line or sentence.
+CUED_ADDRESS = (
+    r"(?i:\b(?:(?:home|residential|postal|street|current|new)\s+)?address(?:\s+is)?\s*[:-]\s*|"
+    r"\b(?:lives|living|moved) (?:at|to)\s+)"
+    r"((?i:(?:unit|u|lot|apt|flat|shop)\s*)?\d{1,5}[a-zA-Z]?(?:/\d{1,5}[a-zA-Z]?)?[ \t]+"
+    r"[^\W\d_][^\n;]{2,80}?|(?i:p\.?\s?o\.?\s?box)\s+\d{1,6}[^\n;]{0,60}?)"
+    r"(?=[ \t]*(?:\n|$|;|\.(?:\s|$)|\)))"
+)
 PASSPORT = r"(?i:\bpassport\s*(?:no\.?|number|num|#)?\s*(?:is|:|#|-)?\s*)([A-Z]{1,2}\d{6,8})(?!\w)"
 #: Any address@domain (presidio's own recognizer insists on a known top-level domain).
 ANY_EMAIL = r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+(?![\w@-])"
@@ -197,7 +217,10 @@ _ADDRESS_CUE = re.compile(
 )
 _ADDRESSEE = re.compile(r"((?:[^\W\d_][\w'’.-]*[ \t]?){1,4}?)(?=(?:[ \t]{2,}|[ \t]*[,\n][ \t]*)\d)")
 _HOUSE_NUMBER = re.compile(
-    r"(?<![\w.:/-])(?!0)\d{1,6}[A-Za-z]?\s+(?=[^\W\d_])"  # a house number never starts with 0
+    # a house number never starts with 0, is no phone number's last group ("0491 570 157 or
+    # …"), and a line after it that starts with a label is no street ("Priority 1\nResident:")
+    r"(?<![\w.:/-])(?<!\d{3}[ -]\d{3}[ -])(?!0)\d{1,6}[A-Za-z]?"
+    r"(?:[ \t]+|[ \t]*\n[ \t]*(?![^\W\d_][\w ]{0,20}:))(?=[^\W\d_])"
     # a date, a dose, a time or a quantity is no house number ("20 April", "25 mg", "10 units")
     r"(?!(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|mon(?:day)?|tue(?:s(?:day)?)?|"
