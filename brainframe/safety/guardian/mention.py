@@ -120,8 +120,10 @@ _REPORTED = re.compile(
 # A request named as a thing ("a request to change a supplier's bank account is actioned only
 # after …"), and a rule about who may do it ("only the CEO and CFO may approve payments").
 _NAMED_REQUEST = re.compile(
-    r"\b(?:a|an|any|the|such|each|every|no|this|that|these|those)\s+(?:[\w-]+\s+)?"
-    r"(?:requests?|instructions?|attempts?|demands?|claims?|asks?)\s+to\s*$|"
+    r"\b(?:a|an|any|the|such|each|every|no|this|that|these|those|as|like|including)\s+"
+    r"(?:[\w-]+\s+)?(?:requests?|instructions?|attempts?|demands?|claims?|asks?)\s+to\s*"
+    # "… such as requests to exfiltrate data or reveal …": the second of the named requests
+    r"(?:(?:[\w-]+\s+){1,4}(?:or|and)\s*)?$|"
     r"\bonly\b[^.;\n]{0,50}\b(?:may|can|is allowed to|are allowed to|is authori[sz]ed to|"
     r"are authori[sz]ed to)\s*$|\b(?:can|may|will) only\s*$"
 )
