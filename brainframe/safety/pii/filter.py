@@ -456,18 +456,28 @@ def pii_find(text: str) -> list[Finding]:
     found = _cued(text, _regions(text, keep) if regions is None else regions, found)
     found = [f for f in found if all(f.end <= a or f.start >= b for a, b in keep)]
     if any(f.type == "PERSON" for f in found):
-        people = not_people(text)
-        found = [
-            f
-            for f in found
-            if f.type != "PERSON" or all(f.end <= a or f.start >= b for a, b in people)
-        ]
+        found = _trimmed(text, found, not_people(text))
     found.sort(key=lambda f: (-f.score, f.type not in CUED, f.start - f.end, f.start))
     kept: list[Finding] = []
     for finding in found:
         if all(finding.end <= k.start or finding.start >= k.end for k in kept):
             kept.append(finding)
     return sorted(kept, key=lambda f: f.start)
+
+
+def _trimmed(text: str, found: list[Finding], people: list[tuple[int, int]]) -> list[Finding]:
+    """Names cut back to where a word that names no one starts ("Melissa Grant\nTeam Leader",
+    a signature the model read as one name); a name that starts inside one is dropped."""
+    out = []
+    for finding in found:
+        hits = [a for a, b in people if finding.start < b and a < finding.end]
+        if finding.type == "PERSON" and hits:
+            end = finding.start + len(text[finding.start : min(hits)].rstrip(" \t\n,|-"))
+            if end - finding.start < 2:
+                continue
+            finding = Finding(finding.type, finding.start, end, finding.score)
+        out.append(finding)
+    return out
 
 
 def _regions(text: str, keep: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -111,10 +111,11 @@ _NOT_PEOPLE = re.compile(
 #: day program", "Fairfield Family Medical"), which the model reads as a surname.
 _PLACES = re.compile(
     r"(?:(?<=\bthe )|(?<=, )|(?<=\bat )|(?<=\bin )|(?<=\bfrom )|(?<=\bour ))[A-Z][a-z]+"
-    r"(?= (?:team|office|day program(?:me)?|day centre|hub|branch|depot|site|campus)\b)|"
+    r"(?= (?:team(?! leaders?\b)|office|day program(?:me)?|day centre|hub|branch|depot|site|"
+    r"campus)\b)|"
     r"\b(?:[A-Z][a-z]+ ){1,2}(?:Family )?(?:Medical(?: Centre| Practice| Clinic| Group)?|"
     r"Health(?:care)?(?: Centre| Service)?|Clinic|Hospital|Pharmacy|Physiotherapy|Allied Health|"
-    r"Dental)\b"
+    r"Dental)\b(?! [A-Z])"
 )
 
 

@@ -53,12 +53,17 @@ DRIVER_LICENCE = (
 #: A tax file number or a Medicare number after its cue, whatever its check digit says (a number
 #: mistyped by one digit is still the person's): "TFN (for your claim) is 457892316",
 #: "Medicare 3081 45927 2, IRN 4", "Medicare: 2953 71824 1-3".
+#: The words between a cue and its number: not another number's label, not a new sentence.
+_CUE_GAP = (
+    r"(?:(?!\b(?:invoice|inv|ref|reference|batch|member|account|acc|order|receipt|abn|usi)\b|"
+    r"[.!?]\s+[A-Z])[^\d\n])"
+)
 TFN = (
-    r"(?i:\b(?:tfn|tax file (?:number|no\.?))\b[^\d\n]{0,40}?)"
+    r"(?i:\b(?:tfn|tax file (?:number|no\.?))\b" + _CUE_GAP + r"{0,40}?)"
     r"(\d{3}[ -]?\d{3}[ -]?\d{2,3})(?![\d])"
 )
 MEDICARE = (
-    r"(?i:\bmedicare\b(?:\s*(?:card|no\.?|number|#))*[^\d\n]{0,20}?)"
+    r"(?i:\bmedicare\b(?:\s*(?:card|no\.?|number|#))*" + _CUE_GAP + r"{0,20}?)"
     r"(\d{4}[ ]?\d{5}[ ]?\d(?:[ ]?[-/][ ]?\d|,?[ ]?(?i:irn)[ :]*\d)?)(?![\d])"
 )
 #: An address after "address:" or "lives at", in any case ("address: 12a grace st, lakemba nsw
@@ -66,9 +71,15 @@ MEDICARE = (
 CUED_ADDRESS = (
     r"(?i:\b(?:(?:home|residential|postal|street|current|new)\s+)?address(?:\s+is)?\s*[:-]\s*|"
     r"\b(?:lives|living|moved) (?:at|to)\s+)"
-    r"((?i:(?:unit|u|lot|apt|flat|shop)\s*)?\d{1,5}[a-zA-Z]?(?:/\d{1,5}[a-zA-Z]?)?[ \t]+"
+    # an address has a street's word, a state or a postcode ("moved to 3 days a week" has none)
+    r"((?=[^\n;]{0,60}?\b(?:\d{4}|(?i:st|street|rd|road|ave|avenue|cres|crescent|dr|drive|pl|"
+    r"place|ct|court|cl|close|pde|parade|hwy|highway|lane|ln|way|tce|terrace|blvd|cct|circuit|"
+    r"gr|grove|loop|nsw|vic|qld|wa|sa|tas|act|nt))\b)"
+    r"(?i:(?:unit|u|lot|apt|flat|shop)\s*)?\d{1,5}[a-zA-Z]?(?:/\d{1,5}[a-zA-Z]?)?[ \t]+"
     r"[^\W\d_][^\n;]{2,80}?|(?i:p\.?\s?o\.?\s?box)\s+\d{1,6}[^\n;]{0,60}?)"
-    r"(?=[ \t]*(?:\n|$|;|\.(?:\s|$)|\)))"
+    # to the end of its line or sentence, or of the address ("… Penrith with his brother")
+    r"(?=[ \t]*(?:\n|$|;|\.(?:\s|$)|\))|"
+    r",?\s+(?:with|and|last|since|from|on|for|because|is|has|but|in)\b)"
 )
 PASSPORT = r"(?i:\bpassport\s*(?:no\.?|number|num|#)?\s*(?:is|:|#|-)?\s*)([A-Z]{1,2}\d{6,8})(?!\w)"
 #: Any address@domain (presidio's own recognizer insists on a known top-level domain).
