@@ -26,7 +26,7 @@ from brainframe.safety.pii.engine import (
     nlp_engine,
     phone_recognizer,
 )
-from brainframe.safety.pii.keep import kept_spans, ndis_numbers, not_people
+from brainframe.safety.pii.keep import kept_spans, name_end, ndis_numbers, not_people
 from brainframe.safety.pii.names import capitalised as _capitalised
 from brainframe.safety.pii.names import cued_names, only_common_words
 from brainframe.safety.pii.rules import (
@@ -455,29 +455,20 @@ def pii_find(text: str) -> list[Finding]:
             found.append(Finding(kind, result.start, result.end, round(result.score, 3)))
     found = _cued(text, _regions(text, keep) if regions is None else regions, found)
     found = [f for f in found if all(f.end <= a or f.start >= b for a, b in keep)]
-    if any(f.type == "PERSON" for f in found):
-        found = _trimmed(text, found, not_people(text))
+    if any(f.type == "PERSON" for f in found):  # a name run on into a title cut back to the name
+        people = not_people(text)
+        ends = [
+            name_end(text, f.start, f.end, people) if f.type == "PERSON" else f.end for f in found
+        ]
+        found = [
+            Finding(f.type, f.start, e, f.score) for f, e in zip(found, ends, strict=True) if e
+        ]
     found.sort(key=lambda f: (-f.score, f.type not in CUED, f.start - f.end, f.start))
     kept: list[Finding] = []
     for finding in found:
         if all(finding.end <= k.start or finding.start >= k.end for k in kept):
             kept.append(finding)
     return sorted(kept, key=lambda f: f.start)
-
-
-def _trimmed(text: str, found: list[Finding], people: list[tuple[int, int]]) -> list[Finding]:
-    """Names cut back to where a word that names no one starts ("Melissa Grant\nTeam Leader",
-    a signature the model read as one name); a name that starts inside one is dropped."""
-    out = []
-    for finding in found:
-        hits = [a for a, b in people if finding.start < b and a < finding.end]
-        if finding.type == "PERSON" and hits:
-            end = finding.start + len(text[finding.start : min(hits)].rstrip(" \t\n,|-"))
-            if end - finding.start < 2:
-                continue
-            finding = Finding(finding.type, finding.start, end, finding.score)
-        out.append(finding)
-    return out
 
 
 def _regions(text: str, keep: list[tuple[int, int]]) -> list[tuple[int, int]]:

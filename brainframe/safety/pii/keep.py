@@ -137,6 +137,17 @@ def not_people(text: str) -> list[tuple[int, int]]:
     return spans + [m.span() for m in _PLACES.finditer(text)]
 
 
+def name_end(text: str, start: int, end: int, people: list[tuple[int, int]]) -> int | None:
+    """Where a name found at ``start:end`` ends: cut back to where a word that names no one
+    starts ("Melissa Grant\nTeam Leader", a signature the model read as one name); None when
+    the name starts inside one."""
+    hits = [a for a, b in people if start < b and a < end]
+    if not hits:
+        return end
+    cut = start + len(text[start : min(hits)].rstrip(" \t\n,|-"))
+    return cut if cut - start >= 2 else None
+
+
 def ndis_numbers(text: str) -> list[tuple[int, int]]:
     spans = []
     for match in _NDIS.finditer(text):
