@@ -132,10 +132,9 @@ def scores(norm: Normalised, trust: str, *, domain: bool = True, public: bool = 
         name, category = LEARNED_PATTERN, LEARNED_CATEGORY
     elif ours >= max(own.threshold, floor):
         base, name, category = DOMAIN_RISK, DOMAIN_PATTERN, DOMAIN_CATEGORY
-    elif not agreed:
-        base, name, category = NO_MATCH_RISK, SEMANTIC_PATTERN, SEMANTIC_CATEGORY
     else:
-        threshold = max(meaning.threshold, floor and SEMANTIC_FLOOR)
+        # without the domain stage's agreement no score reaches the threshold (scores are <= 1)
+        threshold = max(meaning.threshold, floor and SEMANTIC_FLOOR) if agreed else 2.0
         base, name, category = learned_base(sense, threshold), SEMANTIC_PATTERN, SEMANTIC_CATEGORY
     pattern = ThreatPattern(name, category, base, "") if base > NO_MATCH_RISK else None
     return Scores(learned, sense, ours, base, pattern)
