@@ -237,9 +237,7 @@ def change_line(folded: str, start: int) -> bool:
     """In a changelog, the match is on a line of what changed: the thing is named, not asked."""
     line = folded[folded.rfind("\n", 0, start) + 1 : start]
     return (
-        bool(_CHANGE_LINE.match(line))
-        and not _TURN.search(line)
-        and genre(folded) == "changelog"
+        bool(_CHANGE_LINE.match(line)) and not _TURN.search(line) and genre(folded) == "changelog"
     )
 
 
