@@ -42,7 +42,8 @@ _CUE = re.compile(
     r"son|daughter|mum|mother|dad|father|sister|brother|wife|husband|partner|aunt|uncle|"
     r"grandmother|grandfather|nan|nana|cousin|aunty|auntie|named|called|"
     r"call|ring|text|phone|ask|tell|thank|remind|"
-    r"surname|family name|last name|given names?|first names?|full name|preferred name)"
+    r"surname|family name|last name|given names?|first names?|full name|preferred name|"
+    r"name(?=\s*:))"
     r"\b\.?,?:?(?:\s*\(\s*|\s+)",
     re.IGNORECASE,
 )
@@ -142,11 +143,13 @@ def cued_names(text: str) -> list[tuple[int, int]]:
     lower_case = not any(c.isupper() for c in text)
     for cue in _CUE.finditer(text):
         end, count, at = cue.end(), 0, cue.end()
+        # a form's labelled field ("name: teuila sapolu") is a name in any case
+        labelled = lower_case or cue.group().rstrip().endswith(":")
         while count < 4:
             token = _TOKEN.match(text, at)
             if token is None or not (
                 _known_token(token.group(), within=count > 0)
-                or _unknown_word(token.group(), lower_case)
+                or _unknown_word(token.group(), labelled)
             ):
                 break
             end, count = token.end(), count + 1

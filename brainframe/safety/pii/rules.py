@@ -223,7 +223,9 @@ _FIRM_LIST = re.compile(r"[A-Z][\w'’-]+(?:,\s+[A-Z][\w'’-]+)+,?\s+(?:and|&)\
 _FIRM_BEFORE = re.compile(r"\b(?:from|at|of|by|for|with|joined|The)\s+$")
 #: Where an address starts: a cue, or a house number on a line that reads like an address.
 _ADDRESS_CUE = re.compile(
-    r"(?i:\b(?:address(?:\s+is)?\s*:?|lives at|live at|living at|moved to|located at|"
+    # "Address change for Siosaia Manu: …" names whose address changed, not the address
+    r"(?i:\b(?:address(?!\s+(?:change|update|correction)s?\b)(?:\s+is)?\s*:?|"
+    r"lives at|live at|living at|moved to|located at|"
     r"corner of|ship(?:ped)? to|deliver(?:ed)? to|post(?:ed)? to)\s+)"
 )
 _ADDRESSEE = re.compile(r"((?:[^\W\d_][\w'’.-]*[ \t]?){1,4}?)(?=(?:[ \t]{2,}|[ \t]*[,\n][ \t]*)\d)")
@@ -297,7 +299,8 @@ def _block_end(text: str, end: int) -> int:
 
 
 _REGION_STOP = re.compile(
-    r"\n|;|[.!?](?:$|\s+(?=[A-Z][a-z]*\s+[a-z]))|(?<=[a-z]{3})[.!?]\s+(?=[A-Z])"
+    r"\n|;|[.!?](?:$|\s+(?=[A-Z][a-z]*\s+[a-z]))|(?<=[a-z]{3})[.!?]\s+(?=[A-Z])|"
+    r"(?<=\b\d{4})[.!?]\s+(?=[A-Z])"  # "… VIC 3011. Brother Majok …": after a postcode
 )
 
 
