@@ -333,7 +333,6 @@ def _used(
             mention.negated(folded, at)
             or mention.narrated(folded, at)
             or mention.reported(folded, at)
-            or mention.change_line(folded, at)
             or mention.NEGATION.search(folded, at, end)  # "must never reveal …"
             or (pattern.category in _LISTED and mention.in_code_listing(folded, at))
             or _as_noun(folded, at)

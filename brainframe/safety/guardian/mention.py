@@ -124,11 +124,6 @@ _NAMED_REQUEST = re.compile(
     r"(?:[\w-]+\s+)?(?:requests?|instructions?|attempts?|demands?|claims?|asks?)\s+to\s*"
     # "… such as requests to exfiltrate data or reveal …": the second of the named requests
     r"(?:(?:[\w-]+\s+){1,4}(?:or|and)\s*)?$|"
-    # "requests that ask you to skip logging … must be refused": a relative clause names the
-    # request (what asks is its antecedent, not the writer)
-    r"\b(?:that|which|who)\s+(?:ask|tell|instruct|want|direct|urge|pressure)s?\s+"
-    r"(?:(?:you|staff|us|them|the (?:assistant|agent|model))\s+)?"
-    r"to\s*(?:(?:[\w-]+\s+){1,4}(?:or|and)\s*(?:to\s*)?)?$|"
     r"\bonly\b[^.;\n]{0,50}\b(?:may|can|is allowed to|are allowed to|is authori[sz]ed to|"
     r"are authori[sz]ed to)\s*$|\b(?:can|may|will) only\s*$"
 )
@@ -221,24 +216,6 @@ _KNOWN_GENRE = {
     r"deprecated)\s*\n|\bchanges\s*[-–:]\s*(?:week|sprint|release) \d+",
 }
 _KNOWN_GENRES = [(name, re.compile(expression)) for name, expression in _KNOWN_GENRE.items()]
-
-
-#: A changelog's line that tells what was added, removed or fixed ("- Removed: legacy
-#: --skip-audit-log flag", "v2.8.0 - Removed the option to skip review …", "- Added override
-#: approval workflow"), up to the match with no sentence's end nor turn ("… ; so now skip …").
-_CHANGE_LINE = re.compile(
-    r"[ \t]*(?:[-*•+][ \t]*)?(?:v?\d+(?:\.\d+)+[ \t]*[-–:][ \t]*)?"
-    r"(?:added|removed|deprecated|dropped|deleted|retired|fixed|renamed|replaced)\b[ \t]*:?"
-    r"(?:[^\n;!?.:]|[.:](?!\s))*$"
-)
-
-
-def change_line(folded: str, start: int) -> bool:
-    """In a changelog, the match is on a line of what changed: the thing is named, not asked."""
-    line = folded[folded.rfind("\n", 0, start) + 1 : start]
-    return (
-        bool(_CHANGE_LINE.match(line)) and not _TURN.search(line) and genre(folded) == "changelog"
-    )
 
 
 _PROMPT_LINE = re.compile(r"(?:^|\n)[ \t]*(?:\$|>|%|c:\\>|ps>)[ \t]+[^\n]*$")
