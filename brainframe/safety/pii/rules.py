@@ -299,8 +299,9 @@ def _block_end(text: str, end: int) -> int:
 
 
 _REGION_STOP = re.compile(
-    r"\n|;|[.!?](?:$|\s+(?=[A-Z][a-z]*\s+[a-z]))|(?<=[a-z]{3})[.!?]\s+(?=[A-Z])|"
-    r"(?<=\b\d{4})[.!?]\s+(?=[A-Z])"  # "… VIC 3011. Brother Majok …": after a postcode
+    r"\n|;|[.!?](?:$|\s+(?=[A-Z][a-z]*\s+[a-z]))|"
+    # after a word, or a postcode ("… VIC 3011. Brother Majok …"), a capital starts a sentence
+    r"(?:(?<=[a-z]{3})|(?<=\b\d{4}))[.!?]\s+(?=[A-Z])"
 )
 
 
